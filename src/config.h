@@ -1,0 +1,112 @@
+/* config.h - the ferryd.ini model: one [ferryd] section and one [queue NAME]
+ * section per queue, loaded with inih, checked against a key table, all
+ * errors collected at once. No I/O besides reading the file. */
+#ifndef FERRY_CONFIG_H
+#define FERRY_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define FERRY_EX_CONFIG 78      /* sysexits EX_CONFIG: bad configuration */
+#define CONFIG_QUEUE_NAME_MAX 48 /* letters, digits, '_', '-', '.' */
+#define CONFIG_MAX_QUEUES 64
+#define CONFIG_MAX_WORKERS 256   /* per queue */
+#define CONFIG_LINE_MAX 199      /* inih 55 silently cuts longer lines */
+
+enum config_log_level {
+	CONFIG_LOG_DEBUG,
+	CONFIG_LOG_INFO,
+	CONFIG_LOG_NOTICE,
+	CONFIG_LOG_WARN,
+	CONFIG_LOG_ERROR,
+};
+
+enum config_handler {
+	CONFIG_HANDLER_NOOP,     /* acknowledge every job */
+	CONFIG_HANDLER_EXEC,     /* run `command` per batch */
+};
+
+struct queue_config {
+	char name[CONFIG_QUEUE_NAME_MAX + 1];
+	int line;                /* line of the [queue NAME] header */
+	int workers;
+	int batch_size;
+	int handler;             /* enum config_handler */
+	char *command;           /* handler = exec: program and arguments */
+	int max_attempts;
+	int max_recoveries;
+	long backoff_base_ms;
+	long backoff_max_ms;
+	long job_timeout_ms;     /* master kills a worker whose batch runs longer */
+	long handler_timeout_ms; /* worker kills an exec handler that runs longer */
+	long max_jobs_per_worker; /* 0: never recycle on job count */
+	long max_worker_rss_mb;  /* 0: never recycle on memory */
+	long max_job_bytes;
+};
+
+struct ferry_config {
+	char *path;              /* the file this was loaded from */
+
+	/* [ferryd]; the first four are read at start only (not reloadable) */
+	char *pidfile;
+	char *user;              /* empty: keep the starting user */
+	char *group;
+	char *control_socket;
+	char *log;               /* "stderr", "syslog" or a file path */
+	int log_level;           /* enum config_log_level */
+	char *redis_host;
+	int redis_port;
+	char *redis_socket;      /* non-empty: used instead of host/port */
+	char *redis_password;
+	int redis_db;
+	char *redis_prefix;
+	char *pg_host;
+	int pg_port;
+	char *pg_database;
+	char *pg_user;
+	char *pg_password;
+	char *pg_options;        /* extra libpq conninfo, e.g. "sslmode=require" */
+	long shutdown_timeout_ms;
+	long kill_grace_ms;
+	long heartbeat_ttl_ms;
+	long reaper_interval_ms;
+	long restart_backoff_min_ms;
+	long restart_backoff_max_ms;
+	long restart_backoff_reset_ms;
+
+	int nqueues;
+	struct queue_config *queues;
+};
+
+/* Error messages, each "FILE:LINE: [section] key: what is wrong". */
+struct config_errors {
+	int n;
+	char **msgs;
+};
+
+/* Load and check `path` into `cfg` (which is overwritten). Returns 0, or -1
+ * with every problem found appended to `errs`; `cfg` is then freed. */
+int config_load(const char *path, struct ferry_config *cfg,
+    struct config_errors *errs);
+void config_free(struct ferry_config *cfg);
+void config_errors_free(struct config_errors *errs);
+void config_errors_print(const struct config_errors *errs, FILE *out);
+
+const struct queue_config *config_find_queue(const struct ferry_config *cfg,
+    const char *name);
+
+/* True when two queues differ in anything but their worker count: running
+ * workers of that queue must be replaced on reload. */
+bool config_queue_changed(const struct queue_config *a,
+    const struct queue_config *b);
+
+/* Keys that are read only at start (pidfile, user, group, control_socket):
+ * copy their old values into `fresh` and call `warn` for each that differed. */
+void config_keep_static(const struct ferry_config *old,
+    struct ferry_config *fresh, void (*warn)(const char *key,
+    const char *old_value, const char *new_value));
+
+const char *config_handler_name(int handler);
+const char *config_log_level_name(int level);
+
+#endif

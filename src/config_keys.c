@@ -1,0 +1,393 @@
+/* config_keys.c - the ferryd.ini key table: one row per key with its
+ * section, type, place in the struct, default and limits, and the code that
+ * turns a value string into the field (defaults go through it too). */
+#include "config.h"
+#include "config_keys.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_SEC (1000L)
+#define MS_MIN (60 * MS_SEC)
+#define MS_HOUR (60 * MS_MIN)
+#define MS_DAY (24 * MS_HOUR)
+#define S_FERRYD CONFIG_SECT_FERRYD
+#define S_QUEUE CONFIG_SECT_QUEUE
+
+enum { T_STRING, T_INT, T_LONG, T_ENUM, T_DURATION };
+
+struct config_key {
+	int sect;
+	const char *name;
+	int type;
+	size_t offset;		/* in ferry_config or queue_config */
+	const char *def;	/* parsed like a value from the file */
+	long min, max;
+	const char *const *names;		/* T_ENUM */
+	const char *(*check)(const char *);	/* T_STRING: NULL or why not */
+};
+
+static const char *check_log(const char *);
+static const char *check_abs_path(const char *);
+static const char *check_prefix(const char *);
+
+static const char *const log_level_names[] = {
+	"debug", "info", "notice", "warn", "error", NULL
+};
+static const char *const handler_names[] = { "noop", "exec", NULL };
+
+#define F(field) offsetof(struct ferry_config, field)
+#define Q(field) offsetof(struct queue_config, field)
+#define STR(s, k, off, def, chk) { s, k, T_STRING, off, def, 0, 0, NULL, chk }
+#define NUM(s, k, t, off, def, lo, hi) \
+	{ s, k, t, off, def, lo, hi, NULL, NULL }
+#define ENUM(s, k, off, def, nm) { s, k, T_ENUM, off, def, 0, 0, nm, NULL }
+
+static const struct config_key config_keys[] = {
+	STR(S_FERRYD, "pidfile", F(pidfile), "/run/ferryd.pid", NULL),
+	STR(S_FERRYD, "user", F(user), "", NULL),
+	STR(S_FERRYD, "group", F(group), "", NULL),
+	STR(S_FERRYD, "control_socket", F(control_socket), "/run/ferryd.sock",
+	    NULL),
+	STR(S_FERRYD, "log", F(log), "stderr", check_log),
+	ENUM(S_FERRYD, "log_level", F(log_level), "info", log_level_names),
+	STR(S_FERRYD, "redis_host", F(redis_host), "127.0.0.1", NULL),
+	NUM(S_FERRYD, "redis_port", T_INT, F(redis_port), "6379", 1, 65535),
+	STR(S_FERRYD, "redis_socket", F(redis_socket), "", check_abs_path),
+	STR(S_FERRYD, "redis_password", F(redis_password), "", NULL),
+	NUM(S_FERRYD, "redis_db", T_INT, F(redis_db), "0", 0, 1000),
+	STR(S_FERRYD, "redis_prefix", F(redis_prefix), "ferry", check_prefix),
+	STR(S_FERRYD, "pg_host", F(pg_host), "", NULL),
+	NUM(S_FERRYD, "pg_port", T_INT, F(pg_port), "5432", 1, 65535),
+	STR(S_FERRYD, "pg_database", F(pg_database), "", NULL),
+	STR(S_FERRYD, "pg_user", F(pg_user), "", NULL),
+	STR(S_FERRYD, "pg_password", F(pg_password), "", NULL),
+	STR(S_FERRYD, "pg_options", F(pg_options), "", NULL),
+	NUM(S_FERRYD, "shutdown_timeout", T_DURATION, F(shutdown_timeout_ms),
+	    "30s", MS_SEC, MS_DAY),
+	NUM(S_FERRYD, "kill_grace", T_DURATION, F(kill_grace_ms),
+	    "5s", 100, 10 * MS_MIN),
+	NUM(S_FERRYD, "heartbeat_ttl", T_DURATION, F(heartbeat_ttl_ms),
+	    "10s", MS_SEC, MS_HOUR),
+	NUM(S_FERRYD, "reaper_interval", T_DURATION, F(reaper_interval_ms),
+	    "1s", 100, MS_HOUR),
+	NUM(S_FERRYD, "restart_backoff_min", T_DURATION,
+	    F(restart_backoff_min_ms), "100ms", 10, MS_MIN),
+	NUM(S_FERRYD, "restart_backoff_max", T_DURATION,
+	    F(restart_backoff_max_ms), "30s", 100, MS_HOUR),
+	NUM(S_FERRYD, "restart_backoff_reset", T_DURATION,
+	    F(restart_backoff_reset_ms), "10s", MS_SEC, MS_DAY),
+
+	NUM(S_QUEUE, "workers", T_INT, Q(workers), "1", 0, CONFIG_MAX_WORKERS),
+	NUM(S_QUEUE, "batch_size", T_INT, Q(batch_size), "100", 1, 100000),
+	ENUM(S_QUEUE, "handler", Q(handler), "noop", handler_names),
+	STR(S_QUEUE, "command", Q(command), "", NULL),
+	NUM(S_QUEUE, "max_attempts", T_INT, Q(max_attempts), "5", 1, 1000),
+	NUM(S_QUEUE, "max_recoveries", T_INT, Q(max_recoveries), "3", 0, 1000),
+	NUM(S_QUEUE, "backoff_base_ms", T_DURATION, Q(backoff_base_ms),
+	    "1000", 1, MS_HOUR),
+	NUM(S_QUEUE, "backoff_max_ms", T_DURATION, Q(backoff_max_ms),
+	    "300000", 1, MS_DAY),
+	NUM(S_QUEUE, "job_timeout", T_DURATION, Q(job_timeout_ms),
+	    "300s", MS_SEC, MS_DAY),
+	NUM(S_QUEUE, "handler_timeout", T_DURATION, Q(handler_timeout_ms),
+	    "60s", 100, MS_DAY),
+	NUM(S_QUEUE, "max_jobs_per_worker", T_LONG, Q(max_jobs_per_worker),
+	    "0", 0, 1000000000),
+	NUM(S_QUEUE, "max_worker_rss_mb", T_LONG, Q(max_worker_rss_mb),
+	    "0", 0, 1048576),
+	NUM(S_QUEUE, "max_job_bytes", T_LONG, Q(max_job_bytes),
+	    "1048576", 16, 536870912),
+};
+#define NKEYS FERRY_ARRAY_LEN(config_keys)
+const size_t config_nkeys = NKEYS;
+
+bool
+config_valid_name(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= max &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789_.-") == n;
+}
+
+static const char *
+check_log(const char *v)
+{
+	if (strcmp(v, "stderr") == 0 || strcmp(v, "syslog") == 0 || v[0] == '/')
+		return NULL;
+	return "is not valid (allowed: stderr, syslog or an absolute file path)";
+}
+
+static const char *
+check_abs_path(const char *v)
+{
+	return v[0] == '\0' || v[0] == '/' ? NULL :
+	    "is not an absolute path (allowed: empty or /path)";
+}
+
+static const char *
+check_prefix(const char *v)
+{
+	return config_valid_name(v, 32) ? NULL :
+	    "is not valid (allowed: 1..32 characters of " CONFIG_NAME_CHARS ")";
+}
+
+/* 90000 -> "90s": the largest unit that divides the value exactly. */
+const char *
+config_fmt_duration(long ms, char *buf, size_t size)
+{
+	static const struct { long ms; const char *unit; } units[] = {
+		{ MS_DAY, "d" }, { MS_HOUR, "h" }, { MS_MIN, "m" },
+		{ MS_SEC, "s" }, { 1, "ms" },
+	};
+	size_t i;
+
+	for (i = 0; i < 4 && (ms == 0 || ms % units[i].ms != 0); i++)
+		;
+	snprintf(buf, size, "%ld%s", ms / units[i].ms, units[i].unit);
+	return buf;
+}
+
+static long
+unit_ms(const char *suffix, bool bare_ms)
+{
+	if (*suffix == '\0')
+		return bare_ms ? 1 : MS_SEC;
+	if (strcmp(suffix, "ms") == 0)
+		return 1;
+	if (strcmp(suffix, "s") == 0)
+		return MS_SEC;
+	if (strcmp(suffix, "m") == 0)
+		return MS_MIN;
+	if (strcmp(suffix, "h") == 0)
+		return MS_HOUR;
+	if (strcmp(suffix, "d") == 0)
+		return MS_DAY;
+	return 0;
+}
+
+/* Digits and an optional unit. 0: ok, -1: not a duration, 1: negative or
+ * too large (reported as out of range). */
+static int
+parse_duration(const char *s, bool bare_ms, long *out)
+{
+	bool negative = false, overflow = false;
+	long v = 0, unit;
+
+	if (*s == '-' && isdigit((unsigned char)s[1])) {
+		negative = true;
+		s++;
+	}
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (v > (LONG_MAX - (*s - '0')) / 10)
+			overflow = true;
+		else
+			v = v * 10 + (*s - '0');
+	}
+	if ((unit = unit_ms(s, bare_ms)) == 0)
+		return -1;
+	if (negative || overflow || v > LONG_MAX / unit)
+		return 1;
+	*out = v * unit;
+	return 0;
+}
+
+static char *
+set_duration(const struct config_key *k, char *base, const char *value)
+{
+	size_t n = strlen(k->name);
+	bool bare_ms = n > 3 && strcmp(k->name + n - 3, "_ms") == 0;
+	char lo[32], hi[32];
+	long v;
+	int rc;
+
+	if ((rc = parse_duration(value, bare_ms, &v)) < 0)
+		return xasprintf("is not a duration (allowed: a number with "
+		    "suffix ms, s, m, h or d; no suffix = %s)",
+		    bare_ms ? "milliseconds" : "seconds");
+	if (rc > 0 || v < k->min || v > k->max)
+		return xasprintf("out of range %s..%s",
+		    config_fmt_duration(k->min, lo, sizeof(lo)),
+		    config_fmt_duration(k->max, hi, sizeof(hi)));
+	*(long *)(base + k->offset) = v;
+	return NULL;
+}
+
+static char *
+set_number(const struct config_key *k, char *base, const char *value)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (end == value || *end != '\0' || isspace((unsigned char)*value))
+		return xstrdup("is not an integer");
+	if (errno == ERANGE || v < k->min || v > k->max)
+		return xasprintf("out of range %ld..%ld", k->min, k->max);
+	if (k->type == T_INT)
+		*(int *)(base + k->offset) = (int)v;
+	else
+		*(long *)(base + k->offset) = v;
+	return NULL;
+}
+
+static char *
+set_enum(const struct config_key *k, char *base, const char *value)
+{
+	char *list, *tmp;
+	int i;
+
+	for (i = 0; k->names[i] != NULL; i++) {
+		if (strcmp(value, k->names[i]) == 0) {
+			*(int *)(base + k->offset) = i;
+			return NULL;
+		}
+	}
+	list = xstrdup(k->names[0]);
+	for (i = 1; k->names[i] != NULL; i++) {
+		tmp = xasprintf("%s, %s", list, k->names[i]);
+		free(list);
+		list = tmp;
+	}
+	tmp = xasprintf("is not one of %s", list);
+	free(list);
+	return tmp;
+}
+
+/* Store `value` for key `k` into the struct at `base`; NULL, or what is
+ * wrong with the value (to be freed). */
+static char *
+set_value(const struct config_key *k, char *base, const char *value)
+{
+	const char *why;
+	char **p;
+
+	switch (k->type) {
+	case T_STRING:
+		if (k->check != NULL && (why = k->check(value)) != NULL)
+			return xstrdup(why);
+		p = (char **)(base + k->offset);
+		free(*p);
+		*p = xstrdup(value);
+		return NULL;
+	case T_ENUM:
+		return set_enum(k, base, value);
+	case T_DURATION:
+		return set_duration(k, base, value);
+	default:
+		return set_number(k, base, value);
+	}
+}
+
+char *
+config_key_set(int key, void *base, const char *value)
+{
+	return set_value(&config_keys[key], base, value);
+}
+
+void
+config_keys_default(int sect, void *base)
+{
+	const struct config_key *k;
+	char *why;
+
+	for (k = config_keys; k < config_keys + NKEYS; k++) {
+		if (k->sect != sect)
+			continue;
+		if ((why = set_value(k, base, k->def)) != NULL) {
+			fprintf(stderr, "ferry: bad default for %s: %s\n",
+			    k->name, why);
+			abort();
+		}
+	}
+}
+
+void
+config_keys_free(int sect, void *base)
+{
+	const struct config_key *k;
+	char **p;
+
+	for (k = config_keys; k < config_keys + NKEYS; k++) {
+		if (k->sect != sect || k->type != T_STRING)
+			continue;
+		p = (char **)((char *)base + k->offset);
+		free(*p);
+		*p = NULL;
+	}
+}
+
+int
+config_key_find(int sect, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		if (config_keys[i].sect == sect &&
+		    strcmp(config_keys[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static bool
+value_differs(const struct config_key *k, const char *a, const char *b)
+{
+	const char *sa, *sb;
+
+	a += k->offset;
+	b += k->offset;
+	switch (k->type) {
+	case T_STRING:
+		sa = *(char *const *)a;
+		sb = *(char *const *)b;
+		return strcmp(sa ? sa : "", sb ? sb : "") != 0;
+	case T_INT:
+	case T_ENUM:
+		return *(const int *)a != *(const int *)b;
+	default:
+		return *(const long *)a != *(const long *)b;
+	}
+}
+
+/* Driven by the key table, so a new queue key is compared without edits. */
+bool
+config_queue_changed(const struct queue_config *a,
+    const struct queue_config *b)
+{
+	const struct config_key *k;
+
+	if (strcmp(a->name, b->name) != 0)
+		return true;
+	for (k = config_keys; k < config_keys + NKEYS; k++)
+		if (k->sect == S_QUEUE && strcmp(k->name, "workers") != 0 &&
+		    value_differs(k, (const char *)a, (const char *)b))
+			return true;
+	return false;
+}
+
+const char *
+config_handler_name(int handler)
+{
+	if (handler < 0 || handler >= (int)FERRY_ARRAY_LEN(handler_names) - 1)
+		return "unknown";
+	return handler_names[handler];
+}
+
+const char *
+config_log_level_name(int level)
+{
+	if (level < 0 || level >= (int)FERRY_ARRAY_LEN(log_level_names) - 1)
+		return "unknown";
+	return log_level_names[level];
+}

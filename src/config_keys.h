@@ -1,0 +1,26 @@
+/* config_keys.h - the key table behind config.c (private to config*.c):
+ * find a key, store a value string into its field, apply defaults. */
+#ifndef FERRY_CONFIG_KEYS_H
+#define FERRY_CONFIG_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_NAME_CHARS "A-Z a-z 0-9 _ . -"
+
+enum config_section { CONFIG_SECT_FERRYD, CONFIG_SECT_QUEUE };
+
+extern const size_t config_nkeys;
+
+/* Index of `name` in the rows of `sect`, or -1. */
+int config_key_find(int sect, const char *name);
+/* Store `value` into the field of key `key` in the struct at `base` (a
+ * ferry_config or queue_config); NULL, or what is wrong (to be freed). */
+char *config_key_set(int key, void *base, const char *value);
+void config_keys_default(int sect, void *base);
+void config_keys_free(int sect, void *base);
+
+bool config_valid_name(const char *s, size_t max);
+const char *config_fmt_duration(long ms, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,34 @@
+/* log.h - one line per event in logfmt (ts= level= pid= role= msg=), to
+ * stderr, syslog or a file that USR1 reopens. Safe to use in master and
+ * workers: each line is written with a single write(2). */
+#ifndef FERRY_LOG_H
+#define FERRY_LOG_H
+
+#include <stdbool.h>
+
+/* Levels are those of config.h (CONFIG_LOG_DEBUG .. CONFIG_LOG_ERROR). */
+
+/* Open `target`: "stderr", "syslog" or a file path (appended, created 0640).
+ * On failure returns -1 with errno set and keeps the previous target. */
+int log_open(const char *target, int level);
+/* Reopen the file target (logrotate); no-op for stderr and syslog. */
+int log_reopen(void);
+void log_set_level(int level);
+void log_set_role(const char *role);     /* "master", "worker orders/2" */
+int log_fd(void);                        /* file descriptor, or -1 (syslog) */
+void log_close(void);
+
+void log_msg(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define log_debug(...)  log_msg(0, __VA_ARGS__)
+#define log_info(...)   log_msg(1, __VA_ARGS__)
+#define log_notice(...) log_msg(2, __VA_ARGS__)
+#define log_warn(...)   log_msg(3, __VA_ARGS__)
+#define log_error(...)  log_msg(4, __VA_ARGS__)
+
+/* Format one logfmt line (without newline) into buf; exposed for tests. */
+int log_format(char *buf, int size, long long ts_ms, int level, int pid,
+    const char *role, const char *msg);
+
+#endif

@@ -1,0 +1,136 @@
+/* main.c - ferryd's command line: check the config (-t), or take the
+ * pidfile, detach (unless -f), drop privileges and run the master. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "master.h"
+#include "util.h"
+
+#ifndef FERRY_CONFIG_PATH
+#define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
+#endif
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+	    "usage: ferryd [-c FILE] [-f] [-t]\n"
+	    "  -c, --config FILE   configuration (default %s)\n"
+	    "  -f, --foreground    do not detach; for init systems that supervise\n"
+	    "  -t, --test          check the configuration and exit (0 good, 78 bad)\n"
+	    "  -V, --version       print the version\n"
+	    "  -h, --help          this text\n", FERRY_CONFIG_PATH);
+}
+
+static struct ferry_config *
+load_or_exit(const char *path)
+{
+	struct ferry_config *cfg = xcalloc(1, sizeof(*cfg));
+	struct config_errors errs = { 0, NULL };
+
+	if (config_load(path, cfg, &errs) == 0)
+		return cfg;
+	config_errors_print(&errs, stderr);
+	fprintf(stderr, "ferryd: %s: %d error%s, not started\n", path, errs.n,
+	    errs.n == 1 ? "" : "s");
+	config_errors_free(&errs);
+	free(cfg);
+	exit(FERRY_EX_CONFIG);
+}
+
+static int
+take_pidfile(const char *path)
+{
+	pid_t holder;
+	int fd = daemon_pidfile_lock(path, &holder);
+
+	if (fd != -1)
+		return fd;
+	if (errno == EWOULDBLOCK)
+		fprintf(stderr, "ferryd: pidfile %s is held by a running ferryd "
+		    "(pid %ld): stop it first, or set another pidfile\n", path,
+		    (long)holder);
+	else
+		fprintf(stderr, "ferryd: cannot open pidfile %s: %s (check "
+		    "[ferryd] pidfile and its directory)\n", path, strerror(errno));
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "test", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = FERRY_CONFIG_PATH;
+	int foreground = 0, test_only = 0, ch;
+	char err[256];
+
+	while ((ch = getopt_long(argc, argv, "c:ftVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': path = optarg; break;
+		case 'f': foreground = 1; break;
+		case 't': test_only = 1; break;
+		case 'V': printf("ferryd %s\n", PACKAGE_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 64;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 64;
+	}
+	struct ferry_config *cfg = load_or_exit(path);
+	if (test_only) {
+		printf("ferryd: configuration file %s test is successful "
+		    "(%d queues)\n", path, cfg->nqueues);
+		config_free(cfg);
+		free(cfg);
+		return 0;
+	}
+	if (log_open(cfg->log, cfg->log_level) == -1) {
+		fprintf(stderr, "ferryd: cannot open log %s: %s (check [ferryd] "
+		    "log)\n", cfg->log, strerror(errno));
+		return 1;
+	}
+	int pidfd = take_pidfile(cfg->pidfile);
+	if (pidfd == -1)
+		return 1;
+	if (!foreground && daemon_detach(0) == -1) {
+		fprintf(stderr, "ferryd: cannot detach: %s\n", strerror(errno));
+		return 1;
+	}
+	if (daemon_pidfile_write(pidfd) == -1) {
+		log_error("cannot write pidfile %s: %s", cfg->pidfile,
+		    strerror(errno));
+		return 1;
+	}
+	if (getuid() == 0 && *cfg->user == '\0')
+		log_notice("running as root; set [ferryd] user to drop privileges");
+	if (daemon_drop_privileges(cfg->user, cfg->group, pidfd, err,
+	    sizeof(err)) == -1) {
+		log_error("%s", err);
+		daemon_pidfile_remove(cfg->pidfile, pidfd);
+		return 1;
+	}
+	if (*cfg->user != '\0')
+		log_notice("dropped privileges to user %s", cfg->user);
+	char *pidfile = xstrdup(cfg->pidfile);
+	int status = master_run(cfg);
+	daemon_pidfile_remove(pidfile, pidfd);
+	free(pidfile);
+	log_close();
+	return status;
+}

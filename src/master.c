@@ -1,0 +1,553 @@
+/* master.c - the supervisor: keeps each queue's workers alive, restarts the
+ * dead ones with crash-loop backoff, kills hung ones, recycles bloated ones,
+ * and turns signals into actions.
+ *
+ * NOTES on the process model
+ * The master forks every worker from its libev loop and never runs a job.
+ * One ev_child watcher (pid 0) reaps every child; libev's default loop owns
+ * SIGCHLD, so nothing else may call waitpid(). Signal handlers only queue
+ * events (ev_signal); the loop acts on them.
+ * A queue has a `target` (its config's `workers`, moved by TTIN/TTOU) and a
+ * list of worker positions. master_reconcile() adds positions or retires the
+ * highest ones until the live count matches the target. A position outlives
+ * its processes: when one dies, the position is restarted at once, or after
+ * a doubling delay when it keeps dying within restart_backoff_reset.
+ * A retiring worker has been sent SIGTERM: it finishes its batch and exits,
+ * and its position is then freed. Stopping (TERM) retires everything and
+ * waits up to shutdown_timeout before SIGKILL; QUIT kills at once. */
+#include "master.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "log.h"
+#include "util.h"
+#include "worker.h"
+
+#define MASTER_TICK_S 0.2
+#define MASTER_RSS_EVERY 5      /* ticks between RSS checks */
+
+static void spawn(struct master *m, struct master_worker *w);
+
+static void
+queue_config_copy(struct queue_config *dst, const struct queue_config *src)
+{
+	free(dst->command);
+	*dst = *src;
+	dst->command = src->command ? xstrdup(src->command) : NULL;
+}
+
+struct master_queue *
+master_queue_new(struct master *m, const struct queue_config *qc)
+{
+	struct master_queue *mq = xcalloc(1, sizeof(*mq));
+	struct master_queue **tail = &m->queues;
+
+	queue_config_copy(&mq->cfg, qc);
+	mq->target = qc->workers;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = mq;
+	return mq;
+}
+
+void
+master_queue_set_config(struct master_queue *mq, const struct queue_config *qc)
+{
+	queue_config_copy(&mq->cfg, qc);
+	mq->target = qc->workers;
+}
+
+static void
+queue_free(struct master *m, struct master_queue *mq)
+{
+	for (struct master_queue **p = &m->queues; *p != NULL; p = &(*p)->next) {
+		if (*p == mq) {
+			*p = mq->next;
+			break;
+		}
+	}
+	free(mq->cfg.command);
+	free(mq);
+}
+
+int
+master_live_workers(const struct master_queue *mq)
+{
+	int n = 0;
+	for (const struct master_worker *w = mq->workers; w != NULL; w = w->next)
+		if (!w->retiring)
+			n++;
+	return n;
+}
+
+static int
+free_number(const struct master_queue *mq)
+{
+	for (int n = 1;; n++) {
+		const struct master_worker *w = mq->workers;
+		while (w != NULL && (w->retiring || w->number != n))
+			w = w->next;
+		if (w == NULL)
+			return n;
+	}
+}
+
+static void
+restart_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	(void)revents;
+	spawn(ev_userdata(loop), t->data);
+}
+
+static struct master_worker *
+worker_new(struct master *m, struct master_queue *mq)
+{
+	struct master_worker *w = xcalloc(1, sizeof(*w));
+	struct master_worker **tail = &mq->workers;
+
+	w->queue = mq;
+	w->number = free_number(mq);
+	w->sb_index = -1;
+	ev_timer_init(&w->restart_timer, restart_cb, 0., 0.);
+	w->restart_timer.data = w;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = w;
+	(void)m;
+	return w;
+}
+
+static void
+worker_free(struct master *m, struct master_worker *w)
+{
+	struct master_queue *mq = w->queue;
+
+	ev_timer_stop(m->loop, &w->restart_timer);
+	if (w->sb_index != -1)
+		scoreboard_release(&m->sb, w->sb_index);
+	for (struct master_worker **p = &mq->workers; *p != NULL; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	free(w);
+	if (mq->removed && mq->workers == NULL)
+		queue_free(m, mq);
+}
+
+static void
+spawn(struct master *m, struct master_worker *w)
+{
+	struct master_queue *mq = w->queue;
+
+	if (m->phase != MASTER_RUNNING)
+		return;
+	if (w->sb_index != -1)
+		scoreboard_release(&m->sb, w->sb_index);
+	w->sb_index = scoreboard_acquire(&m->sb);
+	if (w->sb_index == -1) {
+		log_error("queue %s: cannot start worker %d: all %d scoreboard "
+		    "slots are taken; lower the worker counts", mq->cfg.name,
+		    w->number, MASTER_SCOREBOARD_SLOTS);
+		return;
+	}
+	pid_t master_pid = getpid();
+	pid_t pid = fork();
+	if (pid == -1) {
+		log_error("queue %s: cannot fork worker %d: %s (retrying in 1 s)",
+		    mq->cfg.name, w->number, strerror(errno));
+		ev_timer_set(&w->restart_timer, 1., 0.);
+		ev_timer_start(m->loop, &w->restart_timer);
+		return;
+	}
+	if (pid == 0) {
+		struct worker_args args = {
+			.cfg = m->cfg, .queue = &mq->cfg, .sb = &m->sb,
+			.sb_index = w->sb_index, .number = w->number,
+			.master_pid = master_pid,
+		};
+		worker_main(&args);
+	}
+	w->pid = pid;
+	w->started_ms = util_monotonic_ms();
+	w->term_sent_ms = 0;
+	atomic_store(&scoreboard_slot(&m->sb, w->sb_index)->pid, pid);
+	log_info("queue %s: started worker %d (pid %d)", mq->cfg.name, w->number,
+	    (int)pid);
+}
+
+void
+master_retire(struct master *m, struct master_worker *w)
+{
+	w->retiring = true;
+	if (w->pid == 0) {
+		worker_free(m, w);
+		return;
+	}
+	kill(w->pid, SIGTERM);
+}
+
+void
+master_reconcile(struct master *m, struct master_queue *mq)
+{
+	if (m->phase != MASTER_RUNNING)
+		return;
+	int live = master_live_workers(mq);
+	while (live < mq->target) {
+		spawn(m, worker_new(m, mq));
+		live++;
+	}
+	while (live > mq->target) {
+		struct master_worker *last = NULL;
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			if (!w->retiring && (last == NULL || w->number > last->number))
+				last = w;
+		master_retire(m, last);
+		live--;
+	}
+}
+
+static struct master_worker *
+find_worker(struct master *m, pid_t pid)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			if (w->pid == pid)
+				return w;
+	return NULL;
+}
+
+static int
+running_workers(struct master *m)
+{
+	int n = 0;
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			if (w->pid != 0)
+				n++;
+	return n;
+}
+
+static void
+describe_status(int status, char *buf, size_t size)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, size, "was killed by signal %d (SIG%s)",
+		    WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?
+		    sigabbrev_np(WTERMSIG(status)) : "?");
+	else
+		snprintf(buf, size, "ended with wait status %d", status);
+}
+
+/* A worker's process ended: free its position, or restart it. */
+static void
+worker_died(struct master *m, struct master_worker *w, int status)
+{
+	struct master_queue *mq = w->queue;
+	const struct ferry_config *cfg = m->cfg;
+	int64_t now = util_monotonic_ms();
+	pid_t pid = w->pid;
+	char what[96];
+
+	describe_status(status, what, sizeof(what));
+	w->pid = 0;
+	if (w->retiring || m->phase != MASTER_RUNNING) {
+		log_info("queue %s: worker %d (pid %d) %s; stopped", mq->cfg.name,
+		    w->number, (int)pid, what);
+		worker_free(m, w);
+		return;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_FATAL) {
+		log_error("queue %s: worker %d (pid %d) exited with fatal code %d "
+		    "and will not be restarted; fix the cause and reload (SIGHUP)",
+		    mq->cfg.name, w->number, (int)pid, FERRY_EXIT_FATAL);
+		w->fatal = true;
+		return;
+	}
+	bool clean = WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_OK;
+	if (clean || w->term_sent_ms != 0 ||
+	    now - w->started_ms >= cfg->restart_backoff_reset_ms)
+		w->streak = 0;
+	long delay = backoff_restart_delay(w->streak, cfg->restart_backoff_min_ms,
+	    cfg->restart_backoff_max_ms);
+	w->streak++;
+	w->restarts++;
+	log_msg(clean ? CONFIG_LOG_INFO : CONFIG_LOG_WARN,
+	    "queue %s: worker %d (pid %d) %s after %.1f s; restart %d in %ld ms",
+	    mq->cfg.name, w->number, (int)pid, what,
+	    (double)(now - w->started_ms) / 1000., w->restarts, delay);
+	if (delay == 0) {
+		spawn(m, w);
+	} else {
+		ev_timer_set(&w->restart_timer, (double)delay / 1000., 0.);
+		ev_timer_start(m->loop, &w->restart_timer);
+	}
+}
+
+static void
+child_cb(struct ev_loop *loop, ev_child *c, int revents)
+{
+	struct master *m = c->data;
+	struct master_worker *w = find_worker(m, c->rpid);
+	(void)revents;
+
+	if (w != NULL)
+		worker_died(m, w, c->rstatus);
+	if (m->phase != MASTER_RUNNING && running_workers(m) == 0)
+		ev_break(loop, EVBREAK_ALL);
+}
+
+static void
+signal_all(struct master *m, int sig)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			if (w->pid != 0)
+				kill(w->pid, sig);
+}
+
+static void
+stop_restarts(struct master *m)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			ev_timer_stop(m->loop, &w->restart_timer);
+}
+
+static void
+begin_stop(struct master *m, enum master_phase phase)
+{
+	int n = running_workers(m);
+
+	if (m->phase == MASTER_QUITTING ||
+	    (m->phase == MASTER_STOPPING && phase == MASTER_STOPPING))
+		return;
+	m->phase = phase;
+	stop_restarts(m);
+	if (phase == MASTER_STOPPING) {
+		m->stop_deadline_ms = util_monotonic_ms() +
+		    m->cfg->shutdown_timeout_ms;
+		log_notice("graceful stop: waiting up to %ld s for %d workers to "
+		    "finish their batch", m->cfg->shutdown_timeout_ms / 1000, n);
+		signal_all(m, SIGTERM);
+	} else {
+		log_notice("fast stop: killing %d workers", n);
+		signal_all(m, SIGKILL);
+	}
+	if (n == 0)
+		ev_break(m->loop, EVBREAK_ALL);
+}
+
+static void
+change_all_targets(struct master *m, int delta)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next) {
+		if (mq->removed)
+			continue;
+		int target = mq->target + delta;
+		if (target < 0 || target > CONFIG_MAX_WORKERS)
+			continue;
+		mq->target = target;
+		log_notice("queue %s: workers %d -> %d (SIG%s)", mq->cfg.name,
+		    target - delta, target, delta > 0 ? "TTIN" : "TTOU");
+		master_reconcile(m, mq);
+	}
+}
+
+static void
+signal_cb(struct ev_loop *loop, ev_signal *s, int revents)
+{
+	struct master *m = s->data;
+	(void)loop;
+	(void)revents;
+
+	switch (s->signum) {
+	case SIGHUP:
+		if (m->phase == MASTER_RUNNING)
+			master_reload(m);
+		break;
+	case SIGTERM:
+	case SIGINT:
+		begin_stop(m, MASTER_STOPPING);
+		break;
+	case SIGQUIT:
+		begin_stop(m, MASTER_QUITTING);
+		break;
+	case SIGUSR1:
+		if (log_reopen() == -1)
+			log_error("cannot reopen log %s: %s", m->cfg->log,
+			    strerror(errno));
+		else
+			log_notice("log reopened");
+		signal_all(m, SIGUSR1);
+		break;
+	case SIGTTIN:
+		change_all_targets(m, +1);
+		break;
+	case SIGTTOU:
+		change_all_targets(m, -1);
+		break;
+	case SIGTSTP:
+		atomic_store(&m->sb.header->quiet, 1);
+		log_notice("quiet: workers stop fetching jobs (SIGCONT resumes)");
+		break;
+	case SIGCONT:
+		if (atomic_exchange(&m->sb.header->quiet, 0))
+			log_notice("resumed: workers fetch jobs again");
+		break;
+	}
+}
+
+/* Resident set size of a process in MiB, or -1. */
+static long
+rss_mb(pid_t pid)
+{
+	char path[64];
+	long pages_total, pages_resident;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	int n = fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+	fclose(f);
+	if (n != 2)
+		return -1;
+	return pages_resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
+
+static void
+check_worker(struct master *m, struct master_worker *w, int64_t now,
+    bool check_rss)
+{
+	const struct queue_config *q = &w->queue->cfg;
+	struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);
+	int64_t started = atomic_load(&slot->batch_start_ms);
+
+	if (w->term_sent_ms != 0) {
+		if (now - w->term_sent_ms >= m->cfg->kill_grace_ms) {
+			log_warn("queue %s: worker %d (pid %d) still running %ld ms "
+			    "after SIGTERM: sending SIGKILL", q->name, w->number,
+			    (int)w->pid, m->cfg->kill_grace_ms);
+			kill(w->pid, SIGKILL);
+			w->term_sent_ms = now;   /* repeat after another grace */
+		}
+		return;
+	}
+	if (started != 0 && now - started > q->job_timeout_ms) {
+		log_warn("queue %s: worker %d (pid %d) has run its batch for %.1f s, "
+		    "over job_timeout %.1f s: stopping it", q->name, w->number,
+		    (int)w->pid, (double)(now - started) / 1000.,
+		    (double)q->job_timeout_ms / 1000.);
+		kill(w->pid, SIGTERM);
+		w->term_sent_ms = now;
+		return;
+	}
+	long rss = check_rss && q->max_worker_rss_mb > 0 ? rss_mb(w->pid) : -1;
+	if (rss > q->max_worker_rss_mb) {
+		log_notice("queue %s: worker %d (pid %d) uses %ld MiB, over "
+		    "max_worker_rss_mb %ld: recycling it", q->name, w->number,
+		    (int)w->pid, rss, q->max_worker_rss_mb);
+		kill(w->pid, SIGTERM);
+		w->term_sent_ms = now;
+	}
+}
+
+static void
+tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct master *m = t->data;
+	static unsigned ticks;
+	int64_t now = util_monotonic_ms();
+	bool check_rss = ++ticks % MASTER_RSS_EVERY == 0;
+	(void)loop;
+	(void)revents;
+
+	if (m->phase == MASTER_STOPPING && now >= m->stop_deadline_ms) {
+		log_warn("shutdown_timeout (%ld s) passed: killing %d workers that "
+		    "are still busy", m->cfg->shutdown_timeout_ms / 1000,
+		    running_workers(m));
+		m->phase = MASTER_QUITTING;
+		signal_all(m, SIGKILL);
+		return;
+	}
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+			if (w->pid != 0 && w->sb_index != -1)
+				check_worker(m, w, now, check_rss);
+}
+
+static const int master_signals[] = {
+	SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGUSR1, SIGTTIN, SIGTTOU, SIGTSTP,
+	SIGCONT,
+};
+
+static void
+free_all(struct master *m)
+{
+	while (m->queues != NULL) {
+		struct master_queue *mq = m->queues;
+		while (mq->workers != NULL) {
+			struct master_worker *w = mq->workers;
+			mq->workers = w->next;
+			free(w);
+		}
+		m->queues = mq->next;
+		free(mq->cfg.command);
+		free(mq);
+	}
+	scoreboard_destroy(&m->sb);
+	config_free(m->cfg);
+	free(m->cfg);
+}
+
+int
+master_run(struct ferry_config *cfg)
+{
+	struct master master, *m = &master;
+	int workers = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->cfg = cfg;
+	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
+		log_error("cannot map the scoreboard: %s", strerror(errno));
+		config_free(cfg);
+		free(cfg);
+		return 1;
+	}
+	m->loop = ev_default_loop(EVFLAG_AUTO);
+	ev_set_userdata(m->loop, m);
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(master_signals); i++) {
+		ev_signal_init(&m->signals[i], signal_cb, master_signals[i]);
+		m->signals[i].data = m;
+		ev_signal_start(m->loop, &m->signals[i]);
+	}
+	ev_child_init(&m->child, child_cb, 0, 0);
+	m->child.data = m;
+	ev_child_start(m->loop, &m->child);
+	ev_timer_init(&m->tick, tick_cb, MASTER_TICK_S, MASTER_TICK_S);
+	m->tick.data = m;
+	ev_timer_start(m->loop, &m->tick);
+
+	for (int i = 0; i < cfg->nqueues; i++) {
+		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
+		workers += cfg->queues[i].workers;
+	}
+	log_notice("ferryd %s started: %d queues, %d workers, config %s",
+	    PACKAGE_VERSION, cfg->nqueues, workers, cfg->path);
+	ev_run(m->loop, 0);
+	log_notice("ferryd stopped");
+	free_all(m);
+	return m->exit_code;
+}

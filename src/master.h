@@ -1,0 +1,82 @@
+/* master.h - the supervising process: one libev loop that keeps the right
+ * number of workers alive for every queue and acts on signals. */
+#ifndef FERRY_MASTER_H
+#define FERRY_MASTER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "scoreboard.h"
+
+#define MASTER_SCOREBOARD_SLOTS 1024
+
+/* Worker exit codes (the contract between worker and master). */
+#define FERRY_EXIT_OK 0        /* clean stop or recycle: restart at once */
+#define FERRY_EXIT_FATAL 100   /* cannot work (bad credentials, missing
+                                * table...): do not restart until reload */
+
+struct master_queue;
+
+/* One worker position of a queue; lives across restarts of its process. */
+struct master_worker {
+	struct master_queue *queue;
+	int number;              /* 1.. within its queue, for logs */
+	int sb_index;            /* scoreboard slot, -1 when no process */
+	pid_t pid;               /* 0 when not running */
+	int64_t started_ms;
+	int streak;              /* quick deaths in a row */
+	int restarts;
+	bool retiring;           /* told to finish; not restarted */
+	bool fatal;              /* exited FERRY_EXIT_FATAL; waits for reload */
+	int64_t term_sent_ms;    /* hung or recycled: SIGTERM sent at */
+	ev_timer restart_timer;
+	struct master_worker *next;
+};
+
+struct master_queue {
+	struct queue_config cfg;  /* own copy: outlives config reloads */
+	int target;               /* workers wanted (config, TTIN/TTOU) */
+	bool removed;             /* gone from the config: retire, then free */
+	struct master_worker *workers;
+	struct master_queue *next;
+};
+
+enum master_phase {
+	MASTER_RUNNING,
+	MASTER_STOPPING,          /* TERM/INT: workers finish their batch */
+	MASTER_QUITTING,          /* QUIT: workers killed now */
+};
+
+struct master {
+	struct ev_loop *loop;
+	struct ferry_config *cfg;
+	struct scoreboard sb;
+	struct master_queue *queues;
+	enum master_phase phase;
+	int64_t stop_deadline_ms;
+	ev_signal signals[9];
+	ev_child child;
+	ev_timer tick;
+	int exit_code;
+};
+
+/* Run until stopped; returns the process exit status. Takes ownership of
+ * cfg (heap-allocated). */
+int master_run(struct ferry_config *cfg);
+
+/* master.c, used by master_reload.c */
+void master_reconcile(struct master *m, struct master_queue *mq);
+struct master_queue *master_queue_new(struct master *m,
+    const struct queue_config *qc);
+void master_queue_set_config(struct master_queue *mq,
+    const struct queue_config *qc);
+void master_retire(struct master *m, struct master_worker *w);
+int master_live_workers(const struct master_queue *mq);
+
+/* master_reload.c */
+void master_reload(struct master *m);
+
+#endif

@@ -1,0 +1,23 @@
+/* worker.h - a worker process: forked by the master for one queue, it takes
+ * batches, runs the handler, and reports in its scoreboard slot. */
+#ifndef FERRY_WORKER_H
+#define FERRY_WORKER_H
+
+#include <sys/types.h>
+
+#include "config.h"
+#include "scoreboard.h"
+
+struct worker_args {
+	const struct ferry_config *cfg;
+	const struct queue_config *queue;
+	struct scoreboard *sb;
+	int sb_index;
+	int number;              /* 1.. within the queue */
+	pid_t master_pid;
+};
+
+/* Entry point in the child after fork(); never returns. */
+void worker_main(const struct worker_args *args) __attribute__((noreturn));
+
+#endif

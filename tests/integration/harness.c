@@ -1,0 +1,313 @@
+/* harness.c - see harness.h. Everything polls with a deadline: the machine
+ * is shared and slow at times, so tests wait for states, never for times. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *
+ferryd_path(void)
+{
+	const char *p = getenv("FERRYD");
+	return p != NULL ? p : TEST_BUILDDIR "/ferryd";
+}
+
+void
+h_tmpdir(char *out, size_t size)
+{
+	snprintf(out, size, "/tmp/ferry-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(out), "mkdtemp: %s", strerror(errno));
+	chmod(out, 0755);
+}
+
+void
+h_rmrf(const char *dir)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("rm", "rm", "-rf", dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+void
+h_write_file(const char *path, const char *fmt, ...)
+{
+	FILE *f = fopen(path, "w");
+	va_list ap;
+
+	cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+char *
+h_read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t cap = 4096, len = 0, n;
+	char *buf = malloc(cap);
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return buf;
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 2)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+int
+h_count_in_file(const char *path, const char *needle)
+{
+	char *text = h_read_file(path);
+	int count = 0;
+
+	for (char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		count++;
+	free(text);
+	return count;
+}
+
+void
+h_config(struct ferryd *d, const char *ferryd_extra, const char *queues)
+{
+	h_write_file(d->config,
+	    "[ferryd]\n"
+	    "pidfile = %s\n"
+	    "log = %s\n"
+	    "log_level = debug\n"
+	    "control_socket = %s/ferryd.sock\n"
+	    "%s\n"
+	    "%s\n", d->pidfile, d->log, d->dir, ferryd_extra ? ferryd_extra : "",
+	    queues);
+}
+
+void
+h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues)
+{
+	memset(d, 0, sizeof(*d));
+	h_tmpdir(d->dir, sizeof(d->dir));
+	snprintf(d->config, sizeof(d->config), "%s/ferryd.ini", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/ferryd.log", d->dir);
+	snprintf(d->pidfile, sizeof(d->pidfile), "%s/ferryd.pid", d->dir);
+	snprintf(d->stderr_path, sizeof(d->stderr_path), "%s/stderr.log", d->dir);
+	h_config(d, ferryd_extra, queues);
+}
+
+void
+h_start(struct ferryd *d, int workers)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int fd = open(d->stderr_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);   /* keep the test runner out of its signals */
+		execl(ferryd_path(), "ferryd", "-f", "-c", d->config, (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", ferryd_path(), strerror(errno));
+		_exit(127);
+	}
+	d->pid = pid;
+	h_wait_children(d, workers);
+}
+
+int
+h_run_ferryd(const char *const *args, char **output)
+{
+	char path[] = "/tmp/ferry-out-XXXXXX";
+	const char *argv[16] = { "ferryd" };
+	int fd = mkstemp(path), status, i;
+
+	cr_assert_neq(fd, -1);
+	for (i = 0; args[i] != NULL && i < 14; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(ferryd_path(), (char *const *)argv);
+		_exit(127);
+	}
+	close(fd);
+	status = h_wait_exit(pid, H_DEADLINE_MS);
+	if (output != NULL)
+		*output = h_read_file(path);
+	unlink(path);
+	cr_assert_neq(status, -1, "ferryd did not exit");
+	return status;
+}
+
+int
+h_wait_exit(pid_t pid, int timeout_ms)
+{
+	long long end = h_now_ms() + timeout_ms;
+	int status;
+
+	while (h_now_ms() < end) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return status;
+		if (r == -1)
+			return -1;
+		h_sleep_ms(20);
+	}
+	return -1;
+}
+
+void
+h_teardown(struct ferryd *d)
+{
+	if (d->pid > 0 && waitpid(d->pid, NULL, WNOHANG) == 0) {
+		kill(d->pid, SIGTERM);
+		if (h_wait_exit(d->pid, H_DEADLINE_MS) == -1) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, NULL, 0);
+		}
+	}
+	d->pid = 0;
+	if (d->dir[0] != '\0')
+		h_rmrf(d->dir);
+}
+
+static pid_t
+parent_of(const char *pid_dir, char *state)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
+	int fd = open(path, O_RDONLY);
+	if (fd == -1)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');     /* comm may hold spaces */
+	int ppid;
+	if (p == NULL || sscanf(p + 2, "%c %d", state, &ppid) != 2)
+		return -1;
+	return ppid;
+}
+
+static int
+cmp_pid(const void *a, const void *b)
+{
+	return *(const pid_t *)a - *(const pid_t *)b;
+}
+
+int
+h_children(pid_t parent, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	char state;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		if (parent_of(e->d_name, &state) == parent && state != 'Z' &&
+		    n < max)
+			pids[n++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	qsort(pids, (size_t)n, sizeof(pid_t), cmp_pid);
+	return n;
+}
+
+void
+h_wait_children(struct ferryd *d, int want)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	pid_t pids[H_MAX_PIDS];
+	int n = -1;
+
+	while (h_now_ms() < end) {
+		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+			h_dump_log(d);
+			cr_assert_fail("ferryd exited while waiting for %d workers",
+			    want);
+		}
+		n = h_children(d->pid, pids, H_MAX_PIDS);
+		if (n == want)
+			return;
+		h_sleep_ms(20);
+	}
+	h_dump_log(d);
+	cr_assert_fail("ferryd has %d workers, expected %d", n, want);
+}
+
+bool
+h_pid_alive(pid_t pid)
+{
+	char state;
+	char name[32];
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return parent_of(name, &state) != -1 && state != 'Z';
+}
+
+void
+h_wait_log(struct ferryd *d, const char *needle, int times)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	int n = 0;
+
+	while (h_now_ms() < end) {
+		if ((n = h_count_in_file(d->log, needle)) >= times)
+			return;
+		h_sleep_ms(20);
+	}
+	h_dump_log(d);
+	cr_assert_fail("log has \"%s\" %d times, expected %d", needle, n, times);
+}
+
+void
+h_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+long long
+h_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+h_dump_log(struct ferryd *d)
+{
+	char *text = h_read_file(d->log);
+	char *err = h_read_file(d->stderr_path);
+	fprintf(stderr, "---- %s ----\n%s---- %s ----\n%s----\n", d->log, text,
+	    d->stderr_path, err);
+	free(text);
+	free(err);
+}

@@ -1,0 +1,59 @@
+/* harness.h - driving a real ferryd from Criterion tests: temp folders,
+ * config files, starting and stopping the daemon, finding its workers,
+ * reading its log, waiting for conditions with a generous deadline. */
+#ifndef FERRY_TEST_HARNESS_H
+#define FERRY_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define H_MAX_PIDS 64
+#define H_DEADLINE_MS 20000   /* how long a wait may take before failing */
+
+struct ferryd {
+	pid_t pid;
+	char dir[256];
+	char config[320];
+	char log[320];
+	char pidfile[320];
+	char stderr_path[320];
+};
+
+/* Make a fresh temp folder for one test. */
+void h_tmpdir(char *out, size_t size);
+void h_rmrf(const char *dir);
+void h_write_file(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Whole file as a malloc'd string ("" when missing). */
+char *h_read_file(const char *path);
+int h_count_in_file(const char *path, const char *needle);
+
+/* Write d->config: a [ferryd] section pointing pidfile, log and control
+ * socket into d->dir, then `ferryd_extra` lines, then `queues` text. */
+void h_config(struct ferryd *d, const char *ferryd_extra, const char *queues);
+/* Set up d in a new temp folder and write the config. */
+void h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues);
+/* Start `ferryd -f -c d->config` and wait until `workers` children run. */
+void h_start(struct ferryd *d, int workers);
+/* Run ferryd with args (NULL-terminated), wait, return its exit status;
+ * its stderr+stdout go to `output` (malloc'd) when not NULL. */
+int h_run_ferryd(const char *const *args, char **output);
+/* TERM and wait for exit (kills after the deadline); removes the folder. */
+void h_teardown(struct ferryd *d);
+/* Wait for the master to exit; returns its wait status or -1 on timeout. */
+int h_wait_exit(pid_t pid, int timeout_ms);
+
+/* Live (non-zombie) children of `parent`, sorted; returns the count. */
+int h_children(pid_t parent, pid_t *pids, int max);
+/* Wait until `parent` has exactly n live children; fails the test if not. */
+void h_wait_children(struct ferryd *d, int n);
+bool h_pid_alive(pid_t pid);
+/* Wait until the log holds `needle` at least `times` times. */
+void h_wait_log(struct ferryd *d, const char *needle, int times);
+void h_sleep_ms(long ms);
+long long h_now_ms(void);
+/* Print the daemon's log to stderr (on failure). */
+void h_dump_log(struct ferryd *d);
+
+#endif

@@ -1,0 +1,760 @@
+/* test_config.c - ferryd.ini loading: defaults, every value type, and the
+ * exact text of every error message (the temporary path is shown as "F"). */
+#include "config.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TEST_SRCDIR
+#define TEST_SRCDIR "."
+#endif
+
+static char *
+write_tmp(const char *text)
+{
+	char *path = xstrdup("/tmp/ferry-test-config-XXXXXX");
+	size_t n = strlen(text);
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0, "mkstemp");
+	cr_assert_eq(write(fd, text, n), (ssize_t)n);
+	close(fd);
+	return path;
+}
+
+/* Load `text`: its errors, one a line, path replaced by "F"; "" if none. */
+static char *
+errors_of(const char *text)
+{
+	struct ferry_config cfg;
+	struct config_errors errs = { 0 };
+	char *path = write_tmp(text), *out = xstrdup(""), *tmp;
+	size_t plen = strlen(path);
+	int i, rc;
+
+	rc = config_load(path, &cfg, &errs);
+	for (i = 0; i < errs.n; i++) {
+		cr_assert(strncmp(errs.msgs[i], path, plen) == 0, "%s",
+		    errs.msgs[i]);
+		tmp = xasprintf("%sF%s\n", out, errs.msgs[i] + plen);
+		free(out);
+		out = tmp;
+	}
+	cr_assert_eq(rc, errs.n > 0 ? -1 : 0);
+	if (rc == 0)
+		config_free(&cfg);
+	config_errors_free(&errs);
+	unlink(path);
+	free(path);
+	return out;
+}
+
+#define expect_errors(text, expected) do {				\
+	char *got_ = errors_of(text);					\
+	cr_expect_str_eq(got_, expected);				\
+	free(got_);							\
+} while (0)
+
+/* A file with one valid queue (line 1) followed by `text`. */
+#define Q1 "[queue q]\n"
+
+static void
+load_ok(const char *text, struct ferry_config *cfg)
+{
+	struct config_errors errs = { 0 };
+	char *path = write_tmp(text);
+	int rc = config_load(path, cfg, &errs);
+
+	cr_assert_eq(rc, 0, "%d errors, first: %s", errs.n,
+	    errs.n ? errs.msgs[0] : "");
+	cr_assert_eq(errs.n, 0);
+	unlink(path);
+	free(path);
+}
+
+/* --- loading --- */
+
+Test(config, defaults)
+{
+	struct ferry_config c;
+	const struct queue_config *q;
+
+	load_ok(Q1, &c);
+	cr_expect_str_eq(c.pidfile, "/run/ferryd.pid");
+	cr_expect_str_eq(c.user, "");
+	cr_expect_str_eq(c.group, "");
+	cr_expect_str_eq(c.control_socket, "/run/ferryd.sock");
+	cr_expect_str_eq(c.log, "stderr");
+	cr_expect_eq(c.log_level, CONFIG_LOG_INFO);
+	cr_expect_str_eq(c.redis_host, "127.0.0.1");
+	cr_expect_eq(c.redis_port, 6379);
+	cr_expect_str_eq(c.redis_socket, "");
+	cr_expect_str_eq(c.redis_password, "");
+	cr_expect_eq(c.redis_db, 0);
+	cr_expect_str_eq(c.redis_prefix, "ferry");
+	cr_expect_str_eq(c.pg_host, "");
+	cr_expect_eq(c.pg_port, 5432);
+	cr_expect_str_eq(c.pg_database, "");
+	cr_expect_str_eq(c.pg_user, "");
+	cr_expect_str_eq(c.pg_password, "");
+	cr_expect_str_eq(c.pg_options, "");
+	cr_expect_eq(c.shutdown_timeout_ms, 30000);
+	cr_expect_eq(c.kill_grace_ms, 5000);
+	cr_expect_eq(c.heartbeat_ttl_ms, 10000);
+	cr_expect_eq(c.reaper_interval_ms, 1000);
+	cr_expect_eq(c.restart_backoff_min_ms, 100);
+	cr_expect_eq(c.restart_backoff_max_ms, 30000);
+	cr_expect_eq(c.restart_backoff_reset_ms, 10000);
+	cr_assert_eq(c.nqueues, 1);
+	q = &c.queues[0];
+	cr_expect_str_eq(q->name, "q");
+	cr_expect_eq(q->line, 1);
+	cr_expect_eq(q->workers, 1);
+	cr_expect_eq(q->batch_size, 100);
+	cr_expect_eq(q->handler, CONFIG_HANDLER_NOOP);
+	cr_expect_str_eq(q->command, "");
+	cr_expect_eq(q->max_attempts, 5);
+	cr_expect_eq(q->max_recoveries, 3);
+	cr_expect_eq(q->backoff_base_ms, 1000);
+	cr_expect_eq(q->backoff_max_ms, 300000);
+	cr_expect_eq(q->job_timeout_ms, 300000);
+	cr_expect_eq(q->handler_timeout_ms, 60000);
+	cr_expect_eq(q->max_jobs_per_worker, 0);
+	cr_expect_eq(q->max_worker_rss_mb, 0);
+	cr_expect_eq(q->max_job_bytes, 1048576);
+	cr_expect(strncmp(c.path, "/tmp/ferry-test-config-", 23) == 0);
+	config_free(&c);
+}
+
+Test(config, every_key_set)
+{
+	struct ferry_config c;
+	const struct queue_config *q;
+
+	load_ok("[ferryd]\npidfile = /tmp/p.pid\nuser = nobody\n"
+	    "group = nogroup\ncontrol_socket = /tmp/c.sock\nlog = syslog\n"
+	    "log_level = debug\nredis_host = redis.example\nredis_port = 7000\n"
+	    "redis_socket = /tmp/r.sock\nredis_password = s3cret\n"
+	    "redis_db = 3\nredis_prefix = my-app.v2_x\npg_host = db\n"
+	    "pg_port = 6432\npg_database = d\npg_user = u\npg_password = p\n"
+	    "pg_options = sslmode=require application_name=x\n"
+	    "shutdown_timeout = 1m\nkill_grace = 250ms\nheartbeat_ttl = 1h\n"
+	    "reaper_interval = 2\nrestart_backoff_min = 10ms\n"
+	    "restart_backoff_max = 1h\nrestart_backoff_reset = 1d\n"
+	    "[queue orders]\nworkers = 256\nbatch_size = 100000\n"
+	    "handler = exec\ncommand = /usr/bin/handler --fast\n"
+	    "max_attempts = 1000\nmax_recoveries = 0\nbackoff_base_ms = 250\n"
+	    "backoff_max_ms = 2s\njob_timeout = 20\nhandler_timeout = 100ms\n"
+	    "max_jobs_per_worker = 1000000000\nmax_worker_rss_mb = 512\n"
+	    "max_job_bytes = 16\n", &c);
+	cr_expect_str_eq(c.pidfile, "/tmp/p.pid");
+	cr_expect_str_eq(c.user, "nobody");
+	cr_expect_str_eq(c.group, "nogroup");
+	cr_expect_str_eq(c.control_socket, "/tmp/c.sock");
+	cr_expect_str_eq(c.log, "syslog");
+	cr_expect_eq(c.log_level, CONFIG_LOG_DEBUG);
+	cr_expect_str_eq(c.redis_host, "redis.example");
+	cr_expect_eq(c.redis_port, 7000);
+	cr_expect_str_eq(c.redis_socket, "/tmp/r.sock");
+	cr_expect_str_eq(c.redis_password, "s3cret");
+	cr_expect_eq(c.redis_db, 3);
+	cr_expect_str_eq(c.redis_prefix, "my-app.v2_x");
+	cr_expect_str_eq(c.pg_host, "db");
+	cr_expect_eq(c.pg_port, 6432);
+	cr_expect_str_eq(c.pg_database, "d");
+	cr_expect_str_eq(c.pg_user, "u");
+	cr_expect_str_eq(c.pg_password, "p");
+	cr_expect_str_eq(c.pg_options, "sslmode=require application_name=x");
+	cr_expect_eq(c.shutdown_timeout_ms, 60000);
+	cr_expect_eq(c.kill_grace_ms, 250);
+	cr_expect_eq(c.heartbeat_ttl_ms, 3600000);
+	cr_expect_eq(c.reaper_interval_ms, 2000);
+	cr_expect_eq(c.restart_backoff_min_ms, 10);
+	cr_expect_eq(c.restart_backoff_max_ms, 3600000);
+	cr_expect_eq(c.restart_backoff_reset_ms, 86400000);
+	q = config_find_queue(&c, "orders");
+	cr_assert_not_null(q);
+	cr_expect_eq(q->workers, 256);
+	cr_expect_eq(q->batch_size, 100000);
+	cr_expect_eq(q->handler, CONFIG_HANDLER_EXEC);
+	cr_expect_str_eq(q->command, "/usr/bin/handler --fast");
+	cr_expect_eq(q->max_attempts, 1000);
+	cr_expect_eq(q->max_recoveries, 0);
+	cr_expect_eq(q->backoff_base_ms, 250);
+	cr_expect_eq(q->backoff_max_ms, 2000);
+	cr_expect_eq(q->job_timeout_ms, 20000);
+	cr_expect_eq(q->handler_timeout_ms, 100);
+	cr_expect_eq(q->max_jobs_per_worker, 1000000000);
+	cr_expect_eq(q->max_worker_rss_mb, 512);
+	cr_expect_eq(q->max_job_bytes, 16);
+	config_free(&c);
+}
+
+Test(config, example_file_loads)
+{
+	struct ferry_config c;
+	struct config_errors errs = { 0 };
+	int rc = config_load(TEST_SRCDIR "/etc/ferryd.ini", &c, &errs);
+
+	cr_assert_eq(rc, 0, "%s", errs.n ? errs.msgs[0] : "");
+	cr_assert_eq(errs.n, 0);
+	cr_expect_str_eq(c.pidfile, "/run/ferryd.pid");
+	cr_expect_str_eq(c.log, "stderr");
+	cr_expect_str_eq(c.pg_host, "127.0.0.1");
+	cr_expect_str_eq(c.pg_database, "ferry");
+	cr_expect_str_eq(c.pg_user, "ferry");
+	cr_expect_str_eq(c.control_socket, "/run/ferryd.sock");
+	cr_assert_eq(c.nqueues, 2);
+	cr_expect_str_eq(c.queues[0].name, "orders");
+	cr_expect_eq(c.queues[0].workers, 2);
+	cr_expect_str_eq(c.queues[1].name, "emails");
+	cr_expect_eq(c.queues[1].workers, 1);
+	cr_expect_eq(c.queues[1].handler, CONFIG_HANDLER_NOOP);
+	config_free(&c);
+}
+
+Test(config, empty_queue_sections_count)
+{
+	struct ferry_config c;
+
+	load_ok("[queue a]\n[queue b]\nworkers = 3\n\n[queue c]\n", &c);
+	cr_assert_eq(c.nqueues, 3);
+	cr_expect_str_eq(c.queues[0].name, "a");
+	cr_expect_eq(c.queues[0].line, 1);
+	cr_expect_eq(c.queues[0].workers, 1);
+	cr_expect_eq(c.queues[1].workers, 3);
+	cr_expect_str_eq(c.queues[2].name, "c");
+	cr_expect_eq(c.queues[2].line, 5);
+	cr_expect_eq(c.queues[2].batch_size, 100);
+	config_free(&c);
+}
+
+Test(config, syntax_variants)
+{
+	struct ferry_config c;
+
+	/* BOM, CRLF, comments, inline comment, ':' separator, blanks around
+	 * the section name, a first key indented under its section. */
+	load_ok("\xEF\xBB\xBF; top\r\n# hash\r\n[ queue  q ] ; the queue\r\n"
+	    "  workers = 4 ; four\r\nbatch_size: 7\r\n[ferryd]\r\n"
+	    "redis_password = a;b#c\r\n", &c);
+	cr_expect_eq(c.queues[0].workers, 4);
+	cr_expect_eq(c.queues[0].batch_size, 7);
+	cr_expect_str_eq(c.redis_password, "a;b#c");
+	config_free(&c);
+}
+
+Test(config, duration_units)
+{
+	struct ferry_config c;
+
+	/* A bare number is seconds, or milliseconds for keys named *_ms. */
+	load_ok("[ferryd]\nshutdown_timeout = 2m\nkill_grace = 1500ms\n"
+	    "heartbeat_ttl = 45\nreaper_interval = 1h\n"
+	    "restart_backoff_reset = 1d\n" "[queue q]\nbackoff_base_ms = 5\n"
+	    "backoff_max_ms = 1d\njob_timeout = 2h\nhandler_timeout = 3s\n",
+	    &c);
+	cr_expect_eq(c.shutdown_timeout_ms, 120000);
+	cr_expect_eq(c.kill_grace_ms, 1500);
+	cr_expect_eq(c.heartbeat_ttl_ms, 45000);
+	cr_expect_eq(c.reaper_interval_ms, 3600000);
+	cr_expect_eq(c.restart_backoff_reset_ms, 86400000);
+	cr_expect_eq(c.queues[0].backoff_base_ms, 5);
+	cr_expect_eq(c.queues[0].backoff_max_ms, 86400000);
+	cr_expect_eq(c.queues[0].job_timeout_ms, 7200000);
+	cr_expect_eq(c.queues[0].handler_timeout_ms, 3000);
+	config_free(&c);
+}
+
+Test(config, longest_names_and_lines)
+{
+	struct ferry_config c;
+	char text[1024], name[CONFIG_QUEUE_NAME_MAX + 1], opts[200];
+
+	/* inih keeps only 49 characters of a section name: ours are whole. */
+	memset(name, 'n', CONFIG_QUEUE_NAME_MAX);
+	name[CONFIG_QUEUE_NAME_MAX] = '\0';
+	/* "pg_options = " is 13 characters: 186 more make 199. */
+	memset(opts, 'o', 186);
+	opts[186] = '\0';
+	snprintf(text, sizeof(text), "[ferryd]\npg_options = %s\n[queue %s]\n",
+	    opts, name);
+	load_ok(text, &c);
+	cr_expect_str_eq(c.pg_options, opts);
+	cr_assert_eq(c.nqueues, 1);
+	cr_expect_str_eq(c.queues[0].name, name);
+	cr_expect_not_null(config_find_queue(&c, name));
+	config_free(&c);
+}
+
+/* --- errors: file --- */
+
+Test(config_errors, cannot_open)
+{
+	struct ferry_config c;
+	struct config_errors errs = { 0 };
+
+	cr_assert_eq(config_load("/nonexistent/ferryd.ini", &c, &errs), -1);
+	cr_assert_eq(errs.n, 1);
+	cr_expect_str_eq(errs.msgs[0], "/nonexistent/ferryd.ini: cannot open: "
+	    "No such file or directory");
+	config_errors_free(&errs);
+	cr_assert_eq(config_load("/tmp", &c, &errs), -1);
+	cr_assert_eq(errs.n, 1);
+	cr_expect_str_eq(errs.msgs[0], "/tmp: cannot open: Is a directory");
+	config_errors_free(&errs);
+	config_free(&c);
+}
+
+Test(config_errors, file_too_large)
+{
+	size_t n = (1 << 20) + 10;
+	char *text = xmalloc(n + 1);
+
+	memset(text, '\n', n);
+	text[n] = '\0';
+	expect_errors(text, "F: cannot open: File too large\n");
+	free(text);
+}
+
+Test(config_errors, no_queue)
+{
+	expect_errors("", "F: no [queue NAME] section: ferryd has nothing to "
+	    "do\n");
+	expect_errors("[ferryd]\nlog = syslog\n", "F: no [queue NAME] section: "
+	    "ferryd has nothing to do\n");
+}
+
+/* --- errors: syntax --- */
+
+Test(config_errors, syntax_all_reported)
+{
+	expect_errors(Q1 "workers\n[ferryd\nbatch_size = 3\nx ;= 3\n",
+	    "F:2: syntax error: expected \"key = value\" or \"[section]\"\n"
+	    "F:3: syntax error: expected \"key = value\" or \"[section]\"\n"
+	    "F:5: syntax error: expected \"key = value\" or \"[section]\"\n");
+}
+
+Test(config_errors, long_line)
+{
+	char text[1024], opts[201];
+
+	memset(opts, 'o', 187);		/* 13 + 187 = 200 characters */
+	opts[187] = '\0';
+	snprintf(text, sizeof(text), "[ferryd]\npg_options = %s\ncolour = x\n"
+	    Q1 "batch_size = 0\n", opts);
+	/* The lines after it keep their numbers. */
+	expect_errors(text,
+	    "F:2: line is longer than 199 characters; split the value "
+	    "(e.g. pg_options) or shorten it\n"
+	    "F:3: [ferryd] colour: unknown key\n"
+	    "F:5: [queue q] batch_size: \"0\" out of range 1..100000\n");
+}
+
+Test(config_errors, continuation_line)
+{
+	expect_errors(Q1 "workers = 2\n  batch_size = 5\n\tmore\n",
+	    "F:3: [queue q] workers: indented line \"batch_size = 5\" would "
+	    "continue this key's value; remove the indentation\n"
+	    "F:4: [queue q] workers: indented line \"more\" would continue this "
+	    "key's value; remove the indentation\n");
+}
+
+Test(config_errors, text_after_section)
+{
+	expect_errors("[queue q] workers = 2\n", "F:1: [queue q]: unexpected "
+	    "text after \"]\" (put each key on its own line)\n");
+}
+
+Test(config_errors, key_before_section)
+{
+	expect_errors("workers = 2\n" Q1, "F:1: workers: key before the first "
+	    "section (put it under [ferryd] or [queue NAME])\n");
+}
+
+/* --- errors: sections --- */
+
+Test(config_errors, unknown_section)
+{
+	/* Its keys are not reported one by one. */
+	expect_errors("[server]\nport = 1\n" Q1, "F:1: [server]: unknown "
+	    "section (allowed: [ferryd], [queue NAME])\n");
+}
+
+Test(config_errors, ferryd_twice)
+{
+	expect_errors("[ferryd]\nredis_db = 1\n[ferryd]\nredis_db = 2\n" Q1,
+	    "F:3: [ferryd]: defined twice (first at line 1)\n");
+}
+
+Test(config_errors, queue_twice)
+{
+	expect_errors("[queue orders]\n\n\n\n[queue orders]\nworkers = 2\n",
+	    "F:5: [queue orders]: defined twice (first at line 1)\n");
+}
+
+Test(config_errors, queue_name)
+{
+	char text[256], name[CONFIG_QUEUE_NAME_MAX + 2];
+
+	expect_errors("[queue]\n" Q1, "F:1: [queue]: missing queue name "
+	    "(expected [queue NAME])\n");
+	expect_errors("[queue a/b]\nworkers = x\n" Q1, "F:1: [queue a/b]: bad "
+	    "queue name (allowed: 1..48 characters of A-Z a-z 0-9 _ . -)\n");
+	expect_errors("[queue a b]\n" Q1, "F:1: [queue a b]: bad queue name "
+	    "(allowed: 1..48 characters of A-Z a-z 0-9 _ . -)\n");
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(text, sizeof(text), "[queue %s]\n" Q1, name);
+	{
+		char *want = xasprintf("F:1: [queue %s]: bad queue name "
+		    "(allowed: 1..48 characters of A-Z a-z 0-9 _ . -)\n", name);
+		expect_errors(text, want);
+		free(want);
+	}
+	/* Only bad queue sections: no "nothing to do" on top. */
+	expect_errors("[queue -?]\n", "F:1: [queue -?]: bad queue name "
+	    "(allowed: 1..48 characters of A-Z a-z 0-9 _ . -)\n");
+}
+
+Test(config_errors, too_many_queues)
+{
+	char *text = xstrdup(""), *tmp;
+	int i;
+
+	for (i = 0; i <= CONFIG_MAX_QUEUES; i++) {
+		tmp = xasprintf("%s[queue q%d]\n", text, i);
+		free(text);
+		text = tmp;
+	}
+	expect_errors(text, "F:65: [queue q64]: too many queues (max 64)\n");
+	free(text);
+}
+
+/* --- errors: keys --- */
+
+Test(config_errors, unknown_key)
+{
+	expect_errors("\n\n[ferryd]\ncolour = red\n" Q1 "colour = blue\n",
+	    "F:4: [ferryd] colour: unknown key\n"
+	    "F:6: [queue q] colour: unknown key\n");
+	expect_errors("[ferryd]\nworkers = 2\n" Q1 "redis_port = 1\n",
+	    "F:2: [ferryd] workers: unknown key (it belongs in a [queue NAME] "
+	    "section)\n"
+	    "F:4: [queue q] redis_port: unknown key (it belongs in the [ferryd] "
+	    "section)\n");
+}
+
+Test(config_errors, set_twice)
+{
+	expect_errors("[ferryd]\n\n\n\nredis_port = 1\n\nredis_port = 2\n" Q1
+	    "workers = 1\nworkers = 1\n",
+	    "F:7: [ferryd] redis_port: set twice (first at line 5)\n"
+	    "F:10: [queue q] workers: set twice (first at line 9)\n");
+}
+
+Test(config_errors, integers)
+{
+	expect_errors(Q1 "workers = 12abc\nbatch_size =\nmax_attempts = 0x10\n"
+	    "max_recoveries = 1.5\n",
+	    "F:2: [queue q] workers: \"12abc\" is not an integer\n"
+	    "F:3: [queue q] batch_size: \"\" is not an integer\n"
+	    "F:4: [queue q] max_attempts: \"0x10\" is not an integer\n"
+	    "F:5: [queue q] max_recoveries: \"1.5\" is not an integer\n");
+	expect_errors(Q1 "max_job_bytes = 99999999999999999999999\n",
+	    "F:2: [queue q] max_job_bytes: \"99999999999999999999999\" out of "
+	    "range 16..536870912\n");
+}
+
+Test(config_errors, durations)
+{
+	expect_errors("[ferryd]\nkill_grace = abc\nheartbeat_ttl = 1.5s\n"
+	    "reaper_interval = 5x\nshutdown_timeout = -5s\n"
+	    "restart_backoff_reset = 99999999999999999999999d\n"
+	    "restart_backoff_min = 1 s\n" Q1 "backoff_base_ms = s\n",
+	    "F:2: [ferryd] kill_grace: \"abc\" is not a duration (allowed: a "
+	    "number with suffix ms, s, m, h or d; no suffix = seconds)\n"
+	    "F:3: [ferryd] heartbeat_ttl: \"1.5s\" is not a duration (allowed: "
+	    "a number with suffix ms, s, m, h or d; no suffix = seconds)\n"
+	    "F:4: [ferryd] reaper_interval: \"5x\" is not a duration (allowed: "
+	    "a number with suffix ms, s, m, h or d; no suffix = seconds)\n"
+	    "F:5: [ferryd] shutdown_timeout: \"-5s\" out of range 1s..1d\n"
+	    "F:6: [ferryd] restart_backoff_reset: \"99999999999999999999999d\" "
+	    "out of range 1s..1d\n"
+	    "F:7: [ferryd] restart_backoff_min: \"1 s\" is not a duration "
+	    "(allowed: a number with suffix ms, s, m, h or d; no suffix = "
+	    "seconds)\n"
+	    "F:9: [queue q] backoff_base_ms: \"s\" is not a duration (allowed: "
+	    "a number with suffix ms, s, m, h or d; no suffix = "
+	    "milliseconds)\n");
+	/* 2^63 ms overflows only after the unit is applied. */
+	expect_errors(Q1 "job_timeout = 9223372036854775807s\n",
+	    "F:2: [queue q] job_timeout: \"9223372036854775807s\" out of range "
+	    "1s..1d\n");
+}
+
+/* Every number and duration key, just below its minimum and just above its
+ * maximum. */
+static const struct range_case {
+	const char *section, *key, *low, *high, *range;
+} range_cases[] = {
+	{ "ferryd", "redis_port", "0", "65536", "1..65535" },
+	{ "ferryd", "redis_db", "-1", "1001", "0..1000" },
+	{ "ferryd", "pg_port", "0", "65536", "1..65535" },
+	{ "ferryd", "shutdown_timeout", "999ms", "86401s", "1s..1d" },
+	{ "ferryd", "kill_grace", "99ms", "601s", "100ms..10m" },
+	{ "ferryd", "heartbeat_ttl", "999ms", "3601", "1s..1h" },
+	{ "ferryd", "reaper_interval", "99ms", "61m", "100ms..1h" },
+	{ "ferryd", "restart_backoff_min", "9ms", "61s", "10ms..1m" },
+	{ "ferryd", "restart_backoff_max", "99ms", "2h", "100ms..1h" },
+	{ "ferryd", "restart_backoff_reset", "0", "2d", "1s..1d" },
+	{ "queue q", "workers", "-1", "257", "0..256" },
+	{ "queue q", "batch_size", "0", "100001", "1..100000" },
+	{ "queue q", "max_attempts", "0", "1001", "1..1000" },
+	{ "queue q", "max_recoveries", "-1", "1001", "0..1000" },
+	{ "queue q", "backoff_base_ms", "0", "3600001", "1ms..1h" },
+	{ "queue q", "backoff_max_ms", "0ms", "86400001", "1ms..1d" },
+	{ "queue q", "job_timeout", "0", "25h", "1s..1d" },
+	{ "queue q", "handler_timeout", "99ms", "86401", "100ms..1d" },
+	{ "queue q", "max_jobs_per_worker", "-1", "1000000001",
+	    "0..1000000000" },
+	{ "queue q", "max_worker_rss_mb", "-1", "1048577", "0..1048576" },
+	{ "queue q", "max_job_bytes", "15", "536870913", "16..536870912" },
+};
+
+Test(config_errors, ranges)
+{
+	const struct range_case *r;
+	char *text, *want;
+	size_t i;
+
+	for (i = 0; i < sizeof(range_cases) / sizeof(range_cases[0]); i++) {
+		r = &range_cases[i];
+		text = xasprintf("[%s]\n%s = %s\n%s = %s\n%s", r->section,
+		    r->key, r->low, r->key, r->high,
+		    strcmp(r->section, "ferryd") == 0 ? Q1 : "");
+		want = xasprintf("F:2: [%s] %s: \"%s\" out of range %s\n"
+		    "F:3: [%s] %s: set twice (first at line 2)\n", r->section,
+		    r->key, r->low, r->range, r->section, r->key);
+		expect_errors(text, want);
+		free(text);
+		free(want);
+		text = xasprintf("[%s]\n%s = %s\n%s", r->section, r->key,
+		    r->high, strcmp(r->section, "ferryd") == 0 ? Q1 : "");
+		want = xasprintf("F:2: [%s] %s: \"%s\" out of range %s\n",
+		    r->section, r->key, r->high, r->range);
+		expect_errors(text, want);
+		free(text);
+		free(want);
+	}
+}
+
+Test(config_errors, enums)
+{
+	expect_errors("[ferryd]\nlog_level = verbose\n" Q1 "handler = kafka\n",
+	    "F:2: [ferryd] log_level: \"verbose\" is not one of debug, info, "
+	    "notice, warn, error\n"
+	    "F:4: [queue q] handler: \"kafka\" is not one of noop, exec\n");
+}
+
+Test(config_errors, strings)
+{
+	expect_errors("[ferryd]\nlog = ferryd.log\nredis_socket = redis.sock\n"
+	    "redis_prefix = a:b\n" Q1,
+	    "F:2: [ferryd] log: \"ferryd.log\" is not valid (allowed: stderr, "
+	    "syslog or an absolute file path)\n"
+	    "F:3: [ferryd] redis_socket: \"redis.sock\" is not an absolute path "
+	    "(allowed: empty or /path)\n"
+	    "F:4: [ferryd] redis_prefix: \"a:b\" is not valid (allowed: 1..32 "
+	    "characters of A-Z a-z 0-9 _ . -)\n");
+	expect_errors("[ferryd]\nredis_prefix =\n" Q1,
+	    "F:2: [ferryd] redis_prefix: \"\" is not valid (allowed: 1..32 "
+	    "characters of A-Z a-z 0-9 _ . -)\n");
+	expect_errors("[ferryd]\nredis_prefix = "
+	    "abcdefghijklmnopqrstuvwxyz0123456\n" Q1,
+	    "F:2: [ferryd] redis_prefix: \"abcdefghijklmnopqrstuvwxyz0123456\" "
+	    "is not valid (allowed: 1..32 characters of A-Z a-z 0-9 _ . -)\n");
+}
+
+/* --- errors: cross checks --- */
+
+Test(config_errors, command)
+{
+	expect_errors("[queue mail]\nhandler = exec\n",
+	    "F: [queue mail] command: required when handler = exec\n");
+	expect_errors("[queue mail]\nhandler = exec\ncommand =\n",
+	    "F:3: [queue mail] command: required when handler = exec\n");
+	expect_errors("[queue mail]\ncommand = /bin/true\n",
+	    "F:2: [queue mail] command: \"/bin/true\" is set but handler = noop "
+	    "(set handler = exec or remove command)\n");
+}
+
+Test(config_errors, backoff_order)
+{
+	expect_errors(Q1 "backoff_base_ms = 5s\nbackoff_max_ms = 2s\n",
+	    "F:3: [queue q] backoff_max_ms: \"2s\" must be >= backoff_base_ms "
+	    "(5s)\n");
+	/* Only the base was set: point at it. */
+	expect_errors(Q1 "backoff_base_ms = 10m\n",
+	    "F:2: [queue q] backoff_max_ms: \"5m\" must be >= backoff_base_ms "
+	    "(10m)\n");
+	expect_errors("[ferryd]\nrestart_backoff_min = 1m\n"
+	    "restart_backoff_max = 1500ms\n" Q1,
+	    "F:3: [ferryd] restart_backoff_max: \"1500ms\" must be >= "
+	    "restart_backoff_min (1m)\n");
+}
+
+Test(config_errors, handler_timeout)
+{
+	expect_errors(Q1 "job_timeout = 60s\n",
+	    "F:2: [queue q] handler_timeout: \"1m\" must be < job_timeout "
+	    "(1m)\n");
+	expect_errors(Q1 "handler_timeout = 301\n",
+	    "F:2: [queue q] handler_timeout: \"301s\" must be < job_timeout "
+	    "(5m)\n");
+}
+
+Test(config_errors, all_collected)
+{
+	expect_errors("[ferryd]\ncolour = red\n[queue orders]\n"
+	    "batch_size = 0\nhandler = kafka\n",
+	    "F:2: [ferryd] colour: unknown key\n"
+	    "F:4: [queue orders] batch_size: \"0\" out of range 1..100000\n"
+	    "F:5: [queue orders] handler: \"kafka\" is not one of noop, exec\n");
+}
+
+Test(config_errors, appended_to_existing)
+{
+	struct ferry_config c;
+	struct config_errors errs = { 0 };
+	char *path = write_tmp("[ferryd]\ncolour = red\n");
+
+	cr_assert_eq(config_load(path, &c, &errs), -1);
+	cr_assert_eq(errs.n, 2);
+	cr_assert_eq(config_load(path, &c, &errs), -1);
+	cr_assert_eq(errs.n, 4);
+	cr_expect_str_eq(errs.msgs[0], errs.msgs[2]);
+	config_errors_free(&errs);
+	unlink(path);
+	free(path);
+}
+
+/* --- the rest of the interface --- */
+
+Test(config_api, free_is_safe)
+{
+	struct ferry_config c;
+	struct config_errors errs = { 0 };
+
+	memset(&c, 0, sizeof(c));
+	config_free(&c);
+	cr_assert_eq(config_load("/nonexistent", &c, &errs), -1);
+	config_free(&c);
+	config_free(&c);
+	config_errors_free(&errs);
+	config_errors_free(&errs);
+}
+
+Test(config_api, errors_print)
+{
+	struct config_errors errs = { 0 };
+	struct ferry_config c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	config_load("/nonexistent", &c, &errs);
+	config_errors_print(&errs, out);
+	fclose(out);
+	cr_expect_str_eq(buf, "/nonexistent: cannot open: No such file or "
+	    "directory\n");
+	free(buf);
+	config_errors_free(&errs);
+}
+
+Test(config_api, find_queue)
+{
+	struct ferry_config c;
+
+	load_ok("[queue a]\n[queue b]\n", &c);
+	cr_expect_eq(config_find_queue(&c, "b"), &c.queues[1]);
+	cr_expect_null(config_find_queue(&c, "c"));
+	config_free(&c);
+}
+
+Test(config_api, queue_changed)
+{
+	struct ferry_config c;
+	const struct queue_config *a, *b;
+
+	load_ok("[queue a]\nworkers = 1\n[queue b]\nworkers = 9\n"
+	    "[queue c]\nbatch_size = 99\n[queue d]\nhandler = exec\n"
+	    "command = x\n[queue e]\nhandler = exec\ncommand = y\n"
+	    "[queue f]\nmax_job_bytes = 17\n[queue g]\njob_timeout = 301\n",
+	    &c);
+	a = config_find_queue(&c, "a");
+	b = config_find_queue(&c, "b");
+	/* Different names, lines and workers; the names are compared too. */
+	cr_expect(config_queue_changed(a, b));
+	c.queues[1].name[0] = 'a';
+	cr_expect_not(config_queue_changed(a, b));
+	c.queues[2].name[0] = 'a';
+	cr_expect(config_queue_changed(a, &c.queues[2]));
+	c.queues[4].name[0] = 'd';
+	cr_expect(config_queue_changed(&c.queues[3], &c.queues[4]));
+	c.queues[5].name[0] = 'a';
+	cr_expect(config_queue_changed(a, &c.queues[5]));
+	c.queues[6].name[0] = 'a';
+	cr_expect(config_queue_changed(a, &c.queues[6]));
+	cr_expect_not(config_queue_changed(&c.queues[6], &c.queues[6]));
+	config_free(&c);
+}
+
+static int warned;
+static char warned_keys[128];
+
+static void
+warn_static(const char *key, const char *old_value, const char *new_value)
+{
+	warned++;
+	strcat(warned_keys, key);
+	strcat(warned_keys, strcmp(old_value, new_value) != 0 ? " " : "= ");
+}
+
+Test(config_api, keep_static)
+{
+	struct ferry_config old, fresh;
+
+	load_ok("[ferryd]\nuser = a\n" Q1, &old);
+	load_ok("[ferryd]\nuser = b\npidfile = /x.pid\ngroup =\n"
+	    "redis_port = 7\n" Q1, &fresh);
+	config_keep_static(&old, &fresh, warn_static);
+	cr_expect_eq(warned, 2);
+	cr_expect_str_eq(warned_keys, "pidfile user ");
+	cr_expect_str_eq(fresh.pidfile, "/run/ferryd.pid");
+	cr_expect_str_eq(fresh.user, "a");
+	cr_expect_str_eq(fresh.group, "");
+	cr_expect_str_eq(fresh.control_socket, "/run/ferryd.sock");
+	cr_expect_eq(fresh.redis_port, 7);
+	config_keep_static(&old, &fresh, NULL);
+	cr_expect_eq(warned, 2);
+	config_free(&old);
+	config_free(&fresh);
+}
+
+Test(config_api, names)
+{
+	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_NOOP), "noop");
+	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_EXEC), "exec");
+	cr_expect_str_eq(config_handler_name(2), "unknown");
+	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_DEBUG), "debug");
+	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_INFO), "info");
+	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_NOTICE), "notice");
+	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_WARN), "warn");
+	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_ERROR), "error");
+	cr_expect_str_eq(config_log_level_name(-1), "unknown");
+}
