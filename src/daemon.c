@@ -58,14 +58,24 @@ daemon_pidfile_remove(const char *path, int fd)
 }
 
 int
-daemon_detach(int keep_stderr)
+daemon_detach(int keep_stderr, int *ready_fd)
 {
-	pid_t pid = fork();
+	int pipefd[2];
+	char ok;
 
+	if (pipe2(pipefd, O_CLOEXEC) == -1)
+		return -1;
+	pid_t pid = fork();
 	if (pid == -1)
 		return -1;
-	if (pid > 0)
-		_exit(0);
+	if (pid > 0) {
+		/* exit only when the daemon is ready, so an init script sees
+		 * the pidfile, or see the failure as our exit status */
+		close(pipefd[1]);
+		_exit(read(pipefd[0], &ok, 1) == 1 ? 0 : 1);
+	}
+	close(pipefd[0]);
+	*ready_fd = pipefd[1];
 	if (setsid() == -1)
 		return -1;
 	if (chdir("/") == -1)
@@ -80,6 +90,16 @@ daemon_detach(int keep_stderr)
 	if (null > 2)
 		close(null);
 	return 0;
+}
+
+void
+daemon_ready(int ready_fd)
+{
+	if (ready_fd == -1)
+		return;
+	ssize_t n = write(ready_fd, "", 1);
+	(void)n;         /* the parent is gone: nobody to tell */
+	close(ready_fd);
 }
 
 int

@@ -14,8 +14,10 @@ int daemon_pidfile_write(int fd);
 void daemon_pidfile_remove(const char *path, int fd);
 
 /* Fork into the background, new session, cwd /, stdio on /dev/null (stderr
- * too unless keep_stderr). The parent exits 0. */
-int daemon_detach(int keep_stderr);
+ * too unless keep_stderr). The parent waits and exits 0 once the child
+ * calls daemon_ready(*ready_fd), or 1 if the child exits first. */
+int daemon_detach(int keep_stderr, int *ready_fd);
+void daemon_ready(int ready_fd);
 
 /* Switch to user/group (either may be empty). On failure -1 and a message
  * in err. */

@@ -75,7 +75,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = FERRY_CONFIG_PATH;
-	int foreground = 0, test_only = 0, ch;
+	int foreground = 0, test_only = 0, ready_fd = -1, ch;
 	char err[256];
 
 	while ((ch = getopt_long(argc, argv, "c:ftVh", longopts, NULL)) != -1) {
@@ -108,7 +108,7 @@ main(int argc, char **argv)
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)
 		return 1;
-	if (!foreground && daemon_detach(0) == -1) {
+	if (!foreground && daemon_detach(0, &ready_fd) == -1) {
 		fprintf(stderr, "ferryd: cannot detach: %s\n", strerror(errno));
 		return 1;
 	}
@@ -127,6 +127,7 @@ main(int argc, char **argv)
 	}
 	if (*cfg->user != '\0')
 		log_notice("dropped privileges to user %s", cfg->user);
+	daemon_ready(ready_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
 	int status = master_run(cfg);
 	daemon_pidfile_remove(pidfile, pidfd);

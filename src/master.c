@@ -160,7 +160,14 @@ spawn(struct master *m, struct master_worker *w)
 		return;
 	}
 	pid_t master_pid = getpid();
+	sigset_t all, saved;
+	/* a signal sent to the new worker before it has replaced libev's
+	 * inherited handlers would be lost: keep them pending until then */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &saved);
 	pid_t pid = fork();
+	if (pid != 0)
+		sigprocmask(SIG_SETMASK, &saved, NULL);
 	if (pid == -1) {
 		log_error("queue %s: cannot fork worker %d: %s (retrying in 1 s)",
 		    mq->cfg.name, w->number, strerror(errno));
@@ -172,7 +179,7 @@ spawn(struct master *m, struct master_worker *w)
 		struct worker_args args = {
 			.cfg = m->cfg, .queue = &mq->cfg, .sb = &m->sb,
 			.sb_index = w->sb_index, .number = w->number,
-			.master_pid = master_pid,
+			.master_pid = master_pid, .master_id = m->master_id,
 		};
 		worker_main(&args);
 	}
@@ -261,6 +268,8 @@ worker_died(struct master *m, struct master_worker *w, int status)
 
 	describe_status(status, what, sizeof(what));
 	w->pid = 0;
+	master_redis_reclaim(m, &mq->cfg, pid, !m->killing &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_OK));
 	if (w->retiring || m->phase != MASTER_RUNNING) {
 		log_info("queue %s: worker %d (pid %d) %s; stopped", mq->cfg.name,
 		    w->number, (int)pid, what);
@@ -341,7 +350,9 @@ begin_stop(struct master *m, enum master_phase phase)
 		    "finish their batch", m->cfg->shutdown_timeout_ms / 1000, n);
 		signal_all(m, SIGTERM);
 	} else {
-		log_notice("fast stop: killing %d workers", n);
+		log_notice("fast stop: killing %d workers; their jobs go back to "
+		    "the queue", n);
+		m->killing = true;
 		signal_all(m, SIGKILL);
 	}
 	if (n == 0)
@@ -478,6 +489,7 @@ tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		    "are still busy", m->cfg->shutdown_timeout_ms / 1000,
 		    running_workers(m));
 		m->phase = MASTER_QUITTING;
+		m->killing = true;
 		signal_all(m, SIGKILL);
 		return;
 	}
@@ -539,14 +551,19 @@ master_run(struct ferry_config *cfg)
 	ev_timer_init(&m->tick, tick_cb, MASTER_TICK_S, MASTER_TICK_S);
 	m->tick.data = m;
 	ev_timer_start(m->loop, &m->tick);
+	char host[64] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(m->master_id, sizeof(m->master_id), "%s:%d", host, (int)getpid());
+	master_redis_start(m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
 		workers += cfg->queues[i].workers;
 	}
-	log_notice("ferryd %s started: %d queues, %d workers, config %s",
-	    PACKAGE_VERSION, cfg->nqueues, workers, cfg->path);
+	log_notice("ferryd %s started as %s: %d queues, %d workers, config %s",
+	    PACKAGE_VERSION, m->master_id, cfg->nqueues, workers, cfg->path);
 	ev_run(m->loop, 0);
+	master_redis_finish(m);
 	log_notice("ferryd stopped");
 	free_all(m);
 	return m->exit_code;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "master_redis.h"
 #include "scoreboard.h"
 
 #define MASTER_SCOREBOARD_SLOTS 1024
@@ -61,6 +62,9 @@ struct master {
 	ev_child child;
 	ev_timer tick;
 	int exit_code;
+	bool killing;             /* workers die because we stop: no bump */
+	char master_id[128];      /* hostname:pid, names us in Redis */
+	struct master_redis *redis;
 };
 
 /* Run until stopped; returns the process exit status. Takes ownership of

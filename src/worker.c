@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,11 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "consumer.h"
 #include "log.h"
 #include "master.h"
 #include "util.h"
-
-#define WORKER_IDLE_WAIT_MS 100
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reopen_requested;
@@ -71,17 +71,17 @@ reset_process(void)
 	closedir(d);
 }
 
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);       /* a signal cuts it short: fine */
-}
+static pid_t master_pid;
 
-static int
-master_alive(pid_t master_pid)
+/* Asked to stop, or orphaned: checked before every batch. */
+static bool
+should_stop(void)
 {
-	return getppid() == master_pid;
+	if (reopen_requested) {
+		reopen_requested = 0;
+		log_reopen();
+	}
+	return stop_requested || getppid() != master_pid;
 }
 
 void
@@ -89,31 +89,39 @@ worker_main(const struct worker_args *args)
 {
 	const struct queue_config *q = args->queue;
 	struct scoreboard_slot *slot = scoreboard_slot(args->sb, args->sb_index);
+	struct consumer c;
 	char role[96], name[16];
 
 	reset_process();
+	master_pid = args->master_pid;
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	snprintf(role, sizeof(role), "worker %s/%d", q->name, args->number);
 	log_set_role(role);
 	snprintf(name, sizeof(name), "ferry:%.9s", q->name);  /* comm: 15 */
 	prctl(PR_SET_NAME, name);
-	if (!master_alive(args->master_pid))
+	if (should_stop())
 		_exit(FERRY_EXIT_OK);
 	atomic_store(&slot->pid, getpid());
 	scoreboard_set_state(slot, SB_IDLE);
-	log_debug("started");
 
-	while (!stop_requested && master_alive(args->master_pid)) {
-		if (reopen_requested) {
-			reopen_requested = 0;
-			log_reopen();
-		}
-		atomic_store(&slot->seen_ms, util_monotonic_ms());
-		/* The queue (fetch, handler, ack) plugs in here. Until then
-		 * the worker idles, which is all supervision needs. */
-		sleep_ms(WORKER_IDLE_WAIT_MS);
-	}
+	memset(&c, 0, sizeof(c));
+	c.cfg = args->cfg;
+	c.q = q;
+	c.slot = slot;
+	c.quiet = &args->sb->header->quiet;
+	c.should_stop = should_stop;
+	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
+	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
+	log_debug("started as %s", c.worker_id);
+	int status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);
-	log_debug("stopping: %s", stop_requested ? "SIGTERM" : "master died");
-	_exit(FERRY_EXIT_OK);
+	log_debug("exiting: %s", stop_requested ? "SIGTERM" :
+	    getppid() != master_pid ? "master died" : "done");
+	_exit(status);
+}
+
+void
+worker_id(const char *master_id, pid_t pid, char *out, size_t size)
+{
+	snprintf(out, size, "%s.%d", master_id, (int)pid);
 }

@@ -3,6 +3,7 @@
 #ifndef FERRY_WORKER_H
 #define FERRY_WORKER_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -15,9 +16,12 @@ struct worker_args {
 	int sb_index;
 	int number;              /* 1.. within the queue */
 	pid_t master_pid;
+	const char *master_id;   /* names this master in Redis */
 };
 
 /* Entry point in the child after fork(); never returns. */
 void worker_main(const struct worker_args *args) __attribute__((noreturn));
+/* The worker's id in Redis (owners hash, processing list name). */
+void worker_id(const char *master_id, pid_t pid, char *out, size_t size);
 
 #endif

@@ -3,14 +3,16 @@
 -- worker's processing list, in one atomic step. A recovered job (one whose
 -- worker died holding it) is fetched alone, so a poison job cannot take
 -- innocent batch-mates down with it.
--- KEYS: ready, proc, bkeys   ARGV: n, worker id, batch key
+-- KEYS: ready, proc, bkeys   ARGV: n, worker id, batch key, held
+-- (held: jobs already in the processing list, moved there by BLMOVE)
 -- allow-oom: it only moves data, so the queue drains at maxmemory.
 local n = tonumber(ARGV[1])
+local held = tonumber(ARGV[4])
 local out = {}
 for i = 1, n do
 	local el = redis.call('RPOP', KEYS[1])
 	if not el then break end
-	if recovered(el) and i > 1 then
+	if recovered(el) and (i > 1 or held > 0) then
 		redis.call('RPUSH', KEYS[1], el)
 		break
 	end
@@ -18,5 +20,5 @@ for i = 1, n do
 	out[i] = el
 	if recovered(el) then break end
 end
-if #out > 0 then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3]) end
+if #out + held > 0 then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3]) end
 return out

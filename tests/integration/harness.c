@@ -97,15 +97,29 @@ h_config(struct ferryd *d, const char *ferryd_extra, const char *queues)
 	    "log = %s\n"
 	    "log_level = debug\n"
 	    "control_socket = %s/ferryd.sock\n"
+	    "redis_host = 127.0.0.1\n"
+	    "redis_port = %d\n"
 	    "%s\n"
-	    "%s\n", d->pidfile, d->log, d->dir, ferryd_extra ? ferryd_extra : "",
-	    queues);
+	    "%s\n", d->pidfile, d->log, d->dir, d->redis.port,
+	    ferryd_extra ? ferryd_extra : "", queues);
 }
 
 void
 h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues)
 {
+	h_setup_redis(d, ferryd_extra, queues, NULL);
+}
+
+void
+h_setup_redis(struct ferryd *d, const char *ferryd_extra, const char *queues,
+    const char *const *redis_args)
+{
 	memset(d, 0, sizeof(*d));
+	cr_assert_eq(test_redis_start(&d->redis, redis_args), 0,
+	    "redis-server did not start (see above)");
+	struct timeval tv = { 10, 0 };
+	d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
+	cr_assert(d->rc != NULL && d->rc->err == 0, "cannot connect to redis");
 	h_tmpdir(d->dir, sizeof(d->dir));
 	snprintf(d->config, sizeof(d->config), "%s/ferryd.ini", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/ferryd.log", d->dir);
@@ -188,8 +202,71 @@ h_teardown(struct ferryd *d)
 		}
 	}
 	d->pid = 0;
+	if (d->rc != NULL)
+		redisFree(d->rc);
+	d->rc = NULL;
+	if (d->redis.pid > 0)
+		test_redis_stop(&d->redis);
 	if (d->dir[0] != '\0')
 		h_rmrf(d->dir);
+}
+
+static redisReply *
+vcommand(struct ferryd *d, const char *fmt, va_list ap)
+{
+	if (d->rc == NULL || d->rc->err) {
+		struct timeval tv = { 10, 0 };
+		redisFree(d->rc);
+		d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
+	}
+	redisReply *r = redisvCommand(d->rc, fmt, ap);
+	cr_assert_not_null(r, "redis: %s", d->rc->errstr);
+	cr_assert_neq(r->type, REDIS_REPLY_ERROR, "redis: %s", r->str);
+	return r;
+}
+
+redisReply *
+h_redis(struct ferryd *d, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	redisReply *r = vcommand(d, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+long long
+h_redis_int(struct ferryd *d, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	redisReply *r = vcommand(d, fmt, ap);
+	va_end(ap);
+	long long v = r->type == REDIS_REPLY_INTEGER ? r->integer :
+	    r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+	freeReplyObject(r);
+	return v;
+}
+
+void
+h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS * 3, v = 0;
+	va_list ap;
+
+	while (h_now_ms() < end) {
+		va_start(ap, fmt);
+		redisReply *r = vcommand(d, fmt, ap);
+		va_end(ap);
+		v = r->type == REDIS_REPLY_INTEGER ? r->integer :
+		    r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+		freeReplyObject(r);
+		if (v == want)
+			return;
+		h_sleep_ms(50);
+	}
+	h_dump_log(d);
+	cr_assert_fail("redis \"%s\" = %lld, expected %lld", fmt, v, want);
 }
 
 static pid_t

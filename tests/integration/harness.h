@@ -6,7 +6,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <hiredis/hiredis.h>
 #include <sys/types.h>
+
+#include "servers.h"
 
 #define H_MAX_PIDS 64
 #define H_DEADLINE_MS 20000   /* how long a wait may take before failing */
@@ -18,6 +21,8 @@ struct ferryd {
 	char log[320];
 	char pidfile[320];
 	char stderr_path[320];
+	struct test_redis redis;  /* a private redis-server for this test */
+	redisContext *rc;         /* the test's own connection to it */
 };
 
 /* Make a fresh temp folder for one test. */
@@ -32,7 +37,10 @@ int h_count_in_file(const char *path, const char *needle);
 /* Write d->config: a [ferryd] section pointing pidfile, log and control
  * socket into d->dir, then `ferryd_extra` lines, then `queues` text. */
 void h_config(struct ferryd *d, const char *ferryd_extra, const char *queues);
-/* Set up d in a new temp folder and write the config. */
+/* Set up d in a new temp folder with its own redis-server (extra
+ * redis-server arguments, NULL-terminated, or NULL) and write the config. */
+void h_setup_redis(struct ferryd *d, const char *ferryd_extra,
+    const char *queues, const char *const *redis_args);
 void h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues);
 /* Start `ferryd -f -c d->config` and wait until `workers` children run. */
 void h_start(struct ferryd *d, int workers);
@@ -53,6 +61,11 @@ bool h_pid_alive(pid_t pid);
 void h_wait_log(struct ferryd *d, const char *needle, int times);
 void h_sleep_ms(long ms);
 long long h_now_ms(void);
+/* A command on the test's Redis connection; fails the test on error. */
+redisReply *h_redis(struct ferryd *d, const char *fmt, ...);
+long long h_redis_int(struct ferryd *d, const char *fmt, ...);
+/* Wait until a Redis integer command returns `want`. */
+void h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...);
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 

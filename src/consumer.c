@@ -1,0 +1,418 @@
+/* consumer.c - a worker's cycle against Redis: take a batch into its own
+ * processing list (fetch.lua, or BLMOVE to wait when the queue is empty),
+ * run the handler, settle every job's outcome in one step (settle.lua).
+ * A lost connection never loses a job: the batch stays in the processing
+ * list, the worker reconnects with backoff and settles it then, or the
+ * master hands the list back if this process dies. */
+#include "consumer.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "handler.h"
+#include "log.h"
+#include "util.h"
+
+#define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
+#define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
+#define CONSUMER_RETRY_MIN_MS 100
+#define CONSUMER_RETRY_MAX_MS 5000
+
+struct batch {
+	int n, cap;
+	char **els;
+	size_t *lens;
+	struct job *jobs;
+	struct handler_result *results;
+};
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void
+drop_connection(struct consumer *c, const char *what)
+{
+	char addr[300];
+
+	if (!c->outage) {
+		log_warn("queue %s: redis at %s lost during %s: %s (reconnecting)",
+		    c->q->name, queue_address(c->cfg, addr, sizeof(addr)), what,
+		    c->redis != NULL && c->redis->errstr[0] ? c->redis->errstr :
+		    "no reply");
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	redisFree(c->redis);
+	c->redis = NULL;
+}
+
+static bool
+registered(struct consumer *c)
+{
+	const char *argv[] = { c->keys.owners, c->worker_id, c->master_id };
+	redisReply *r = queue_script(c->redis, LUA_REGISTER, 1, 3, argv, NULL);
+	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+
+	if (r != NULL && !ok)
+		log_error("queue %s: cannot register worker: %s", c->q->name, r->str);
+	freeReplyObject(r);
+	return ok;
+}
+
+/* Connect (and register) with backoff until it works or we must stop. */
+static bool
+connected(struct consumer *c)
+{
+	long delay = CONSUMER_RETRY_MIN_MS;
+	char err[512];
+
+	while (c->redis == NULL) {
+		if (c->should_stop())
+			return false;
+		c->redis = queue_connect(c->cfg, CONSUMER_TIMEOUT_MS, err,
+		    sizeof(err));
+		if (c->redis != NULL && registered(c))
+			break;
+		if (c->redis != NULL)
+			drop_connection(c, "register");
+		else if (!c->outage) {
+			log_warn("queue %s: %s (retrying every %d s at most)",
+			    c->q->name, err, CONSUMER_RETRY_MAX_MS / 1000);
+			c->outage = true;
+			c->outage_since = util_monotonic_ms();
+		}
+		scoreboard_set_error(c->slot, err);
+		sleep_ms(delay);
+		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
+		    delay * 2;
+	}
+	if (c->outage)
+		log_notice("queue %s: redis reachable again after %.1f s",
+		    c->q->name, (double)(util_monotonic_ms() - c->outage_since) /
+		    1000.);
+	c->outage = false;
+	c->resume = true;
+	return true;
+}
+
+static void
+batch_add(struct batch *b, const char *el, size_t len)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 64;
+		b->els = xrealloc(b->els, sizeof(*b->els) * (size_t)b->cap);
+		b->lens = xrealloc(b->lens, sizeof(*b->lens) * (size_t)b->cap);
+	}
+	b->els[b->n] = xmalloc(len + 1);
+	memcpy(b->els[b->n], el, len);
+	b->els[b->n][len] = '\0';
+	b->lens[b->n++] = len;
+}
+
+static void
+batch_add_reply(struct batch *b, const redisReply *r)
+{
+	if (r->type == REDIS_REPLY_STRING)
+		batch_add(b, r->str, r->len);
+	else if (r->type == REDIS_REPLY_ARRAY)
+		for (size_t i = 0; i < r->elements; i++)
+			batch_add_reply(b, r->element[i]);
+}
+
+static void
+batch_clear(struct batch *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		free(b->els[i]);
+		if (b->jobs != NULL)
+			job_free(&b->jobs[i]);
+	}
+	free(b->jobs);
+	free(b->results);
+	b->jobs = NULL;
+	b->results = NULL;
+	b->n = 0;
+}
+
+/* Run fetch.lua for up to n more jobs, `held` already in the list. */
+static redisReply *
+fetch(struct consumer *c, int n, int held)
+{
+	char nbuf[16], hbuf[16], batch_key[256];
+	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys, nbuf,
+	    c->worker_id, batch_key, hbuf };
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(hbuf, sizeof(hbuf), "%d", held);
+	snprintf(batch_key, sizeof(batch_key), "%s:%ld", c->worker_id,
+	    ++c->batch_seq);
+	return queue_script(c->redis, LUA_FETCH, 3, 7, argv, NULL);
+}
+
+static bool
+is_recovered(const char *el)
+{
+	static const char mark[] = "{\"ferry\":1,\"recoveries\":";
+	return strncmp(el, mark, sizeof(mark) - 1) == 0 &&
+	    el[sizeof(mark) - 1] >= '1' && el[sizeof(mark) - 1] <= '9';
+}
+
+/* Wait up to a second for a job with BLMOVE (it cannot run at maxmemory:
+ * then poll), and top the batch up with fetch.lua. */
+static redisReply *
+wait_for_jobs(struct consumer *c, struct batch *b)
+{
+	redisReply *r = redisCommand(c->redis, "BLMOVE %s %s RIGHT RIGHT %s",
+	    c->keys.ready, c->proc, CONSUMER_WAIT_S);
+
+	if (r == NULL || r->type == REDIS_REPLY_NIL)
+		return r;
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (strncmp(r->str, "OOM", 3) != 0)
+			log_warn("queue %s: BLMOVE: %s", c->q->name, r->str);
+		sleep_ms(20);
+		return r;
+	}
+	batch_add_reply(b, r);
+	int more = is_recovered(r->str) ? 0 : c->q->batch_size - 1;
+	freeReplyObject(r);
+	return fetch(c, more, 1);
+}
+
+/* Fill b with the next batch; false when the connection failed. */
+static bool
+take_batch(struct consumer *c, struct batch *b)
+{
+	redisReply *r;
+
+	if (c->resume) {
+		/* a batch fetched before the connection dropped */
+		r = redisCommand(c->redis, "LRANGE %s 0 -1", c->proc);
+		if (r == NULL)
+			return false;
+		c->resume = false;
+		batch_add_reply(b, r);
+		freeReplyObject(r);
+		if (b->n > 0) {
+			log_notice("queue %s: resuming a batch of %d jobs held "
+			    "before the connection dropped", c->q->name, b->n);
+			return true;
+		}
+	}
+	r = fetch(c, c->q->batch_size, 0);
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+		freeReplyObject(r);
+		r = wait_for_jobs(c, b);
+	}
+	if (r == NULL)
+		return false;
+	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0)
+		log_error("queue %s: fetch failed: %s", c->q->name, r->str);
+	batch_add_reply(b, r);
+	freeReplyObject(r);
+	return true;
+}
+
+/* Run the exec handler on the jobs idx[0..n). When it crashes leaving
+ * several jobs unanswered, run those again in halves until the crash is
+ * pinned on single jobs: a poison job never burns its batch-mates'
+ * attempts. (A timeout is not split: that would multiply the wait.) */
+static void
+run_exec(struct consumer *c, struct batch *b, const int *idx, int n)
+{
+	struct job *jobs = xmalloc(sizeof(*jobs) * (size_t)n);
+	struct handler_result *res = xmalloc(sizeof(*res) * (size_t)n);
+	int *again = xmalloc(sizeof(*again) * (size_t)n), nagain = 0;
+	char err[512] = "";
+
+	for (int i = 0; i < n; i++) {
+		jobs[i] = b->jobs[idx[i]];      /* shallow: b keeps ownership */
+		res[i] = b->results[idx[i]];
+	}
+	int rc = handler_exec_run(c->q, jobs, res, n, err, sizeof(err));
+	if (err[0] != '\0') {
+		log_warn("queue %s: %s", c->q->name, err);
+		scoreboard_set_error(c->slot, err);
+	}
+	for (int i = 0; i < n; i++) {
+		b->results[idx[i]] = res[i];
+		if (rc == HANDLER_EXEC_CRASHED && res[i].unanswered)
+			again[nagain++] = idx[i];
+	}
+	if (nagain > 1) {
+		log_info("queue %s: handler crashed with %d jobs unanswered: "
+		    "splitting them to find the culprit", c->q->name, nagain);
+		run_exec(c, b, again, nagain / 2);
+		run_exec(c, b, again + nagain / 2, nagain - nagain / 2);
+	}
+	free(jobs);
+	free(res);
+	free(again);
+}
+
+static void
+run_handler(struct consumer *c, struct batch *b)
+{
+	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
+	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
+	for (int i = 0; i < b->n; i++) {
+		job_parse(&b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
+		if (b->jobs[i].invalid != NULL) {
+			b->results[i].outcome = HANDLER_FAIL;
+			snprintf(b->results[i].message,
+			    sizeof(b->results[i].message), "%s", b->jobs[i].invalid);
+		}
+	}
+	if (c->q->handler == CONFIG_HANDLER_EXEC) {
+		int *all = xmalloc(sizeof(*all) * (size_t)b->n);
+		for (int i = 0; i < b->n; i++)
+			all[i] = i;
+		run_exec(c, b, all, b->n);
+		free(all);
+	} else {
+		handler_noop_run(b->jobs, b->results, b->n);
+	}
+}
+
+/* The four settle.lua arguments of one job. */
+static void
+outcome_args(struct consumer *c, const struct job *j,
+    const struct handler_result *res, const char **argv, char *num,
+    size_t numsize, char *reason, size_t reasonsize)
+{
+	int attempts = j->attempts + 1;
+
+	argv[1] = j->id;
+	argv[2] = "";
+	argv[3] = res->message;
+	if (res->outcome == HANDLER_OK) {
+		argv[0] = "ok";
+	} else if (res->outcome == HANDLER_RETRY && attempts < c->q->max_attempts) {
+		argv[0] = "retry";
+		snprintf(num, numsize, "%ld", backoff_retry_delay(attempts,
+		    c->q->backoff_base_ms, c->q->backoff_max_ms,
+		    (uint32_t)random()));
+		argv[2] = num;
+	} else {
+		argv[0] = "dead";
+		if (j->invalid != NULL)
+			snprintf(reason, reasonsize, "%s", j->invalid);
+		else if (res->outcome == HANDLER_FAIL)
+			snprintf(reason, reasonsize, "failed by the handler");
+		else
+			snprintf(reason, reasonsize, "failed %d attempts (max_attempts)",
+			    attempts);
+		argv[2] = reason;
+	}
+}
+
+static redisReply *
+settle_once(struct consumer *c, struct batch *b)
+{
+	int argc = 7 + 4 * b->n;
+	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
+	char (*nums)[24] = xcalloc((size_t)b->n, sizeof(*nums));
+	char (*reasons)[300] = xcalloc((size_t)b->n, sizeof(*reasons));
+	char count[16];
+
+	snprintf(count, sizeof(count), "%d", b->n);
+	argv[0] = c->proc;
+	argv[1] = c->keys.delayed;
+	argv[2] = c->keys.dead;
+	argv[3] = c->keys.stats;
+	argv[4] = c->keys.bkeys;
+	argv[5] = c->worker_id;
+	argv[6] = count;
+	for (int i = 0; i < b->n; i++)
+		outcome_args(c, &b->jobs[i], &b->results[i], argv + 7 + 4 * i,
+		    nums[i], sizeof(nums[i]), reasons[i], sizeof(reasons[i]));
+	redisReply *r = queue_script(c->redis, LUA_SETTLE, 5, argc, argv, NULL);
+	free(argv);
+	free(nums);
+	free(reasons);
+	return r;
+}
+
+/* Settle until Redis has it; a dropped connection is retried (settle.lua
+ * is idempotent). Returns false when we must stop with the batch held. */
+static bool
+settle(struct consumer *c, struct batch *b)
+{
+	for (;;) {
+		if (!connected(c))
+			return false;
+		redisReply *r = settle_once(c, b);
+		if (r == NULL) {
+			drop_connection(c, "settle");
+			continue;
+		}
+		bool ok = r->type != REDIS_REPLY_ERROR;
+		if (!ok) {
+			log_error("queue %s: settling a batch of %d failed: %s",
+			    c->q->name, b->n, r->str);
+			scoreboard_set_error(c->slot, r->str);
+		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
+			log_info("queue %s: batch of %d: %lld done, %lld to retry, "
+			    "%lld dead", c->q->name, b->n, r->element[0]->integer,
+			    r->element[1]->integer, r->element[2]->integer);
+		}
+		freeReplyObject(r);
+		return ok;
+	}
+}
+
+int
+consumer_run(struct consumer *c)
+{
+	struct batch b;
+
+	memset(&b, 0, sizeof(b));
+	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
+	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
+	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
+	while (!c->should_stop() && connected(c)) {
+		if (atomic_load(&c->quiet[0])) {
+			scoreboard_set_state(c->slot, SB_IDLE);
+			sleep_ms(100);
+			continue;
+		}
+		if (!take_batch(c, &b)) {
+			drop_connection(c, "fetch");
+			batch_clear(&b);
+			continue;
+		}
+		if (b.n == 0)
+			continue;
+		scoreboard_begin_batch(c->slot, util_monotonic_ms());
+		run_handler(c, &b);
+		bool settled = settle(c, &b);
+		scoreboard_end_batch(c->slot, settled ? b.n : 0);
+		c->jobs_done += settled ? b.n : 0;
+		batch_clear(&b);
+		if (!settled)
+			return c->should_stop() ? 0 : 1;
+		if (c->q->max_jobs_per_worker > 0 &&
+		    c->jobs_done >= c->q->max_jobs_per_worker) {
+			log_info("queue %s: %ld jobs done, max_jobs_per_worker "
+			    "reached: exiting to be replaced", c->q->name,
+			    c->jobs_done);
+			break;
+		}
+	}
+	free(b.els);
+	free(b.lens);
+	redisFree(c->redis);
+	c->redis = NULL;
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* consumer.h - the fetch / handle / settle cycle of one worker process. */
+#ifndef FERRY_CONSUMER_H
+#define FERRY_CONSUMER_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "queue.h"
+#include "scoreboard.h"
+
+#define CONSUMER_ID_MAX 128
+
+struct consumer {
+	/* set by the caller */
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	struct scoreboard_slot *slot;
+	_Atomic int *quiet;             /* the scoreboard's TSTP flag */
+	bool (*should_stop)(void);      /* SIGTERM or master gone */
+	char worker_id[CONSUMER_ID_MAX];
+	char master_id[CONSUMER_ID_MAX];
+
+	/* private */
+	struct queue_keys keys;
+	char proc[QUEUE_KEY_MAX + CONSUMER_ID_MAX];
+	redisContext *redis;
+	bool outage;                    /* logged once per outage */
+	int64_t outage_since;
+	bool resume;                    /* check our list after connecting */
+	long batch_seq;
+	long jobs_done;
+};
+
+/* Loop until should_stop() or max_jobs_per_worker; returns the exit code
+ * (0, or 1 when a batch could not be settled for another reason). */
+int consumer_run(struct consumer *c);
+
+#endif

@@ -1,0 +1,379 @@
+/* ctl.c - ferryctl's command line: options, config, the Redis connection
+ * shared by every command, and `stats` (lengths, workers and counters of the
+ * queues, as text or JSON). Works whether or not ferryd runs. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "util.h"
+
+#ifndef FERRY_CONFIG_PATH
+#define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
+#endif
+
+static const char *const counter_names[] = {
+	"enqueued", "done", "retried", "dead", "recovered", "replayed",
+};
+#define NCOUNTERS FERRY_ARRAY_LEN(counter_names)
+
+struct proc_info {
+	char *worker;
+	char *master;
+	long long jobs;
+};
+
+struct queue_stats {
+	const char *name;
+	long long ready, delayed, dead, processing;
+	long long counters[NCOUNTERS];
+	size_t nprocs;
+	struct proc_info *procs;
+};
+
+void
+ctl_usage(FILE *out)
+{
+	fprintf(out,
+	    "usage: ferryctl [-c FILE] COMMAND [ARGS]\n"
+	    "  -c, --config FILE   configuration (default %s)\n"
+	    "  -V, --version       print the version\n"
+	    "  -h, --help          this text\n"
+	    "commands:\n"
+	    "  stats [--json] [QUEUE]     lengths, workers and counters "
+	    "(all queues without QUEUE)\n"
+	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q: don't)\n"
+	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
+	    "a bad line pushes nothing\n"
+	    "  dead list QUEUE            id, time, attempts, recoveries, reason, "
+	    "last error\n"
+	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
+	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
+	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
+	    "exit status: 0 done, 1 no such dead job, 64 usage, 65 invalid job, "
+	    "69 redis unavailable, 78 bad configuration\n", FERRY_CONFIG_PATH);
+}
+
+const struct queue_config *
+ctl_queue(const struct ctl *c, const char *name)
+{
+	const struct queue_config *q = config_find_queue(c->cfg, name);
+
+	if (q != NULL)
+		return q;
+	fprintf(stderr, "ferryctl: unknown queue \"%s\": %s has", name,
+	    c->config_path);
+	for (int i = 0; i < c->cfg->nqueues; i++)
+		fprintf(stderr, "%s%s", i == 0 ? " [queue " : ", ",
+		    c->cfg->queues[i].name);
+	fprintf(stderr, "%s; check the name or pass the right file with -c\n",
+	    c->cfg->nqueues > 0 ? "]" : " no queues");
+	return NULL;
+}
+
+redisContext *
+ctl_redis(struct ctl *c)
+{
+	char err[512];
+
+	if (c->rc != NULL)
+		return c->rc;
+	c->rc = queue_connect(c->cfg, CTL_CONNECT_TIMEOUT_MS, err, sizeof(err));
+	if (c->rc == NULL)
+		fprintf(stderr, "ferryctl: %s (is redis-server running there? "
+		    "check redis_host, redis_port or redis_socket in %s)\n", err,
+		    c->config_path);
+	return c->rc;
+}
+
+bool
+ctl_reply_ok(const redisReply *r)
+{
+	return r != NULL && r->type != REDIS_REPLY_ERROR;
+}
+
+int
+ctl_redis_fail(struct ctl *c, const char *what, redisReply *r)
+{
+	fprintf(stderr, "ferryctl: redis at %s: %s failed: %s\n", c->addr, what,
+	    r != NULL && r->type == REDIS_REPLY_ERROR ? r->str :
+	    r != NULL ? "unexpected reply" : c->rc->errstr);
+	if (r != NULL)
+		freeReplyObject(r);
+	return CTL_EX_UNAVAILABLE;
+}
+
+bool
+ctl_progress_wanted(bool quiet)
+{
+	return isatty(STDERR_FILENO) && (quiet || !isatty(STDOUT_FILENO));
+}
+
+/* An integer reply (LLEN, ZCARD) into *out; else a message. */
+static int
+reply_int(struct ctl *c, const char *what, redisReply *r, long long *out)
+{
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
+		return ctl_redis_fail(c, what, r);
+	*out = r->integer;
+	freeReplyObject(r);
+	return 0;
+}
+
+static int
+stats_counters(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	const char *argv[2 + NCOUNTERS] = { "HMGET", k->stats };
+	redisReply *r;
+
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		argv[2 + i] = counter_names[i];
+	r = redisCommandArgv(c->rc, 2 + NCOUNTERS, argv, NULL);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
+	    r->elements != NCOUNTERS)
+		return ctl_redis_fail(c, "HMGET of the stats hash", r);
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		st->counters[i] = r->element[i]->type == REDIS_REPLY_STRING ?
+		    strtoll(r->element[i]->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* owners: worker id -> master id; each worker's processing list length. */
+static int
+stats_procs(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	redisReply *r = redisCommand(c->rc, "HGETALL %s", k->owners);
+	char key[QUEUE_KEY_MAX + 128];
+	int rc = 0;
+
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY)
+		return ctl_redis_fail(c, "HGETALL of the owners hash", r);
+	st->procs = xcalloc(r->elements / 2 + 1, sizeof(*st->procs));
+	for (size_t i = 0; i + 1 < r->elements && rc == 0; i += 2) {
+		struct proc_info *p = &st->procs[st->nprocs++];
+		p->worker = xstrdup(r->element[i]->str);
+		p->master = xstrdup(r->element[i + 1]->str);
+		queue_proc_key(k, p->worker, key, sizeof(key));
+		rc = reply_int(c, "LLEN of a processing list",
+		    redisCommand(c->rc, "LLEN %s", key), &p->jobs);
+		st->processing += p->jobs;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+static int
+stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
+{
+	struct queue_keys k;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	st->name = queue;
+	queue_keys_init(&k, c->cfg->redis_prefix, queue);
+	if ((rc = reply_int(c, "LLEN of the ready list",
+	    redisCommand(c->rc, "LLEN %s", k.ready), &st->ready)) != 0 ||
+	    (rc = reply_int(c, "ZCARD of the delayed set",
+	    redisCommand(c->rc, "ZCARD %s", k.delayed), &st->delayed)) != 0 ||
+	    (rc = reply_int(c, "LLEN of the dead list",
+	    redisCommand(c->rc, "LLEN %s", k.dead), &st->dead)) != 0 ||
+	    (rc = stats_procs(c, &k, st)) != 0)
+		return rc;
+	return stats_counters(c, &k, st);
+}
+
+static void
+stats_free(struct queue_stats *st)
+{
+	for (size_t i = 0; i < st->nprocs; i++) {
+		free(st->procs[i].worker);
+		free(st->procs[i].master);
+	}
+	free(st->procs);
+	st->procs = NULL;
+	st->nprocs = 0;
+}
+
+static void
+stats_print(const struct queue_stats *st)
+{
+	printf("queue %s\n", st->name);
+	printf("  %-12s %lld\n", "ready", st->ready);
+	printf("  %-12s %lld\n", "delayed", st->delayed);
+	printf("  %-12s %lld\n", "dead", st->dead);
+	printf("  %-12s %lld\n", "processing", st->processing);
+	for (size_t i = 0; i < st->nprocs; i++)
+		printf("    proc:%s %lld (master %s)\n", st->procs[i].worker,
+		    st->procs[i].jobs, st->procs[i].master);
+	printf("  %-12s", "counters");
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		printf("%s %s %lld", i == 0 ? "" : ",", counter_names[i],
+		    st->counters[i]);
+	printf("\n");
+}
+
+static json_t *
+stats_json(const struct queue_stats *st)
+{
+	json_t *procs = json_object(), *counters = json_object();
+
+	for (size_t i = 0; i < st->nprocs; i++)
+		json_object_set_new(procs, st->procs[i].worker, json_pack(
+		    "{s:I, s:s}", "jobs", (json_int_t)st->procs[i].jobs,
+		    "master", st->procs[i].master));
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		json_object_set_new(counters, counter_names[i],
+		    json_integer(st->counters[i]));
+	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:o}",
+	    "ready", (json_int_t)st->ready, "delayed", (json_int_t)st->delayed,
+	    "dead", (json_int_t)st->dead,
+	    "processing", (json_int_t)st->processing,
+	    "workers", procs, "counters", counters);
+}
+
+static int
+stats_parse(int argc, char **argv, int *as_json)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "j", longopts, NULL)) != -1) {
+		if (ch != 'j')
+			return -1;
+		*as_json = 1;
+	}
+	return argc - optind > 1 ? -1 : optind;
+}
+
+/* ferryctl stats [--json] [QUEUE] */
+int
+ctl_stats(struct ctl *c, int argc, char **argv)
+{
+	int as_json = 0, rc = 0, first = stats_parse(argc, argv, &as_json);
+	json_t *all = json_object();
+	struct queue_stats st;
+
+	if (first < 0) {
+		json_decref(all);
+		fprintf(stderr, "usage: ferryctl stats [--json] [QUEUE]\n");
+		return CTL_EX_USAGE;
+	}
+	if (first < argc && ctl_queue(c, argv[first]) == NULL)
+		rc = CTL_EX_USAGE;
+	else if (ctl_redis(c) == NULL)
+		rc = CTL_EX_UNAVAILABLE;
+	for (int i = 0; rc == 0 && i < c->cfg->nqueues; i++) {
+		const char *name = c->cfg->queues[i].name;
+		if (first < argc && strcmp(name, argv[first]) != 0)
+			continue;
+		if ((rc = stats_collect(c, name, &st)) == 0 && as_json)
+			json_object_set_new(all, name, stats_json(&st));
+		else if (rc == 0)
+			stats_print(&st);
+		stats_free(&st);
+	}
+	if (rc == 0 && as_json) {
+		json_dumpf(all, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("\n");
+	}
+	json_decref(all);
+	return rc;
+}
+
+static int
+load_config(struct ctl *c)
+{
+	struct config_errors errs = { 0, NULL };
+
+	c->cfg = xcalloc(1, sizeof(*c->cfg));
+	if (config_load(c->config_path, c->cfg, &errs) == 0) {
+		queue_address(c->cfg, c->addr, sizeof(c->addr));
+		return 0;
+	}
+	config_errors_print(&errs, stderr);
+	fprintf(stderr, "ferryctl: %s: %d error%s; fix the file or pass "
+	    "another with -c\n", c->config_path, errs.n, errs.n == 1 ? "" : "s");
+	config_errors_free(&errs);
+	free(c->cfg);
+	c->cfg = NULL;
+	return -1;
+}
+
+static const struct {
+	const char *name;
+	int (*run)(struct ctl *, int, char **);
+} commands[] = {
+	{ "stats", ctl_stats },
+	{ "enqueue", ctl_enqueue },
+	{ "dead", ctl_dead },
+};
+
+static int
+find_command(const char *name)
+{
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Results went to stdout: failing to write them is an error. */
+static int
+flush_stdout(int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	fprintf(stderr, "ferryctl: cannot write to standard output: %s\n",
+	    strerror(errno));
+	return rc != 0 ? rc : CTL_EX_IOERR;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctl c = { .config_path = FERRY_CONFIG_PATH };
+	int ch, cmd, rc;
+
+	while ((ch = getopt_long(argc, argv, "+c:Vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': c.config_path = optarg; break;
+		case 'V': printf("ferryctl %s\n", PACKAGE_VERSION); return 0;
+		case 'h': ctl_usage(stdout); return 0;
+		default: ctl_usage(stderr); return CTL_EX_USAGE;
+		}
+	}
+	if (optind >= argc || (cmd = find_command(argv[optind])) < 0) {
+		if (optind < argc)
+			fprintf(stderr, "ferryctl: unknown command \"%s\"\n",
+			    argv[optind]);
+		ctl_usage(stderr);
+		return CTL_EX_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error */
+	if (load_config(&c) == -1)
+		return FERRY_EX_CONFIG;
+	rc = commands[cmd].run(&c, argc - optind, argv + optind);
+	if (c.rc != NULL)
+		redisFree(c.rc);
+	config_free(c.cfg);
+	free(c.cfg);
+	return flush_stdout(rc);
+}

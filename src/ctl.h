@@ -1,0 +1,51 @@
+/* ctl.h - ferryctl, the operator's tool: what its commands share (the loaded
+ * config, one synchronous Redis connection, exit codes, messages). */
+#ifndef FERRY_CTL_H
+#define FERRY_CTL_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "queue.h"
+
+/* Exit codes (sysexits.h where one fits). */
+#define CTL_EX_OK 0
+#define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
+#define CTL_EX_USAGE 64
+#define CTL_EX_DATAERR 65      /* a job is not a valid JSON object */
+#define CTL_EX_UNAVAILABLE 69  /* Redis cannot be reached or refused */
+#define CTL_EX_IOERR 74        /* stdin or stdout failed */
+
+#define CTL_CONNECT_TIMEOUT_MS 10000
+#define CTL_CHUNK 1000         /* list elements per round trip */
+
+struct ctl {
+	const char *config_path;
+	struct ferry_config *cfg;
+	redisContext *rc;      /* NULL until ctl_redis() */
+	char addr[300];        /* the Redis address, for messages */
+};
+
+/* The queue named `name` of the config, or NULL after a message saying so
+ * (the caller exits CTL_EX_USAGE). */
+const struct queue_config *ctl_queue(const struct ctl *c, const char *name);
+/* The Redis connection, connecting on first use; NULL after a message
+ * naming the address (the caller exits CTL_EX_UNAVAILABLE). */
+redisContext *ctl_redis(struct ctl *c);
+/* Print why a Redis command failed (r is the reply, or NULL when the
+ * connection failed), free r, return CTL_EX_UNAVAILABLE. */
+int ctl_redis_fail(struct ctl *c, const char *what, redisReply *r);
+/* True (and r left alone) when r is a reply and not an error. */
+bool ctl_reply_ok(const redisReply *r);
+/* Progress lines on stderr are worth printing: it is a terminal and stdout
+ * (where results go) is not, or results are not printed. */
+bool ctl_progress_wanted(bool quiet);
+
+void ctl_usage(FILE *out);
+int ctl_stats(struct ctl *c, int argc, char **argv);
+int ctl_enqueue(struct ctl *c, int argc, char **argv);
+int ctl_dead(struct ctl *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,379 @@
+/* job.c - turn one Redis list element into a struct job: peel ferry's wrapper
+ * (src/lua/common.lua) off the producer's document, check that document and
+ * find its id. The document is checked in place, never copied or rewritten. */
+#include "job.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sha1.h"
+#include "util.h"
+
+/* The wrapper is {"ferry":1,...,"job":<document>}. The Lua scripts encode
+ * its own strings with cjson, which escapes '"', so the first ,"job": is
+ * always the wrapper's: everything before it plus "}" is a JSON object. A
+ * producer document that starts like a wrapper is read as one: that prefix
+ * is reserved to ferry. */
+#define WRAP_HEAD "{\"ferry\":1,"
+#define JOB_MARK ",\"job\":"
+
+/* Integers beyond this are no longer exact as doubles. */
+#define JOB_EXACT_REAL 9007199254740992.0
+
+struct job_prefix {
+	const char *p;          /* the wrapper up to, not including, ,"job": */
+	size_t n;
+	int closed;             /* the "}" that ends it has been handed out */
+};
+
+static void
+job_set_invalid(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->invalid_buf, sizeof(j->invalid_buf), fmt, ap);
+	va_end(ap);
+	j->invalid = j->invalid_buf;
+}
+
+/* Length of the valid, printable UTF-8 character at p, or 0. */
+static size_t
+job_utf8_len(const unsigned char *p)
+{
+	size_t n;
+
+	if (*p < 0x20 || *p == 0x7f)
+		return 0;
+	if (*p < 0x80)
+		return 1;
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 2;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 3;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* jansson quotes the document in its errors ("near '...'") and cuts them at
+ * 160 bytes, maybe inside a character: the reason goes to logs, Redis and
+ * PostgreSQL, so make it printable, valid UTF-8. */
+static void
+job_sanitize(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p != '\0') {
+		size_t n = job_utf8_len(p);
+		if (n == 0)
+			*p++ = '?';
+		else
+			p += n;
+	}
+}
+
+/* Feeds jansson the wrapper's prefix, then a closing "}". */
+static size_t
+job_prefix_read(void *buf, size_t size, void *arg)
+{
+	struct job_prefix *pre = arg;
+	size_t n = pre->n < size ? pre->n : size;
+
+	if (n == 0 && !pre->closed && size > 0) {
+		pre->closed = 1;
+		*(char *)buf = '}';
+		return 1;
+	}
+	memcpy(buf, pre->p, n);
+	pre->p += n;
+	pre->n -= n;
+	return n;
+}
+
+static int
+job_meta_int(json_t *meta, const char *key, int *out)
+{
+	json_t *v = json_object_get(meta, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > INT_MAX)
+		return -1;
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+/* Counters and batch key from the parsed prefix; j is left alone on error. */
+static int
+job_meta(struct job *j, json_t *meta)
+{
+	json_t *batch = json_object_get(meta, "batch");
+	int attempts, recoveries;
+
+	if (job_meta_int(meta, "attempts", &attempts) < 0 ||
+	    job_meta_int(meta, "recoveries", &recoveries) < 0)
+		return -1;
+	if (batch != NULL && !json_is_string(batch) && !json_is_null(batch))
+		return -1;
+	j->attempts = attempts;
+	j->recoveries = recoveries;
+	if (json_is_string(batch))
+		j->batch = xstrdup(json_string_value(batch));
+	return 0;
+}
+
+/* If el is wrapped, point raw at the document inside and read the wrapper.
+ * Returns -1 (raw left as the whole element) when the wrapper is broken. */
+static int
+job_unwrap(struct job *j)
+{
+	const size_t head = sizeof(WRAP_HEAD) - 1, mark = sizeof(JOB_MARK) - 1;
+	const char *at;
+	struct job_prefix pre;
+	json_error_t err;
+	json_t *meta;
+	int rc;
+
+	if (j->el_len < head || memcmp(j->el, WRAP_HEAD, head) != 0)
+		return 0;
+	at = memmem(j->el, j->el_len, JOB_MARK, mark);
+	if (at == NULL || j->el[j->el_len - 1] != '}' ||
+	    (size_t)(at - j->el) + mark > j->el_len - 1)
+		return -1;
+	pre = (struct job_prefix){ .p = j->el, .n = (size_t)(at - j->el) };
+	if ((meta = json_load_callback(job_prefix_read, &pre, 0, &err)) == NULL)
+		return -1;
+	rc = json_is_object(meta) ? job_meta(j, meta) : -1;
+	json_decref(meta);
+	if (rc == 0) {
+		j->raw = at + mark;
+		j->raw_len = j->el_len - 1 - (size_t)(j->raw - j->el);
+	}
+	return rc;
+}
+
+/* jansson's columns count characters, not bytes: do the same. */
+static void
+job_invalid_nul(struct job *j, const char *nul)
+{
+	int line = 1, column = 1;
+
+	for (const char *p = j->raw; p < nul; p++) {
+		if (*p == '\n') {
+			line++;
+			column = 1;
+		} else if (((unsigned char)*p & 0xc0) != 0x80) {
+			column++;
+		}
+	}
+	job_set_invalid(j, "malformed JSON: NUL byte at line %d column %d",
+	    line, column);
+}
+
+/* Parse raw. jansson refuses integers beyond 64 bits ("too big integer"),
+ * which are valid JSON and pass through untouched: parse such a document
+ * again with integers as reals, and say so in *as_real. Reals beyond
+ * DBL_MAX (1e400) are still refused. */
+static json_t *
+job_load(struct job *j, int *as_real)
+{
+	const char *nul = memchr(j->raw, '\0', j->raw_len);
+	json_error_t err;
+	json_t *doc;
+
+	*as_real = 0;
+	if (nul != NULL) {
+		job_invalid_nul(j, nul);
+		return NULL;
+	}
+	doc = json_loadb(j->raw, j->raw_len, JSON_DECODE_ANY, &err);
+	if (doc == NULL &&
+	    json_error_code(&err) == json_error_numeric_overflow) {
+		*as_real = 1;
+		doc = json_loadb(j->raw, j->raw_len,
+		    JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &err);
+	}
+	if (doc == NULL) {
+		job_set_invalid(j, "malformed JSON: %s at line %d column %d",
+		    err.text, err.line, err.column);
+		job_sanitize(j->invalid_buf);
+	}
+	return doc;
+}
+
+/* An integer id read as a real (see job_load), if it is still exact. */
+static int
+job_real_id(json_t *id, long long *out)
+{
+	double x = json_real_value(id);
+
+	if (!(x >= -JOB_EXACT_REAL && x <= JOB_EXACT_REAL) ||
+	    x != (double)(long long)x)
+		return -1;
+	*out = (long long)x;
+	return 0;
+}
+
+/* Copy the envelope id into j->id. A missing id, or "", leaves j->id empty
+ * (the caller names the job by its SHA-1: "" cannot name a job in a log or
+ * in a handler's "ok ID" line). */
+static int
+job_take_id(struct job *j, json_t *id, int as_real)
+{
+	long long v;
+	size_t n;
+
+	if (id == NULL)
+		return 0;
+	if (json_is_string(id)) {
+		if ((n = json_string_length(id)) > JOB_ID_MAX) {
+			job_set_invalid(j, "job id is longer than %d bytes",
+			    JOB_ID_MAX);
+			return -1;
+		}
+		memcpy(j->id, json_string_value(id), n);
+		j->id[n] = '\0';
+		return 0;
+	}
+	if (json_is_integer(id))
+		v = json_integer_value(id);
+	else if (!as_real || !json_is_real(id) || job_real_id(id, &v) < 0) {
+		j->invalid = "job id is not a string or integer";
+		return -1;
+	}
+	snprintf(j->id, sizeof(j->id), "%lld", v);
+	return 0;
+}
+
+/* Validate the document and take its id. */
+static int
+job_check(struct job *j)
+{
+	int as_real, rc = -1;
+	json_t *doc = job_load(j, &as_real);
+
+	if (doc == NULL)
+		return -1;
+	if (!json_is_object(doc))
+		j->invalid = "job is not a JSON object";
+	else
+		rc = job_take_id(j, json_object_get(doc, "id"), as_real);
+	json_decref(doc);
+	return rc;
+}
+
+/* The checks in order; only the first failure is reported. A job keeps the
+ * wrapper's counters even when its document is invalid. A job without a
+ * usable id (none, "", or an invalid document) is named by the SHA-1 of its
+ * document, so wrapping it later does not rename it. max_job_bytes <= 0
+ * means no limit. Call job_free before parsing into the same struct again.
+ * j->invalid may point into j (invalid_buf): do not move a parsed job by
+ * copying the struct. */
+void
+job_parse(struct job *j, const char *el, size_t len, long max_job_bytes)
+{
+	memset(j, 0, sizeof(*j));
+	j->el = j->raw = el;
+	j->el_len = j->raw_len = len;
+	if (job_unwrap(j) < 0)
+		j->invalid = "malformed ferry wrapper";
+	else if (j->raw_len == 0)
+		j->invalid = "empty job";
+	else if (max_job_bytes > 0 && j->raw_len > (size_t)max_job_bytes)
+		job_set_invalid(j, "job is %zu bytes, over max_job_bytes %ld",
+		    j->raw_len, max_job_bytes);
+	else if (job_check(j) == 0 && j->id[0] != '\0')
+		return;
+	job_sha1_hex(j->raw, j->raw_len, j->id);
+}
+
+void
+job_free(struct job *j)
+{
+	free(j->batch);
+	j->batch = NULL;
+}
+
+/* s as the inside of a JSON string, into out (room for 6 * strlen + 1). */
+static size_t
+job_escape(const char *s, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *o = out;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			*o++ = '\\';
+			*o++ = (char)*p;
+		} else if (*p < 0x20) {
+			memcpy(o, "\\u00", 4);
+			o[4] = hex[*p >> 4];
+			o[5] = hex[*p & 15];
+			o += 6;
+		} else {
+			*o++ = (char)*p;
+		}
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* A valid document has CR and LF only as whitespace between tokens (inside
+ * strings they are escaped): blank them so the job stays on one line. */
+static void
+job_flatten(char *p, size_t n)
+{
+	char *end = p + n, *q;
+
+	for (q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; )
+		*q = ' ';
+	for (q = p; (q = memchr(q, '\r', (size_t)(end - q))) != NULL; )
+		*q = ' ';
+}
+
+/* Only for valid jobs (j->invalid == NULL): the document is embedded as is,
+ * numbers and all, except that line breaks between tokens become blanks. */
+char *
+job_handler_line(const struct job *j, size_t *len)
+{
+	char id[JOB_ID_MAX * 6 + 1], head[sizeof(id) + 80], *line;
+	int n;
+
+	job_escape(j->id, id);
+	n = snprintf(head, sizeof(head),
+	    "{\"id\":\"%s\",\"attempts\":%d,\"recoveries\":%d,\"job\":",
+	    id, j->attempts, j->recoveries);
+	line = xmalloc((size_t)n + j->raw_len + 3);
+	memcpy(line, head, (size_t)n);
+	memcpy(line + n, j->raw, j->raw_len);
+	job_flatten(line + n, j->raw_len);
+	memcpy(line + n + j->raw_len, "}\n", 3);
+	*len = (size_t)n + j->raw_len + 2;
+	return line;
+}
+
+void
+job_sha1_hex(const void *data, size_t len, char out[41])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char d[SHA1_DIGEST_LEN];
+	struct sha1_ctx c;
+
+	sha1_init(&c);
+	sha1_update(&c, data, len);
+	sha1_final(&c, d);
+	for (int i = 0; i < SHA1_DIGEST_LEN; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
+	out[40] = '\0';
+}

@@ -1,0 +1,22 @@
+/* lua_scripts.h - the Redis scripts of src/lua, embedded at build time by
+ * scripts/embed-lua (order here = order on its command line). */
+#ifndef FERRY_LUA_SCRIPTS_H
+#define FERRY_LUA_SCRIPTS_H
+
+enum lua_script {
+	LUA_FETCH,
+	LUA_SETTLE,
+	LUA_RECLAIM,
+	LUA_REAP,
+	LUA_PROMOTE,
+	LUA_REGISTER,
+	LUA_DEAD_RETRY,
+	LUA_SCRIPT_COUNT,
+};
+
+#define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry
+
+extern const char *const lua_script_source[LUA_SCRIPT_COUNT];
+extern const char *const lua_script_name[LUA_SCRIPT_COUNT];
+
+#endif

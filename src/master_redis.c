@@ -1,0 +1,398 @@
+/* master_redis.c - the master's Redis duties, asynchronous on its libev loop
+ * so it never blocks: keep this host's heartbeat key alive, hand back the
+ * processing list of every worker that dies (at once, and again after an
+ * outage until Redis confirms), reap the lists of dead hosts, promote due
+ * retries. hiredis 0.14 has no async timeouts: a watchdog drops a
+ * connection whose replies stop coming. */
+#include "master_redis.h"
+
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "lua_scripts.h"
+#include "master.h"
+#include "queue.h"
+#include "util.h"
+#include "worker.h"
+
+#define PROMOTE_INTERVAL_S 0.1
+#define PROMOTE_LIMIT "1000"
+#define WATCHDOG_MS 10000
+#define RECONNECT_MIN_S 0.1
+#define RECONNECT_MAX_S 5.0
+
+struct reclaim {
+	char queue[CONFIG_QUEUE_NAME_MAX + 1];
+	char worker_id[160];
+	int max_recoveries;
+	bool bump;
+	bool sent;
+	struct reclaim *next;
+};
+
+struct master_redis {
+	struct master *m;
+	redisAsyncContext *ac;
+	bool up;
+	bool closing;            /* master_redis_finish: no reconnecting */
+	bool outage_logged;
+	double retry_s;
+	int inflight;
+	int64_t last_reply_ms;
+	ev_timer reconnect, heartbeat, reap, promote;
+	struct reclaim *pending;
+};
+
+static void connect_now(struct master_redis *r);
+
+static void
+schedule_reconnect(struct master_redis *r)
+{
+	ev_timer_stop(r->m->loop, &r->reconnect);
+	ev_timer_set(&r->reconnect, r->retry_s, 0.);
+	ev_timer_start(r->m->loop, &r->reconnect);
+	r->retry_s = r->retry_s * 2 > RECONNECT_MAX_S ? RECONNECT_MAX_S :
+	    r->retry_s * 2;
+}
+
+static void
+lost(struct master_redis *r, const char *why)
+{
+	char addr[300];
+
+	if (!r->outage_logged)
+		log_warn("redis at %s unreachable: %s (retrying; workers' jobs "
+		    "wait in Redis)", queue_address(r->m->cfg, addr, sizeof(addr)),
+		    why);
+	r->outage_logged = true;
+	r->up = false;
+	r->ac = NULL;
+	r->inflight = 0;
+	for (struct reclaim *p = r->pending; p != NULL; p = p->next)
+		p->sent = false;
+	schedule_reconnect(r);
+}
+
+static void
+on_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct master_redis *r = ac->data;
+	if (!r->closing)
+		lost(r, status == REDIS_OK ? "connection closed" : ac->errstr);
+}
+
+static void send_pending(struct master_redis *r);
+
+static void
+on_connect(const redisAsyncContext *ac, int status)
+{
+	struct master_redis *r = ac->data;
+
+	if (status != REDIS_OK) {
+		lost(r, ac->errstr);    /* hiredis frees ac after this */
+		return;
+	}
+	if (r->outage_logged)
+		log_notice("redis reachable again");
+	r->outage_logged = false;
+	r->up = true;
+	r->retry_s = RECONNECT_MIN_S;
+	r->last_reply_ms = util_monotonic_ms();
+	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
+	send_pending(r);
+}
+
+/* Reply callback for fire-and-forget commands: log errors. */
+static void
+on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	redisReply *rep = reply;
+	const char *what = privdata;
+
+	r->inflight--;
+	r->last_reply_ms = util_monotonic_ms();
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+		log_error("redis %s failed: %s", what, rep->str);
+	else if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
+	    rep->elements == 2 && rep->element[0]->integer +
+	    rep->element[1]->integer > 0)
+		log_notice("%s: %lld jobs back in ready, %lld dead", what,
+		    rep->element[0]->integer, rep->element[1]->integer);
+}
+
+static int
+send_argv(struct master_redis *r, redisCallbackFn *cb, void *priv, int argc,
+    const char **argv)
+{
+	if (!r->up)
+		return -1;
+	if (redisAsyncCommandArgv(r->ac, cb, priv, argc, argv, NULL) != REDIS_OK)
+		return -1;
+	r->inflight++;
+	return 0;
+}
+
+/* EVAL (not EVALSHA): the master's calls are few, and this survives a
+ * SCRIPT FLUSH or a restarted Redis without a round trip. */
+static int
+send_script(struct master_redis *r, enum lua_script s, redisCallbackFn *cb,
+    void *priv, int nkeys, int argc, const char **args)
+{
+	const char *argv[16];
+	char numkeys[8];
+
+	snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+	argv[0] = "EVAL";
+	argv[1] = lua_script_source[s];
+	argv[2] = numkeys;
+	for (int i = 0; i < argc; i++)
+		argv[i + 3] = args[i];
+	return send_argv(r, cb, priv, argc + 3, argv);
+}
+
+static void
+reclaim_free(struct master_redis *r, struct reclaim *rc)
+{
+	for (struct reclaim **p = &r->pending; *p != NULL; p = &(*p)->next) {
+		if (*p == rc) {
+			*p = rc->next;
+			break;
+		}
+	}
+	free(rc);
+}
+
+static void
+on_reclaim(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	struct reclaim *rc = privdata;
+	redisReply *rep = reply;
+
+	if (rep == NULL)
+		return;             /* lost: resent after reconnecting */
+	on_reply(ac, reply, "reclaim");
+	if (rep->type == REDIS_REPLY_ERROR) {
+		rc->sent = false;   /* retried with the next reaper run */
+		return;
+	}
+	if (rep->element[0]->integer + rep->element[1]->integer > 0)
+		log_notice("queue %s: handed back the jobs of %s", rc->queue,
+		    rc->worker_id);
+	reclaim_free(r, rc);
+}
+
+static void
+send_reclaim(struct master_redis *r, struct reclaim *rc)
+{
+	struct queue_keys k;
+	char proc[QUEUE_KEY_MAX + 160], maxrec[16];
+
+	queue_keys_init(&k, r->m->cfg->redis_prefix, rc->queue);
+	queue_proc_key(&k, rc->worker_id, proc, sizeof(proc));
+	snprintf(maxrec, sizeof(maxrec), "%d", rc->max_recoveries);
+	const char *args[] = { proc, k.ready, k.dead, k.stats, k.owners, k.bkeys,
+	    rc->worker_id, maxrec, rc->bump ? "1" : "0" };
+	if (send_script(r, LUA_RECLAIM, on_reclaim, rc, 6, 9, args) == 0)
+		rc->sent = true;
+}
+
+static void
+send_pending(struct master_redis *r)
+{
+	for (struct reclaim *p = r->pending; p != NULL; p = p->next)
+		if (!p->sent)
+			send_reclaim(r, p);
+}
+
+void
+master_redis_reclaim(struct master *m, const struct queue_config *q,
+    pid_t pid, bool bump)
+{
+	struct master_redis *r = m->redis;
+	struct reclaim *rc = xcalloc(1, sizeof(*rc));
+
+	snprintf(rc->queue, sizeof(rc->queue), "%s", q->name);
+	worker_id(m->master_id, pid, rc->worker_id, sizeof(rc->worker_id));
+	rc->max_recoveries = q->max_recoveries;
+	rc->bump = bump;
+	rc->next = r->pending;
+	r->pending = rc;
+	send_reclaim(r, rc);
+}
+
+static void
+heartbeat_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct master_redis *r = t->data;
+	char key[QUEUE_KEY_MAX + 160], pid[16], ttl[24];
+	(void)loop;
+	(void)revents;
+
+	queue_heartbeat_key(r->m->cfg->redis_prefix, r->m->master_id, key,
+	    sizeof(key));
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(ttl, sizeof(ttl), "%ld", r->m->cfg->heartbeat_ttl_ms);
+	const char *argv[] = { "SET", key, pid, "PX", ttl };
+	send_argv(r, on_reply, "heartbeat", 5, argv);
+	/* a TTL change on reload takes effect at the next beat */
+	t->repeat = (double)r->m->cfg->heartbeat_ttl_ms / 3000.;
+	ev_timer_again(r->m->loop, t);
+}
+
+static void
+reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct master_redis *r = t->data;
+	(void)loop;
+	(void)revents;
+
+	if (r->up && r->inflight > 0 &&
+	    util_monotonic_ms() - r->last_reply_ms > WATCHDOG_MS) {
+		log_warn("redis has not answered for %d s: reconnecting",
+		    WATCHDOG_MS / 1000);
+		redisAsyncDisconnect(r->ac);
+		return;
+	}
+	send_pending(r);
+	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
+		struct queue_keys k;
+		char maxrec[16];
+		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
+		snprintf(maxrec, sizeof(maxrec), "%d", mq->cfg.max_recoveries);
+		const char *args[] = { k.owners, k.ready, k.dead, k.stats, k.bkeys,
+		    r->m->cfg->redis_prefix, mq->cfg.name, maxrec };
+		send_script(r, LUA_REAP, on_reply, "reaper", 5, 8, args);
+	}
+	t->repeat = (double)r->m->cfg->reaper_interval_ms / 1000.;
+	ev_timer_again(r->m->loop, t);
+}
+
+static void
+promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct master_redis *r = t->data;
+	(void)loop;
+	(void)revents;
+
+	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
+		struct queue_keys k;
+		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
+		const char *args[] = { k.delayed, k.ready, PROMOTE_LIMIT };
+		send_script(r, LUA_PROMOTE, on_reply, "promote", 2, 3, args);
+	}
+}
+
+static void
+connect_now(struct master_redis *r)
+{
+	const struct ferry_config *cfg = r->m->cfg;
+	redisAsyncContext *ac = *cfg->redis_socket != '\0' ?
+	    redisAsyncConnectUnix(cfg->redis_socket) :
+	    redisAsyncConnect(cfg->redis_host, cfg->redis_port);
+
+	if (ac == NULL || ac->err) {
+		lost(r, ac != NULL ? ac->errstr : "out of memory");
+		redisAsyncFree(ac);
+		return;
+	}
+	ac->data = r;
+	r->ac = ac;
+	r->up = true;           /* commands queue until connected */
+	redisLibevAttach(r->m->loop, ac);
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	if (*cfg->redis_password != '\0') {
+		const char *argv[] = { "AUTH", cfg->redis_password };
+		send_argv(r, on_reply, "AUTH", 2, argv);
+	}
+	if (cfg->redis_db != 0) {
+		char db[16];
+		snprintf(db, sizeof(db), "%d", cfg->redis_db);
+		const char *argv[] = { "SELECT", db };
+		send_argv(r, on_reply, "SELECT", 2, argv);
+	}
+	r->up = false;          /* until on_connect */
+}
+
+static void
+reconnect_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	(void)loop;
+	(void)revents;
+	connect_now(t->data);
+}
+
+void
+master_redis_start(struct master *m)
+{
+	struct master_redis *r = xcalloc(1, sizeof(*r));
+
+	r->m = m;
+	r->retry_s = RECONNECT_MIN_S;
+	m->redis = r;
+	ev_init(&r->reconnect, reconnect_cb);
+	ev_init(&r->heartbeat, heartbeat_cb);
+	ev_init(&r->reap, reap_cb);
+	ev_timer_init(&r->promote, promote_cb, PROMOTE_INTERVAL_S,
+	    PROMOTE_INTERVAL_S);
+	r->reconnect.data = r->heartbeat.data = r->reap.data = r;
+	r->promote.data = r;
+	r->heartbeat.repeat = (double)m->cfg->heartbeat_ttl_ms / 3000.;
+	r->reap.repeat = (double)m->cfg->reaper_interval_ms / 1000.;
+	ev_timer_again(m->loop, &r->heartbeat);
+	ev_timer_again(m->loop, &r->reap);
+	ev_timer_start(m->loop, &r->promote);
+	connect_now(r);
+}
+
+/* At exit: the loop has stopped, so finish synchronously what is pending
+ * (hand back the lists of workers killed on the way out) and remove our
+ * heartbeat so other hosts know at once. */
+void
+master_redis_finish(struct master *m)
+{
+	struct master_redis *r = m->redis;
+	char err[512], key[QUEUE_KEY_MAX + 160];
+
+	if (r == NULL)
+		return;
+	r->closing = true;
+	if (r->ac != NULL)
+		redisAsyncFree(r->ac);   /* calls back with NULL replies */
+	r->ac = NULL;
+	redisContext *c = queue_connect(m->cfg, 5000, err, sizeof(err));
+	if (c == NULL && r->pending != NULL)
+		log_error("%s: jobs of %s stay in its processing list until "
+		    "another ferryd's reaper hands them back", err,
+		    r->pending->worker_id);
+	while (c != NULL && r->pending != NULL) {
+		struct reclaim *rc = r->pending;
+		struct queue_keys k;
+		char proc[QUEUE_KEY_MAX + 160], maxrec[16];
+		queue_keys_init(&k, m->cfg->redis_prefix, rc->queue);
+		queue_proc_key(&k, rc->worker_id, proc, sizeof(proc));
+		snprintf(maxrec, sizeof(maxrec), "%d", rc->max_recoveries);
+		const char *args[] = { proc, k.ready, k.dead, k.stats, k.owners,
+		    k.bkeys, rc->worker_id, maxrec, rc->bump ? "1" : "0" };
+		freeReplyObject(queue_script(c, LUA_RECLAIM, 6, 9, args, NULL));
+		reclaim_free(r, rc);
+	}
+	if (c != NULL) {
+		queue_heartbeat_key(m->cfg->redis_prefix, m->master_id, key,
+		    sizeof(key));
+		freeReplyObject(redisCommand(c, "DEL %s", key));
+		redisFree(c);
+	}
+	while (r->pending != NULL)
+		reclaim_free(r, r->pending);
+	free(r);
+	m->redis = NULL;
+}

@@ -1,0 +1,472 @@
+/* test_ctl.c - ferryctl run as a subprocess against a real redis-server:
+ * enqueue (one, many, all-or-nothing), stats, exit codes, and the dead-letter
+ * tools on entries that a real ferryd dead-lettered. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "job.h"
+
+#define QUEUES "[queue q]\nworkers = 0\n[queue other]\nworkers = 0\n"
+
+static struct ferryd d;
+
+struct run {
+	int status;             /* exit status, or 128 + signal */
+	char *out;
+	char *err;
+};
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(ctl, .fini = teardown, .timeout = 300);
+
+static const char *
+ferryctl_path(void)
+{
+	const char *p = getenv("FERRYCTL");
+	return p != NULL ? p : TEST_BUILDDIR "/ferryctl";
+}
+
+static void
+run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* Write all of input to fd; stop quietly when the reader is gone. */
+static void
+feed(int fd, const char *input)
+{
+	size_t len = input != NULL ? strlen(input) : 0, off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, input + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+}
+
+static void
+child(const char **argv, int in, int out, int err)
+{
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(err, 2);
+	execv(ferryctl_path(), (char *const *)argv);
+	fprintf(stderr, "exec %s: %s\n", ferryctl_path(), strerror(errno));
+	_exit(127);
+}
+
+/* Run `ferryctl -c config ARGS...` (NULL-terminated) with input on stdin
+ * through a pipe (NULL: empty); capture stdout, stderr and exit status. */
+static int
+ctl_run(struct run *r, const char *config, const char *input, ...)
+{
+	char out_path[] = "/tmp/ferryctl-out-XXXXXX";
+	char err_path[] = "/tmp/ferryctl-err-XXXXXX";
+	const char *argv[16] = { "ferryctl", "-c", config }, *a;
+	int out = mkstemp(out_path), err = mkstemp(err_path), in[2], n = 3;
+	va_list ap;
+
+	va_start(ap, input);
+	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	cr_assert(out != -1 && err != -1 && pipe(in) == 0);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		close(in[1]);
+		child(argv, in[0], out, err);
+	}
+	close(in[0]);
+	close(out);
+	close(err);
+	signal(SIGPIPE, SIG_IGN);
+	feed(in[1], input);
+	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	r->out = h_read_file(out_path);
+	r->err = h_read_file(err_path);
+	unlink(out_path);
+	unlink(err_path);
+	cr_assert_neq(status, -1, "ferryctl %s did not exit", argv[3]);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+	    128 + WTERMSIG(status);
+	return r->status;
+}
+
+#define CTL(r, input, ...) \
+	ctl_run((r), d.config, (input), __VA_ARGS__, (const char *)NULL)
+
+static void
+expect(const struct run *r, int status)
+{
+	cr_assert_eq(r->status, status,
+	    "ferryctl exited %d, expected %d\n-- stdout:\n%s-- stderr:\n%s",
+	    r->status, status, r->out, r->err);
+}
+
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static char *
+redis_str(const char *fmt, const char *key)
+{
+	redisReply *r = h_redis(&d, fmt, key);
+	char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "(nil)");
+	freeReplyObject(r);
+	return s;
+}
+
+Test(ctl, enqueue_one_job)
+{
+	struct run r;
+	char sha[41], want[48];
+
+	h_setup(&d, NULL, QUEUES);
+	CTL(&r, NULL, "enqueue", "q", "{\"id\":\"order-1\",\"n\":1}");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "order-1\n");
+	run_free(&r);
+	CTL(&r, NULL, "enqueue", "q", "{\"n\":2}");
+	expect(&r, 0);
+	job_sha1_hex("{\"n\":2}", 7, sha);
+	snprintf(want, sizeof(want), "%s\n", sha);
+	cr_assert_str_eq(r.out, want, "a bare job is named by its SHA-1");
+	run_free(&r);
+	CTL(&r, NULL, "enqueue", "-q", "q", "{\"n\":3}");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "");
+	run_free(&r);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 3);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
+	char *first = redis_str("RPOP %s", "ferry:{q}:ready");
+	cr_assert_str_eq(first, "{\"id\":\"order-1\",\"n\":1}");
+	free(first);
+}
+
+static char *
+numbered_jobs(int n, int bad_line)
+{
+	char *buf = malloc((size_t)n * 32 + 64), *p = buf;
+
+	for (int i = 0, line = 1; i < n; i++, line++) {
+		if (i % 1000 == 500) {
+			p += sprintf(p, "\n");      /* empty lines are skipped */
+			line++;
+		}
+		if (line == bad_line)
+			p += sprintf(p, "not json\n");
+		else
+			p += sprintf(p, "{\"n\":%d}\n", i);
+	}
+	return buf;
+}
+
+Test(ctl, enqueue_many_from_a_pipe)
+{
+	char *input = numbered_jobs(10000, 0), sha[41];
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	CTL(&r, input, "enqueue", "q", "-");
+	expect(&r, 0);
+	cr_assert_eq(count_lines(r.out), 10000);
+	job_sha1_hex("{\"n\":0}", 7, sha);
+	cr_assert_eq(strncmp(r.out, sha, 40), 0, "first id %.40s", r.out);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 10000);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 10000);
+	char *oldest = redis_str("LINDEX %s -1", "ferry:{q}:ready");
+	char *newest = redis_str("LINDEX %s 0", "ferry:{q}:ready");
+	cr_assert_str_eq(oldest, "{\"n\":0}", "workers take jobs in order");
+	cr_assert_str_eq(newest, "{\"n\":9999}");
+	free(oldest);
+	free(newest);
+	run_free(&r);
+	free(input);
+}
+
+Test(ctl, a_bad_line_pushes_nothing)
+{
+	char *input = numbered_jobs(3000, 2004);
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	CTL(&r, input, "enqueue", "q", "-");
+	expect(&r, 65);
+	cr_assert_not_null(strstr(r.err, "line 2004: malformed JSON"), "%s",
+	    r.err);
+	cr_assert_str_eq(r.out, "");
+	run_free(&r);
+	CTL(&r, NULL, "enqueue", "q", "[1,2]");
+	expect(&r, 65);
+	cr_assert_not_null(strstr(r.err, "not a JSON object"), "%s", r.err);
+	run_free(&r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:ready"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:stats"), 0);
+	free(input);
+}
+
+static long long
+json_at(json_t *root, const char *a, const char *b, const char *c)
+{
+	json_t *v = json_object_get(json_object_get(root, a), b);
+	if (c != NULL)
+		v = json_object_get(v, c);
+	cr_assert(json_is_integer(v), "no integer %s.%s.%s", a, b, c ? c : "");
+	return json_integer_value(v);
+}
+
+Test(ctl, stats_of_every_list_and_counter)
+{
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready a b c"));
+	freeReplyObject(h_redis(&d, "ZADD ferry:{q}:delayed 1 x"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:dead e1 e2"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:owners w1 m1"));
+	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:proc:w1 j1 j2"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats enqueued 7"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats done 4"));
+	CTL(&r, NULL, "stats", "q");
+	expect(&r, 0);
+	for (const char *const *s = (const char *const[]){ "queue q\n",
+	    "ready        3\n", "delayed      1\n", "dead         2\n",
+	    "processing   2\n", "proc:w1 2 (master m1)\n", "enqueued 7, done 4,"
+	    " retried 0, dead 0, recovered 0, replayed 0\n", NULL }; *s; s++)
+		cr_assert_not_null(strstr(r.out, *s), "no \"%s\" in:\n%s", *s,
+		    r.out);
+	cr_assert_null(strstr(r.out, "queue other"));
+	run_free(&r);
+	CTL(&r, NULL, "stats");
+	expect(&r, 0);
+	cr_assert(strstr(r.out, "queue q\n") && strstr(r.out, "queue other\n"));
+	run_free(&r);
+	CTL(&r, NULL, "stats", "--json", "q");
+	expect(&r, 0);
+	json_t *root = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(root, "not JSON: %s", r.out);
+	cr_assert_eq(json_at(root, "q", "ready", NULL), 3);
+	cr_assert_eq(json_at(root, "q", "delayed", NULL), 1);
+	cr_assert_eq(json_at(root, "q", "dead", NULL), 2);
+	cr_assert_eq(json_at(root, "q", "processing", NULL), 2);
+	cr_assert_eq(json_at(root, "q", "counters", "enqueued"), 7);
+	cr_assert_eq(json_at(root, "q", "counters", "replayed"), 0);
+	json_t *w1 = json_object_get(json_object_get(json_object_get(root, "q"),
+	    "workers"), "w1");
+	cr_assert_eq(json_integer_value(json_object_get(w1, "jobs")), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(w1, "master")), "m1");
+	json_decref(root);
+	run_free(&r);
+}
+
+Test(ctl, unknown_queue_is_a_usage_error)
+{
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	CTL(&r, NULL, "stats", "nope");
+	expect(&r, 64);
+	cr_assert_not_null(strstr(r.err, "\"nope\""), "%s", r.err);
+	run_free(&r);
+	CTL(&r, NULL, "enqueue", "nope", "{}");
+	expect(&r, 64);
+	run_free(&r);
+	CTL(&r, NULL, "dead", "list", "nope");
+	expect(&r, 64);
+	run_free(&r);
+	cr_assert_eq(h_redis_int(&d, "DBSIZE"), 0);
+}
+
+Test(ctl, unreachable_redis_names_the_address)
+{
+	char config[400], addr[64];
+	int port = test_free_port();
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	snprintf(config, sizeof(config), "%s/down.ini", d.dir);
+	h_write_file(config, "[ferryd]\nredis_port = %d\n" QUEUES, port);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	const char *const cmds[][3] = { { "stats", NULL, NULL },
+	    { "enqueue", "q", "{}" }, { "dead", "list", "q" } };
+	for (size_t i = 0; i < 3; i++) {
+		ctl_run(&r, config, NULL, cmds[i][0], cmds[i][1], cmds[i][2],
+		    (const char *)NULL);
+		expect(&r, 69);
+		cr_assert_not_null(strstr(r.err, addr), "%s", r.err);
+		run_free(&r);
+	}
+}
+
+/* A dead entry as reclaim.lua writes it: no "id", a NUL in the job. */
+Test(ctl, dead_entry_without_id_is_named_by_sha1)
+{
+	static const char job[] = "{\"s\":\"a\0b\"}";
+	json_t *e = json_pack("{s:s, s:i, s:i, s:I, s:s, s:s%}", "reason",
+	    "worker died while processing", "attempts", 0, "recoveries", 4,
+	    "time", (json_int_t)1700000000000LL, "worker", "w1", "job", job,
+	    sizeof(job) - 1);
+	char *el = json_dumps(e, JSON_COMPACT), sha[41];
+	struct run r;
+
+	h_setup(&d, NULL, QUEUES);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:dead %s", el));
+	job_sha1_hex(job, sizeof(job) - 1, sha);
+	CTL(&r, NULL, "dead", "list", "q");
+	expect(&r, 0);
+	cr_assert_eq(strncmp(r.out, sha, 40), 0, "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "\t2023-11-14T22:13:20.000Z\t0\t4\t"
+	    "worker died while processing\t-\n"), "%s", r.out);
+	run_free(&r);
+	CTL(&r, NULL, "dead", "show", "q", sha);
+	expect(&r, 0);
+	cr_assert_not_null(strstr(r.out, "\"worker\": \"w1\""), "%s", r.out);
+	run_free(&r);
+	CTL(&r, NULL, "dead", "retry", "q", sha);
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "replayed 1 job to queue q\n");
+	run_free(&r);
+	redisReply *back = h_redis(&d, "LINDEX ferry:{q}:ready 0");
+	cr_assert(back->len == sizeof(job) - 1 &&
+	    memcmp(back->str, job, back->len) == 0, "the job changed");
+	freeReplyObject(back);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	CTL(&r, NULL, "dead", "retry", "q", sha);
+	expect(&r, 1);
+	run_free(&r);
+	json_decref(e);
+	free(el);
+}
+
+/* Fails every job with "poison" in it while the flag file exists. */
+#define HANDLER \
+	"while IFS= read -r line; do\n" \
+	"  id=${line#'{\"id\":\"'}; id=${id%%%%'\"'*}\n" \
+	"  case $line in *poison*) if [ -e \"$1\" ]; then\n" \
+	"    echo \"fail $id poisoned by the flag file\"; continue; fi;; esac\n" \
+	"  echo \"ok $id\"\n" \
+	"done\n"
+
+static void
+start_poisoned_ferryd(char *flag, size_t size)
+{
+	char script[400], queues[1200];
+
+	h_setup(&d, NULL, QUEUES);
+	snprintf(script, sizeof(script), "%s/handler.sh", d.dir);
+	snprintf(flag, size, "%s/poison.flag", d.dir);
+	h_write_file(script, HANDLER);
+	h_write_file(flag, "1\n");
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "handler = exec\ncommand = /bin/sh %s %s\nmax_attempts = 1\n",
+	    script, flag);
+	h_config(&d, NULL, queues);
+}
+
+static void
+check_show(const char *id, const char *job)
+{
+	struct run r;
+
+	CTL(&r, NULL, "dead", "show", "q", id);
+	expect(&r, 0);
+	json_t *e = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(e, "not JSON: %s", r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "id")), id);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "job")), job);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "reason")),
+	    "failed by the handler");
+	json_decref(e);
+	run_free(&r);
+}
+
+static void
+expect_out(const char *out_want, int status, const char *a, const char *b,
+    const char *c)
+{
+	struct run r;
+
+	CTL(&r, NULL, "dead", a, "q", b, c);
+	expect(&r, status);
+	cr_assert_str_eq(r.out, out_want, "dead %s q %s", a, b);
+	run_free(&r);
+}
+
+Test(ctl, dead_letters_of_a_real_ferryd)
+{
+	char flag[400], bad_sha[41];
+	struct run r;
+
+	start_poisoned_ferryd(flag, sizeof(flag));
+	CTL(&r, "{\"id\":\"good-1\"}\n{\"id\":\"poison-1\",\"poison\":1}"
+	    "\n{\"id\":\"poison-2\",\"poison\":2}\n", "enqueue", "q", "-");
+	expect(&r, 0);
+	run_free(&r);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", "not json"));
+	job_sha1_hex("not json", 8, bad_sha);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats dead");
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+
+	CTL(&r, NULL, "dead", "list", "q");
+	expect(&r, 0);
+	cr_assert_eq(count_lines(r.out), 3, "%s", r.out);
+	for (const char *const *s = (const char *const[]){ "poison-1\t",
+	    "poison-2\t", bad_sha, "\t1\t0\tfailed by the handler\tpoisoned by "
+	    "the flag file\n", "malformed JSON", NULL }; *s; s++)
+		cr_assert_not_null(strstr(r.out, *s), "no %s in\n%s", *s, r.out);
+	run_free(&r);
+	check_show("poison-1", "{\"id\":\"poison-1\",\"poison\":1}");
+	expect_out("", 1, "show", "nope", NULL);
+
+	unlink(flag);
+	expect_out("replayed 1 job to queue q\n", 0, "retry", "poison-1", NULL);
+	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 2);
+	expect_out("purged 1 dead entry from queue q\n", 0, "purge", "poison-2",
+	    NULL);
+	expect_out("replayed 1 job to queue q\n", 0, "retry", "--all", NULL);
+	h_wait_redis_int(&d, 4, "HGET ferry:{q}:stats dead");  /* not json */
+	expect_out("purged 1 dead entry from queue q\n", 0, "purge", "--all",
+	    NULL);
+	expect_out("purged 0 dead entries from queue q\n", 0, "purge", "--all",
+	    NULL);
+	expect_out("", 1, "retry", "poison-1", NULL);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:dead"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 2);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 2);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
+}
