@@ -4,6 +4,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -110,6 +111,21 @@ h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues)
 	h_setup_redis(d, ferryd_extra, queues, NULL);
 }
 
+static void
+setup_dirs(struct ferryd *d, const char *ferryd_extra, const char *queues);
+
+void
+h_setup_peer(struct ferryd *d, struct ferryd *peer, const char *ferryd_extra,
+    const char *queues)
+{
+	memset(d, 0, sizeof(*d));
+	d->redis.port = peer->redis.port;     /* pid 0: not ours to stop */
+	struct timeval tv = { 10, 0 };
+	d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
+	cr_assert(d->rc != NULL && d->rc->err == 0, "cannot connect to redis");
+	setup_dirs(d, ferryd_extra, queues);
+}
+
 void
 h_setup_redis(struct ferryd *d, const char *ferryd_extra, const char *queues,
     const char *const *redis_args)
@@ -120,6 +136,12 @@ h_setup_redis(struct ferryd *d, const char *ferryd_extra, const char *queues,
 	struct timeval tv = { 10, 0 };
 	d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
 	cr_assert(d->rc != NULL && d->rc->err == 0, "cannot connect to redis");
+	setup_dirs(d, ferryd_extra, queues);
+}
+
+static void
+setup_dirs(struct ferryd *d, const char *ferryd_extra, const char *queues)
+{
 	h_tmpdir(d->dir, sizeof(d->dir));
 	snprintf(d->config, sizeof(d->config), "%s/ferryd.ini", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/ferryd.log", d->dir);
@@ -219,8 +241,18 @@ vcommand(struct ferryd *d, const char *fmt, va_list ap)
 		redisFree(d->rc);
 		d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
 	}
+	va_list again;
+	va_copy(again, ap);
 	redisReply *r = redisvCommand(d->rc, fmt, ap);
-	cr_assert_not_null(r, "redis: %s", d->rc->errstr);
+	if (r == NULL) {        /* the server restarted: reconnect once */
+		struct timeval tv = { 10, 0 };
+		redisFree(d->rc);
+		d->rc = redisConnectWithTimeout("127.0.0.1", d->redis.port, tv);
+		if (d->rc != NULL && d->rc->err == 0)
+			r = redisvCommand(d->rc, fmt, again);
+	}
+	va_end(again);
+	cr_assert_not_null(r, "redis: %s", d->rc ? d->rc->errstr : "no memory");
 	cr_assert_neq(r->type, REDIS_REPLY_ERROR, "redis: %s", r->str);
 	return r;
 }
@@ -387,4 +419,85 @@ h_dump_log(struct ferryd *d)
 	    d->stderr_path, err);
 	free(text);
 	free(err);
+}
+
+/* Push jobs {"n":first} .. {"n":first+n-1}, pipelined. */
+void
+h_push_jobs(struct ferryd *f, const char *queue, int first, int n)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "ferry:{%s}:ready", queue);
+	for (int i = first; i < first + n; i++)
+		redisAppendCommand(f->rc, "LPUSH %s {\"n\":%d}", key, i);
+	for (int i = 0; i < n; i++) {
+		redisReply *r;
+		cr_assert_eq(redisGetReply(f->rc, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+}
+
+/* An exec handler that appends each job's document to `out` and answers
+ * ok. Lines look like {"id":"ID","attempts":..,"recoveries":..,"job":DOC}. */
+void
+h_write_recorder(struct ferryd *f, char *cmd, size_t size)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/record.sh", f->dir);
+	h_write_file(path,
+	    "#!/bin/sh\n"
+	    "exec awk -F'\"' -v out=%s/done.txt '{ print $0 >> out; "
+	    "print \"ok \" $4; fflush() }'\n", f->dir);
+	chmod(path, 0755);
+	snprintf(cmd, size, "%s", path);
+}
+
+/* How many distinct {"n":i} with 0 <= i < n the recorder saw. */
+int
+h_distinct_done(struct ferryd *f, int n)
+{
+	char path[400], *seen = calloc((size_t)n, 1);
+	int count = 0;
+
+	snprintf(path, sizeof(path), "%s/done.txt", f->dir);
+	char *text = h_read_file(path);
+	for (char *p = text; (p = strstr(p, "\"job\":{\"n\":")) != NULL; p++) {
+		int i = atoi(p + 11);
+		if (i >= 0 && i < n && !seen[i]) {
+			seen[i] = 1;
+			count++;
+		}
+	}
+	free(text);
+	free(seen);
+	return count;
+}
+
+void
+h_assert_queue_empty(struct ferryd *f, const char *q)
+{
+	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:ready", q), 0);
+	cr_assert_eq(h_redis_int(f, "ZCARD ferry:{%s}:delayed", q), 0);
+	redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert_eq(h_redis_int(f, "LLEN %s", r->element[i]->str), 0,
+		    "%s is not empty", r->element[i]->str);
+	freeReplyObject(r);
+}
+
+/* The dead-letter entries of q, parsed. */
+json_t *
+h_dead_entries(struct ferryd *f, const char *q)
+{
+	json_t *all = json_array();
+	redisReply *r = h_redis(f, "LRANGE ferry:{%s}:dead 0 -1", q);
+	for (size_t i = 0; i < r->elements; i++) {
+		json_error_t err;
+		json_t *e = json_loads(r->element[i]->str, 0, &err);
+		cr_assert_not_null(e, "dead entry is not JSON: %s", err.text);
+		json_array_append_new(all, e);
+	}
+	freeReplyObject(r);
+	return all;
 }

@@ -42,6 +42,9 @@ void h_config(struct ferryd *d, const char *ferryd_extra, const char *queues);
 void h_setup_redis(struct ferryd *d, const char *ferryd_extra,
     const char *queues, const char *const *redis_args);
 void h_setup(struct ferryd *d, const char *ferryd_extra, const char *queues);
+/* Set up d as a second host on peer's redis-server (d does not own it). */
+void h_setup_peer(struct ferryd *d, struct ferryd *peer,
+    const char *ferryd_extra, const char *queues);
 /* Start `ferryd -f -c d->config` and wait until `workers` children run. */
 void h_start(struct ferryd *d, int workers);
 /* Run ferryd with args (NULL-terminated), wait, return its exit status;
@@ -66,6 +69,17 @@ redisReply *h_redis(struct ferryd *d, const char *fmt, ...);
 long long h_redis_int(struct ferryd *d, const char *fmt, ...);
 /* Wait until a Redis integer command returns `want`. */
 void h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...);
+/* Jobs {"n":first} .. {"n":first+n-1} pushed to the queue, pipelined. */
+void h_push_jobs(struct ferryd *f, const char *queue, int first, int n);
+/* An exec handler (path in cmd) appending each job line to DIR/done.txt
+ * and answering ok. */
+void h_write_recorder(struct ferryd *f, char *cmd, size_t size);
+/* How many distinct {"n":i}, 0 <= i < n, the recorder saw. */
+int h_distinct_done(struct ferryd *f, int n);
+/* ready, delayed and every processing list of queue q are empty. */
+void h_assert_queue_empty(struct ferryd *f, const char *q);
+/* The dead-letter entries of q, parsed (a json array to json_decref). */
+struct json_t *h_dead_entries(struct ferryd *f, const char *q);
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 

@@ -25,94 +25,13 @@ teardown(void)
 
 TestSuite(queue, .fini = teardown, .timeout = 600);
 
-/* Push jobs {"n":first} .. {"n":first+n-1}, pipelined. */
-static void
-push_jobs(struct ferryd *f, const char *queue, int first, int n)
-{
-	char key[128];
-
-	snprintf(key, sizeof(key), "ferry:{%s}:ready", queue);
-	for (int i = first; i < first + n; i++)
-		redisAppendCommand(f->rc, "LPUSH %s {\"n\":%d}", key, i);
-	for (int i = 0; i < n; i++) {
-		redisReply *r;
-		cr_assert_eq(redisGetReply(f->rc, (void **)&r), REDIS_OK);
-		freeReplyObject(r);
-	}
-}
-
-/* An exec handler that appends each job's document to `out` and answers
- * ok. Lines look like {"id":"ID","attempts":..,"recoveries":..,"job":DOC}. */
-static void
-write_recorder(struct ferryd *f, char *cmd, size_t size)
-{
-	char path[400];
-
-	snprintf(path, sizeof(path), "%s/record.sh", f->dir);
-	h_write_file(path,
-	    "#!/bin/sh\n"
-	    "exec awk -F'\"' -v out=%s/done.txt '{ print $0 >> out; "
-	    "print \"ok \" $4; fflush() }'\n", f->dir);
-	chmod(path, 0755);
-	snprintf(cmd, size, "%s", path);
-}
-
-/* How many distinct {"n":i} with 0 <= i < n the recorder saw. */
-static int
-distinct_done(struct ferryd *f, int n)
-{
-	char path[400], *seen = calloc((size_t)n, 1);
-	int count = 0;
-
-	snprintf(path, sizeof(path), "%s/done.txt", f->dir);
-	char *text = h_read_file(path);
-	for (char *p = text; (p = strstr(p, "\"job\":{\"n\":")) != NULL; p++) {
-		int i = atoi(p + 11);
-		if (i >= 0 && i < n && !seen[i]) {
-			seen[i] = 1;
-			count++;
-		}
-	}
-	free(text);
-	free(seen);
-	return count;
-}
-
-static void
-assert_queue_empty(struct ferryd *f, const char *q)
-{
-	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:ready", q), 0);
-	cr_assert_eq(h_redis_int(f, "ZCARD ferry:{%s}:delayed", q), 0);
-	redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
-	for (size_t i = 0; i < r->elements; i++)
-		cr_assert_eq(h_redis_int(f, "LLEN %s", r->element[i]->str), 0,
-		    "%s is not empty", r->element[i]->str);
-	freeReplyObject(r);
-}
-
-/* The dead-letter entries of q, parsed. */
-static json_t *
-dead_entries(struct ferryd *f, const char *q)
-{
-	json_t *all = json_array();
-	redisReply *r = h_redis(f, "LRANGE ferry:{%s}:dead 0 -1", q);
-	for (size_t i = 0; i < r->elements; i++) {
-		json_error_t err;
-		json_t *e = json_loads(r->element[i]->str, 0, &err);
-		cr_assert_not_null(e, "dead entry is not JSON: %s", err.text);
-		json_array_append_new(all, e);
-	}
-	freeReplyObject(r);
-	return all;
-}
-
 Test(queue, noop_drains_the_queue)
 {
 	h_setup(&d, NULL, "[queue q]\nworkers = 2\nbatch_size = 50\n");
-	push_jobs(&d, "q", 0, 1000);
+	h_push_jobs(&d, "q", 0, 1000);
 	h_start(&d, 2);
 	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
-	assert_queue_empty(&d, "q");
+	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	/* completed jobs leave nothing behind but the counters */
 	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:bkeys"), 0);
@@ -127,13 +46,13 @@ Test(queue, nothing_lost_when_workers_are_killed)
 	int kills = 0;
 
 	h_setup(&d, NULL, "");
-	write_recorder(&d, cmd, sizeof(cmd));
+	h_write_recorder(&d, cmd, sizeof(cmd));
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
 	    "batch_size = 20\nhandler = exec\ncommand = %s\n"
 	    "max_recoveries = 1000\n", cmd);
 	h_config(&d, "restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
 	    queues);
-	push_jobs(&d, "q", 0, 20000);
+	h_push_jobs(&d, "q", 0, 20000);
 	h_start(&d, 2);
 	long long end = h_now_ms() + 240000;
 	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 20000 &&
@@ -147,8 +66,8 @@ Test(queue, nothing_lost_when_workers_are_killed)
 	}
 	h_wait_redis_int(&d, 20000, "HGET ferry:{q}:stats done");
 	cr_assert_gt(kills, 3, "the workers were killed only %d times", kills);
-	cr_assert_eq(distinct_done(&d, 20000), 20000);
-	assert_queue_empty(&d, "q");
+	cr_assert_eq(h_distinct_done(&d, 20000), 20000);
+	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 }
@@ -174,11 +93,11 @@ Test(queue, poison_job_is_isolated)
 	    "max_attempts = 3\nbackoff_base_ms = 50\nbackoff_max_ms = 100\n",
 	    path);
 	h_config(&d, NULL, queues);
-	push_jobs(&d, "q", 0, 200);
+	h_push_jobs(&d, "q", 0, 200);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 199, "HGET ferry:{q}:stats done");
 	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
-	json_t *dead = dead_entries(&d, "q");
+	json_t *dead = h_dead_entries(&d, "q");
 	json_t *e = json_array_get(dead, 0);
 	cr_assert_str_eq(json_string_value(json_object_get(e, "job")),
 	    "{\"n\":13}");
@@ -187,7 +106,7 @@ Test(queue, poison_job_is_isolated)
 	    "signal 11") != NULL, "last_error: %s",
 	    json_string_value(json_object_get(e, "last_error")));
 	json_decref(dead);
-	assert_queue_empty(&d, "q");
+	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 199);
 }
 
@@ -216,7 +135,7 @@ Test(queue, retries_back_off_then_dead_letter)
 	    "handler = exec\ncommand = %s\nmax_attempts = 3\n"
 	    "backoff_base_ms = 400\nbackoff_max_ms = 10000\n", path);
 	h_config(&d, NULL, queues);
-	push_jobs(&d, "q", 1, 2);        /* n=1 flaky, n=2 always fails */
+	h_push_jobs(&d, "q", 1, 2);        /* n=1 flaky, n=2 always fails */
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
 	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
@@ -243,7 +162,7 @@ Test(queue, retries_back_off_then_dead_letter)
 	cr_assert_geq(t[1] - t[0], 200, "first retry after %lld ms", t[1] - t[0]);
 	cr_assert_geq(t[2] - t[1], 400, "second retry after %lld ms", t[2] - t[1]);
 
-	json_t *dead = dead_entries(&d, "q");
+	json_t *dead = h_dead_entries(&d, "q");
 	json_t *e = json_array_get(dead, 0);
 	cr_assert_str_eq(json_string_value(json_object_get(e, "job")),
 	    "{\"n\":2}");
@@ -255,7 +174,7 @@ Test(queue, retries_back_off_then_dead_letter)
 	cr_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
 	    "always 2");
 	json_decref(dead);
-	assert_queue_empty(&d, "q");
+	h_assert_queue_empty(&d, "q");
 }
 
 Test(queue, malformed_jobs_are_dead_at_once)
@@ -268,11 +187,11 @@ Test(queue, malformed_jobs_are_dead_at_once)
 	for (int i = 0; i < 5; i++)
 		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %b", bad[i],
 		    strlen(bad[i])));
-	push_jobs(&d, "q", 0, 3);
+	h_push_jobs(&d, "q", 0, 3);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
 	h_wait_redis_int(&d, 5, "LLEN ferry:{q}:dead");
-	json_t *dead = dead_entries(&d, "q");
+	json_t *dead = h_dead_entries(&d, "q");
 	for (int i = 0; i < 5; i++) {
 		int found = 0;
 		for (size_t k = 0; k < json_array_size(dead); k++) {

@@ -277,7 +277,7 @@ Test(exec, answers_before_reading_5000_jobs_of_1kb, .timeout = 60)
 	enum { N = 5000 };
 	static struct job js[N];
 	static struct handler_result rs[N];
-	static char raw[1024], ids[N][8];
+	static char raw[1024], ids[N][16];
 	const char *cmd = script("h.sh", "pad=$(printf %0100d 0 | tr 0 m)\n"
 	    "i=0\nwhile [ $i -lt 5000 ]; do\n"
 	    "\techo \"retry j$i $pad\"\n\ti=$((i + 1))\ndone\n"
@@ -410,7 +410,7 @@ Test(exec, signals_interrupting_the_loop)
 	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
 	static struct job js[MAXJ * 50];
 	static struct handler_result rs[MAXJ * 50];
-	static char ids[MAXJ * 50][8];
+	static char ids[MAXJ * 50][16];
 	/* answers, then stays alive a while with stdout open, then closes
 	 * stdout and lives on: poll() and the reaping both see EINTR */
 	const char *cmd = script("h.sh", READ_IDS "\techo \"ok $id\"\n"

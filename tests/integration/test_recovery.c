@@ -1,0 +1,220 @@
+/* test_recovery.c - the failures ferry exists for: a whole host dying, Redis
+ * killed and restarted, graceful and fast stops, a hung worker. Each test
+ * counts every job at the end. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct ferryd d, d2;
+
+static void
+teardown(void)
+{
+	h_teardown(&d2);
+	h_teardown(&d);
+}
+
+TestSuite(recovery, .fini = teardown, .timeout = 600);
+
+/* An exec handler that sleeps `secs` per batch, then records and acks. */
+static void
+slow_recorder(struct ferryd *f, const char *secs, char *cmd, size_t size)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/slow.sh", f->dir);
+	h_write_file(path,
+	    "#!/bin/sh\n"
+	    "sleep %s\n"
+	    "exec awk -F'\"' -v out=%s/done.txt '{ print $0 >> out; "
+	    "print \"ok \" $4; fflush() }'\n", secs, f->dir);
+	chmod(path, 0755);
+	snprintf(cmd, size, "%s", path);
+}
+
+/* Wait until some processing list of q holds jobs; its name in key. */
+static void
+wait_held(struct ferryd *f, const char *q, char *key, size_t size)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	while (h_now_ms() < end) {
+		redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
+		for (size_t i = 0; i < r->elements; i++) {
+			if (h_redis_int(f, "LLEN %s", r->element[i]->str) > 0) {
+				snprintf(key, size, "%s", r->element[i]->str);
+				freeReplyObject(r);
+				return;
+			}
+		}
+		freeReplyObject(r);
+		h_sleep_ms(10);
+	}
+	h_dump_log(f);
+	cr_assert_fail("no worker of %s ever held a batch", q);
+}
+
+/* Two masters serve one queue; one host dies (master stopped, workers
+ * killed, then the master killed): the other reaps its processing lists
+ * once the dead master's heartbeat expires, and finishes every job. */
+Test(recovery, dead_host_is_reaped_by_the_other_master)
+{
+	char cmd[400], queues[800], held[256];
+	pid_t pids[H_MAX_PIDS];
+	const char *timing = "heartbeat_ttl = 1s\nreaper_interval = 500ms\n";
+
+	h_setup(&d, timing, "");
+	slow_recorder(&d, "0.1", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
+	    "batch_size = 20\nhandler = exec\ncommand = %s\n", cmd);
+	h_config(&d, timing, queues);
+	h_setup_peer(&d2, &d, timing, queues);
+	h_push_jobs(&d, "q", 0, 1000);
+	h_start(&d, 2);
+	wait_held(&d, "q", held, sizeof(held));
+
+	kill(d.pid, SIGSTOP);           /* the host freezes... */
+	int n = h_children(d.pid, pids, H_MAX_PIDS);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	kill(d.pid, SIGKILL);           /* ...and dies */
+	waitpid(d.pid, NULL, 0);
+	d.pid = 0;
+	long long died = h_now_ms();
+	cr_assert_gt(h_redis_int(&d, "LLEN %s", held), 0);
+
+	h_start(&d2, 2);
+	h_wait_redis_int(&d, 0, "EXISTS %s", held);
+	long long reaped_ms = h_now_ms() - died;
+	h_wait_log(&d2, "reaper: ", 1);
+	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, 1000), 1000);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	/* only the live host's two workers are left as owners */
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 2);
+	/* heartbeat_ttl + reaper_interval = 1.5 s; generous for a slow box */
+	cr_assert_lt(reaped_ms, 15000, "reaped after %lld ms", reaped_ms);
+}
+
+/* Redis killed with SIGKILL mid-run (AOF, fsync always) and restarted on
+ * the same port: the workers and the master reconnect, nothing is lost,
+ * nothing is counted twice. */
+Test(recovery, redis_killed_and_restarted)
+{
+	const char *aof[] = { "--appendonly", "yes", "--appendfsync", "always",
+	    NULL };
+	char cmd[400], queues[800];
+
+	h_setup_redis(&d, NULL, "", aof);
+	h_write_recorder(&d, cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
+	    "batch_size = 20\nhandler = exec\ncommand = %s\n", cmd);
+	h_config(&d, NULL, queues);
+	h_push_jobs(&d, "q", 0, 3000);
+	h_start(&d, 2);
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 300 &&
+	    h_now_ms() < end)
+		h_sleep_ms(5);
+	test_redis_kill9(&d.redis);
+	h_sleep_ms(700);
+	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
+	h_wait_log(&d, "lost during", 1);
+	h_wait_redis_int(&d, 3000, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, 3000), 3000);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	h_wait_log(&d, "redis reachable again", 1);
+}
+
+/* TERM: the batch in hand is finished, the rest stays in ready. */
+Test(recovery, term_finishes_the_batch_in_hand)
+{
+	char cmd[400], queues[800], held[256];
+
+	h_setup(&d, NULL, "");
+	slow_recorder(&d, "1", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "batch_size = 10\nhandler = exec\ncommand = %s\n", cmd);
+	h_config(&d, NULL, queues);
+	h_push_jobs(&d, "q", 0, 100);
+	h_start(&d, 1);
+	wait_held(&d, "q", held, sizeof(held));
+	kill(d.pid, SIGTERM);
+	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	d.pid = 0;
+	long long done = h_redis_int(&d, "HGET ferry:{q}:stats done");
+	cr_assert_eq(done, 10, "the batch in hand: %lld done", done);
+	cr_assert_eq(h_distinct_done(&d, 100), 10);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 90);
+	cr_assert_eq(h_redis_int(&d, "EXISTS %s", held), 0);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 0);
+}
+
+/* QUIT: workers are killed now and their jobs handed back with no
+ * recovery counted (the master killed them; they did not die), stamped
+ * only with their batch key. */
+Test(recovery, quit_hands_the_batch_back)
+{
+	char cmd[400], queues[800], held[256];
+
+	h_setup(&d, NULL, "");
+	slow_recorder(&d, "30", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
+	    "batch_size = 10\nhandler = exec\ncommand = %s\n", cmd);
+	h_config(&d, NULL, queues);
+	h_push_jobs(&d, "q", 0, 100);
+	h_start(&d, 2);
+	wait_held(&d, "q", held, sizeof(held));
+	kill(d.pid, SIGQUIT);
+	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	d.pid = 0;
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 100);
+	redisReply *r = h_redis(&d, "KEYS ferry:{q}:proc:*");
+	cr_assert_eq(r->elements, 0, "a processing list is left");
+	freeReplyObject(r);
+	r = h_redis(&d, "LRANGE ferry:{q}:ready 0 -1");
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert(strncmp(r->element[i]->str, "{\"n\":", 5) == 0 ||
+		    strncmp(r->element[i]->str, "{\"ferry\":1,\"recoveries\":0,",
+		    26) == 0, "job changed: %s", r->element[i]->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 0);
+}
+
+/* A worker stuck in its batch (stopped with SIGSTOP) past job_timeout is
+ * killed by the master; its jobs come back and are done by the next one. */
+Test(recovery, hung_worker_is_killed_after_job_timeout)
+{
+	char cmd[400], queues[800], held[256];
+	pid_t pids[H_MAX_PIDS];
+
+	h_setup(&d, NULL, "");
+	slow_recorder(&d, "0.3", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "batch_size = 10\nhandler = exec\ncommand = %s\n"
+	    "handler_timeout = 900ms\njob_timeout = 1s\n", cmd);
+	h_config(&d, "kill_grace = 300ms\n", queues);
+	h_push_jobs(&d, "q", 0, 50);
+	h_start(&d, 1);
+	wait_held(&d, "q", held, sizeof(held));
+	cr_assert_eq(h_children(d.pid, pids, H_MAX_PIDS), 1);
+	kill(pids[0], SIGSTOP);
+	h_wait_log(&d, "over job_timeout", 1);
+	h_wait_log(&d, "sending SIGKILL", 1);
+	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, 50), 50);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_geq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1);
+}
