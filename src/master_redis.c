@@ -189,18 +189,34 @@ on_reclaim(redisAsyncContext *ac, void *reply, void *privdata)
 	reclaim_free(r, rc);
 }
 
+/* The KEYS and ARGV of reclaim.lua for one worker's list. */
+struct reclaim_call {
+	struct queue_keys k;
+	char proc[QUEUE_KEY_MAX + 160];
+	char maxrec[16];
+	const char *args[9];
+};
+
+static void
+reclaim_call_init(struct reclaim_call *call, const char *prefix,
+    const struct reclaim *rc)
+{
+	queue_keys_init(&call->k, prefix, rc->queue);
+	queue_proc_key(&call->k, rc->worker_id, call->proc, sizeof(call->proc));
+	snprintf(call->maxrec, sizeof(call->maxrec), "%d", rc->max_recoveries);
+	const char *args[] = { call->proc, call->k.ready, call->k.dead,
+	    call->k.stats, call->k.owners, call->k.bkeys, rc->worker_id,
+	    call->maxrec, rc->bump ? "1" : "0" };
+	memcpy(call->args, args, sizeof(args));
+}
+
 static void
 send_reclaim(struct master_redis *r, struct reclaim *rc)
 {
-	struct queue_keys k;
-	char proc[QUEUE_KEY_MAX + 160], maxrec[16];
+	struct reclaim_call call;
 
-	queue_keys_init(&k, r->m->cfg->redis_prefix, rc->queue);
-	queue_proc_key(&k, rc->worker_id, proc, sizeof(proc));
-	snprintf(maxrec, sizeof(maxrec), "%d", rc->max_recoveries);
-	const char *args[] = { proc, k.ready, k.dead, k.stats, k.owners, k.bkeys,
-	    rc->worker_id, maxrec, rc->bump ? "1" : "0" };
-	if (send_script(r, LUA_RECLAIM, on_reclaim, rc, 6, 9, args) == 0)
+	reclaim_call_init(&call, r->m->cfg->redis_prefix, rc);
+	if (send_script(r, LUA_RECLAIM, on_reclaim, rc, 6, 9, call.args) == 0)
 		rc->sent = true;
 }
 
@@ -375,14 +391,10 @@ master_redis_finish(struct master *m)
 		    r->pending->worker_id);
 	while (c != NULL && r->pending != NULL) {
 		struct reclaim *rc = r->pending;
-		struct queue_keys k;
-		char proc[QUEUE_KEY_MAX + 160], maxrec[16];
-		queue_keys_init(&k, m->cfg->redis_prefix, rc->queue);
-		queue_proc_key(&k, rc->worker_id, proc, sizeof(proc));
-		snprintf(maxrec, sizeof(maxrec), "%d", rc->max_recoveries);
-		const char *args[] = { proc, k.ready, k.dead, k.stats, k.owners,
-		    k.bkeys, rc->worker_id, maxrec, rc->bump ? "1" : "0" };
-		freeReplyObject(queue_script(c, LUA_RECLAIM, 6, 9, args, NULL));
+		struct reclaim_call call;
+		reclaim_call_init(&call, m->cfg->redis_prefix, rc);
+		freeReplyObject(queue_script(c, LUA_RECLAIM, 6, 9, call.args,
+		    NULL));
 		reclaim_free(r, rc);
 	}
 	if (c != NULL) {
