@@ -47,7 +47,8 @@ struct loader {
 	int ferryd_line;
 	int queue_headers;	/* [queue ...] lines, valid or not */
 	int syntax_errors;
-	int *seen;		/* line each key was set: ferryd, then queues */
+	int *seen;		/* line each key was set (negative: to a bad
+				 * value): ferryd, then queues */
 };
 
 static char *
@@ -338,7 +339,7 @@ config_handler(void *user, const char *section, const char *name,
 	seen = seen_row(st, st->sect == S_QUEUE ? st->queue : -1);
 	if (seen[k] != 0) {
 		config_error(st, st->lineno, "%s %s: set twice (first at line %d)",
-		    st->label, name, seen[k]);
+		    st->label, name, abs(seen[k]));
 		return 1;
 	}
 	seen[k] = st->lineno;
@@ -348,8 +349,17 @@ config_handler(void *user, const char *section, const char *name,
 		config_error(st, st->lineno, "%s %s: \"%s\" %s", st->label, name,
 		    value, why);
 		free(why);
+		seen[k] = -st->lineno;
 	}
 	return 1;
+}
+
+/* The line that set key `name`, negative if its value was refused, or 0. */
+static int
+key_line(struct loader *st, int queue, const char *name)
+{
+	return seen_row(st, queue)[config_key_find(queue < 0 ? S_FERRYD :
+	    S_QUEUE, name)];
 }
 
 /* Where to point for a cross check on `a` (against `b`): a's line if the
@@ -357,11 +367,9 @@ config_handler(void *user, const char *section, const char *name,
 static int
 blame_line(struct loader *st, int queue, const char *a, const char *b)
 {
-	int sect = queue < 0 ? S_FERRYD : S_QUEUE;
-	int *seen = seen_row(st, queue);
-	int line = seen[config_key_find(sect, a)];
+	int line = abs(key_line(st, queue, a));
 
-	return line != 0 || b == NULL ? line : seen[config_key_find(sect, b)];
+	return line != 0 || b == NULL ? line : abs(key_line(st, queue, b));
 }
 
 /* "[queue q] a: "5s" must be OP b (10s)" unless `ok`. */
@@ -383,19 +391,37 @@ check_pair(struct loader *st, int queue, bool ok, const char *a, long va,
 	    config_fmt_duration(vb, y, sizeof(y)));
 }
 
+/* `key` (value `v`) is required with handler `needs` (unless its value was
+ * refused: already reported), and an error with any other handler. */
+static void
+check_handler_key(struct loader *st, int i, const char *key, const char *v,
+    int needs, bool required, const char *fix)
+{
+	const struct queue_config *q = &st->cfg->queues[i];
+	int line = blame_line(st, i, key, NULL);
+
+	if (q->handler == needs && required && *v == '\0' &&
+	    key_line(st, i, key) >= 0)
+		config_error(st, line != 0 ? line : blame_line(st, i, "handler",
+		    NULL), "[queue %s] %s: required when handler = %s", q->name,
+		    key, config_handler_name(needs));
+	if (q->handler != needs && *v != '\0')
+		config_error(st, line, "[queue %s] %s: \"%s\" is set but handler "
+		    "= %s (%s)", q->name, key, v,
+		    config_handler_name(q->handler), fix);
+}
+
 static void
 check_queue(struct loader *st, int i)
 {
 	const struct queue_config *q = &st->cfg->queues[i];
-	int line = blame_line(st, i, "command", NULL);
 
-	if (q->handler == CONFIG_HANDLER_EXEC && q->command[0] == '\0')
-		config_error(st, line, "[queue %s] command: required when "
-		    "handler = exec", q->name);
-	if (q->handler == CONFIG_HANDLER_NOOP && q->command[0] != '\0')
-		config_error(st, line, "[queue %s] command: \"%s\" is set but "
-		    "handler = noop (set handler = exec or remove command)",
-		    q->name, q->command);
+	check_handler_key(st, i, "command", q->command, CONFIG_HANDLER_EXEC,
+	    true, "set handler = exec or remove command");
+	check_handler_key(st, i, "table", q->table, CONFIG_HANDLER_POSTGRES,
+	    true, "only used with handler = postgres");
+	check_handler_key(st, i, "columns", q->columns,
+	    CONFIG_HANDLER_POSTGRES, false, "only used with handler = postgres");
 	check_pair(st, i, q->backoff_max_ms >= q->backoff_base_ms,
 	    "backoff_max_ms", q->backoff_max_ms, ">=", "backoff_base_ms",
 	    q->backoff_base_ms);

@@ -12,6 +12,7 @@
 #define CONFIG_MAX_QUEUES 64
 #define CONFIG_MAX_WORKERS 256   /* per queue */
 #define CONFIG_LINE_MAX 199      /* inih 55 silently cuts longer lines */
+#define CONFIG_IDENT_MAX 63      /* PostgreSQL's NAMEDATALEN - 1 */
 
 enum config_log_level {
 	CONFIG_LOG_DEBUG,
@@ -24,6 +25,7 @@ enum config_log_level {
 enum config_handler {
 	CONFIG_HANDLER_NOOP,     /* acknowledge every job */
 	CONFIG_HANDLER_EXEC,     /* run `command` per batch */
+	CONFIG_HANDLER_POSTGRES, /* COPY each batch into `table` */
 };
 
 struct queue_config {
@@ -42,6 +44,18 @@ struct queue_config {
 	long max_jobs_per_worker; /* 0: never recycle on job count */
 	long max_worker_rss_mb;  /* 0: never recycle on memory */
 	long max_job_bytes;
+	/* handler = postgres */
+	char *table;             /* "name" or "schema.name", checked */
+	char *columns;           /* copy_columns_parse spec, checked; "" =
+	                          * the table's own columns */
+	/* Per-queue PostgreSQL overrides: "" (or NULL) and 0 = use [ferryd]'s;
+	 * config_pg_conninfo merges them. */
+	char *pg_host;
+	int pg_port;
+	char *pg_database;
+	char *pg_user;
+	char *pg_password;
+	char *pg_options;        /* replaces [ferryd] pg_options when set */
 };
 
 struct ferry_config {
@@ -66,6 +80,8 @@ struct ferry_config {
 	char *pg_user;
 	char *pg_password;
 	char *pg_options;        /* extra libpq conninfo, e.g. "sslmode=require" */
+	long pg_statement_timeout_ms;
+	long done_retention_ms;  /* ferry_batches rows older than this go */
 	long shutdown_timeout_ms;
 	long kill_grace_ms;
 	long heartbeat_ttl_ms;
@@ -99,6 +115,31 @@ const struct queue_config *config_find_queue(const struct ferry_config *cfg,
  * workers of that queue must be replaced on reload. */
 bool config_queue_changed(const struct queue_config *a,
     const struct queue_config *b);
+
+/* Deep copy of every field of `src` into `dst`, whose strings (if any) are
+ * freed first; config_queue_free frees the strings of a copy. A struct copy
+ * is not enough: the strings belong to the ferry_config they came from. */
+void config_queue_copy(struct queue_config *dst,
+    const struct queue_config *src);
+void config_queue_free(struct queue_config *q);
+
+/* True when queue `a` under config `ca` and queue `b` under `cb` (the same
+ * queue before and after a reload) use the postgres handler and talk to
+ * PostgreSQL differently: the conninfo (inherited [ferryd] pg_* keys
+ * included) or [ferryd] pg_statement_timeout. config_queue_changed, which
+ * sees only the queues, cannot tell. */
+bool config_queue_sink_changed(const struct ferry_config *ca,
+    const struct queue_config *a, const struct ferry_config *cb,
+    const struct queue_config *b);
+
+/* The libpq conninfo string for queue `q` (NULL: [ferryd] alone): host,
+ * port, dbname, user and password, each from `q` when set there, else from
+ * [ferryd], omitted when empty; values in single quotes with ' and \
+ * escaped. Then pg_options (the queue's if set, else [ferryd]'s) verbatim,
+ * and connect_timeout=5 and application_name=ferryd unless pg_options
+ * names them. Malloc'd. */
+char *config_pg_conninfo(const struct ferry_config *cfg,
+    const struct queue_config *q);
 
 /* Keys that are read only at start (pidfile, user, group, control_socket):
  * copy their old values into `fresh` and call `warn` for each that differed. */

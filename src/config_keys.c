@@ -3,6 +3,7 @@
  * turns a value string into the field (defaults go through it too). */
 #include "config.h"
 #include "config_keys.h"
+#include "copy.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -20,7 +21,8 @@
 #define S_FERRYD CONFIG_SECT_FERRYD
 #define S_QUEUE CONFIG_SECT_QUEUE
 
-enum { T_STRING, T_INT, T_LONG, T_ENUM, T_DURATION };
+/* T_OPTINT: an int, or empty for 0 ("not set here"). */
+enum { T_STRING, T_INT, T_OPTINT, T_LONG, T_ENUM, T_DURATION };
 
 struct config_key {
 	int sect;
@@ -30,17 +32,22 @@ struct config_key {
 	const char *def;	/* parsed like a value from the file */
 	long min, max;
 	const char *const *names;		/* T_ENUM */
-	const char *(*check)(const char *);	/* T_STRING: NULL or why not */
+	/* T_STRING: NULL, or why not (a constant, or written into buf) */
+	const char *(*check)(const char *, char *buf, size_t size);
 };
 
-static const char *check_log(const char *);
-static const char *check_abs_path(const char *);
-static const char *check_prefix(const char *);
+static const char *check_log(const char *, char *, size_t);
+static const char *check_abs_path(const char *, char *, size_t);
+static const char *check_prefix(const char *, char *, size_t);
+static const char *check_table(const char *, char *, size_t);
+static const char *check_columns(const char *, char *, size_t);
 
 static const char *const log_level_names[] = {
 	"debug", "info", "notice", "warn", "error", NULL
 };
-static const char *const handler_names[] = { "noop", "exec", NULL };
+static const char *const handler_names[] = {
+	"noop", "exec", "postgres", NULL
+};
 
 #define F(field) offsetof(struct ferry_config, field)
 #define Q(field) offsetof(struct queue_config, field)
@@ -69,6 +76,10 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "pg_user", F(pg_user), "", NULL),
 	STR(S_FERRYD, "pg_password", F(pg_password), "", NULL),
 	STR(S_FERRYD, "pg_options", F(pg_options), "", NULL),
+	NUM(S_FERRYD, "pg_statement_timeout", T_DURATION,
+	    F(pg_statement_timeout_ms), "60s", MS_SEC, MS_DAY),
+	NUM(S_FERRYD, "done_retention", T_DURATION, F(done_retention_ms),
+	    "7d", MS_MIN, 365 * MS_DAY),
 	NUM(S_FERRYD, "shutdown_timeout", T_DURATION, F(shutdown_timeout_ms),
 	    "30s", MS_SEC, MS_DAY),
 	NUM(S_FERRYD, "kill_grace", T_DURATION, F(kill_grace_ms),
@@ -104,6 +115,14 @@ static const struct config_key config_keys[] = {
 	    "0", 0, 1048576),
 	NUM(S_QUEUE, "max_job_bytes", T_LONG, Q(max_job_bytes),
 	    "1048576", 16, 536870912),
+	STR(S_QUEUE, "table", Q(table), "", check_table),
+	STR(S_QUEUE, "columns", Q(columns), "", check_columns),
+	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
+	NUM(S_QUEUE, "pg_port", T_OPTINT, Q(pg_port), "", 1, 65535),
+	STR(S_QUEUE, "pg_database", Q(pg_database), "", NULL),
+	STR(S_QUEUE, "pg_user", Q(pg_user), "", NULL),
+	STR(S_QUEUE, "pg_password", Q(pg_password), "", NULL),
+	STR(S_QUEUE, "pg_options", Q(pg_options), "", NULL),
 };
 #define NKEYS FERRY_ARRAY_LEN(config_keys)
 const size_t config_nkeys = NKEYS;
@@ -119,25 +138,84 @@ config_valid_name(const char *s, size_t max)
 }
 
 static const char *
-check_log(const char *v)
+check_log(const char *v, char *buf, size_t size)
 {
+	(void)buf;
+	(void)size;
 	if (strcmp(v, "stderr") == 0 || strcmp(v, "syslog") == 0 || v[0] == '/')
 		return NULL;
 	return "is not valid (allowed: stderr, syslog or an absolute file path)";
 }
 
 static const char *
-check_abs_path(const char *v)
+check_abs_path(const char *v, char *buf, size_t size)
 {
+	(void)buf;
+	(void)size;
 	return v[0] == '\0' || v[0] == '/' ? NULL :
 	    "is not an absolute path (allowed: empty or /path)";
 }
 
 static const char *
-check_prefix(const char *v)
+check_prefix(const char *v, char *buf, size_t size)
 {
+	(void)buf;
+	(void)size;
 	return config_valid_name(v, 32) ? NULL :
 	    "is not valid (allowed: 1..32 characters of " CONFIG_NAME_CHARS ")";
+}
+
+/* [A-Za-z_][A-Za-z0-9_]*, 1..CONFIG_IDENT_MAX bytes: the sink quotes it as
+ * an identifier, so case matters and nothing else is allowed. */
+static bool
+valid_ident(const char *s, size_t n)
+{
+	static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz_0123456789";
+	size_t i;
+
+	if (n == 0 || n > CONFIG_IDENT_MAX || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0' || strchr(chars, s[i]) == NULL)
+			return false;
+	return true;
+}
+
+/* Empty is allowed here: check_queue wants it with handler = postgres. */
+static const char *
+check_table(const char *v, char *buf, size_t size)
+{
+	const char *dot = strchr(v, '.');
+	bool ok;
+
+	(void)buf;
+	(void)size;
+	if (*v == '\0')
+		return NULL;
+	if (dot == NULL)
+		ok = valid_ident(v, strlen(v));
+	else
+		ok = valid_ident(v, (size_t)(dot - v)) &&
+		    valid_ident(dot + 1, strlen(dot + 1));
+	return ok ? NULL : "is not a valid table name (allowed: name or "
+	    "schema.name, each part 1..63 characters of A-Z a-z 0-9 _, not "
+	    "starting with a digit)";
+}
+
+/* The sink parses it again; parse it now so a bad spec fails the load. */
+static const char *
+check_columns(const char *v, char *buf, size_t size)
+{
+	struct copy_columns cols;
+
+	if (*v == '\0')
+		return NULL;
+	memset(&cols, 0, sizeof(cols));
+	if (copy_columns_parse(v, &cols, buf, size) == -1)
+		return buf;
+	copy_columns_free(&cols);
+	return NULL;
 }
 
 /* 90000 -> "90s": the largest unit that divides the value exactly. */
@@ -231,11 +309,15 @@ set_number(const struct config_key *k, char *base, const char *value)
 
 	errno = 0;
 	v = strtol(value, &end, 10);
+	if (k->type == T_OPTINT && *value == '\0') {
+		*(int *)(base + k->offset) = 0;
+		return NULL;
+	}
 	if (end == value || *end != '\0' || isspace((unsigned char)*value))
 		return xstrdup("is not an integer");
 	if (errno == ERANGE || v < k->min || v > k->max)
 		return xasprintf("out of range %ld..%ld", k->min, k->max);
-	if (k->type == T_INT)
+	if (k->type == T_INT || k->type == T_OPTINT)
 		*(int *)(base + k->offset) = (int)v;
 	else
 		*(long *)(base + k->offset) = v;
@@ -271,11 +353,13 @@ static char *
 set_value(const struct config_key *k, char *base, const char *value)
 {
 	const char *why;
-	char **p;
+	char buf[256], **p;
 
 	switch (k->type) {
 	case T_STRING:
-		if (k->check != NULL && (why = k->check(value)) != NULL)
+		buf[0] = '\0';
+		if (k->check != NULL &&
+		    (why = k->check(value, buf, sizeof(buf))) != NULL)
 			return xstrdup(why);
 		p = (char **)(base + k->offset);
 		free(*p);
@@ -353,6 +437,7 @@ value_differs(const struct config_key *k, const char *a, const char *b)
 		sb = *(char *const *)b;
 		return strcmp(sa ? sa : "", sb ? sb : "") != 0;
 	case T_INT:
+	case T_OPTINT:
 	case T_ENUM:
 		return *(const int *)a != *(const int *)b;
 	default:
@@ -374,6 +459,34 @@ config_queue_changed(const struct queue_config *a,
 		    value_differs(k, (const char *)a, (const char *)b))
 			return true;
 	return false;
+}
+
+void
+config_queue_copy(struct queue_config *dst, const struct queue_config *src)
+{
+	struct queue_config old;
+	const struct config_key *k;
+	const char *from;
+	char **p;
+
+	if (dst == src)
+		return;
+	old = *dst;
+	*dst = *src;
+	for (k = config_keys; k < config_keys + NKEYS; k++) {
+		if (k->sect != S_QUEUE || k->type != T_STRING)
+			continue;
+		from = *(char *const *)((const char *)src + k->offset);
+		p = (char **)((char *)dst + k->offset);
+		*p = from != NULL ? xstrdup(from) : NULL;
+	}
+	config_keys_free(S_QUEUE, &old);
+}
+
+void
+config_queue_free(struct queue_config *q)
+{
+	config_keys_free(S_QUEUE, q);
 }
 
 const char *

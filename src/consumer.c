@@ -17,6 +17,8 @@
 #include "backoff.h"
 #include "handler.h"
 #include "log.h"
+#include "master.h"
+#include "sink_pg.h"
 #include "util.h"
 
 #define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
@@ -148,13 +150,13 @@ batch_clear(struct batch *b)
 static redisReply *
 fetch(struct consumer *c, int n, int held)
 {
-	char nbuf[16], hbuf[16], batch_key[256];
+	char nbuf[16], hbuf[16];
 	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys, nbuf,
-	    c->worker_id, batch_key, hbuf };
+	    c->worker_id, c->batch_key, hbuf };
 
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(hbuf, sizeof(hbuf), "%d", held);
-	snprintf(batch_key, sizeof(batch_key), "%s:%ld", c->worker_id,
+	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%ld", c->worker_id,
 	    ++c->batch_seq);
 	return queue_script(c->redis, LUA_FETCH, 3, 7, argv, NULL);
 }
@@ -189,6 +191,29 @@ wait_for_jobs(struct consumer *c, struct batch *b)
 	return fetch(c, more, 1);
 }
 
+/* A batch fetched before the connection dropped: keep the key stored
+ * beside it, which may name a transaction that committed meanwhile. */
+static bool
+resume_key(struct consumer *c, struct batch *b)
+{
+	redisReply *r = redisCommand(c->redis, "HGET %s %s", c->keys.bkeys,
+	    c->worker_id);
+
+	if (r == NULL)
+		return false;
+	if (r->type == REDIS_REPLY_STRING) {
+		snprintf(c->batch_key, sizeof(c->batch_key), "%s", r->str);
+	} else {
+		freeReplyObject(r);
+		if ((r = fetch(c, 0, b->n)) == NULL)
+			return false;
+	}
+	freeReplyObject(r);
+	log_notice("queue %s: resuming a batch of %d jobs held before the "
+	    "connection dropped", c->q->name, b->n);
+	return true;
+}
+
 /* Fill b with the next batch; false when the connection failed. */
 static bool
 take_batch(struct consumer *c, struct batch *b)
@@ -203,11 +228,8 @@ take_batch(struct consumer *c, struct batch *b)
 		c->resume = false;
 		batch_add_reply(b, r);
 		freeReplyObject(r);
-		if (b->n > 0) {
-			log_notice("queue %s: resuming a batch of %d jobs held "
-			    "before the connection dropped", c->q->name, b->n);
-			return true;
-		}
+		if (b->n > 0)
+			return resume_key(c, b);
 	}
 	r = fetch(c, c->q->batch_size, 0);
 	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
@@ -260,7 +282,57 @@ run_exec(struct consumer *c, struct batch *b, const int *idx, int n)
 	free(again);
 }
 
-static void
+/* handler = postgres: write the batch. While PostgreSQL is unreachable the
+ * batch stays in Redis and no attempt is burnt: retry with backoff. False
+ * when asked to stop meanwhile (the batch is still held). */
+static bool
+run_sink(struct consumer *c, struct batch *b)
+{
+	long delay = CONSUMER_RETRY_MIN_MS;
+	int64_t since = 0;
+	char err[512];
+
+	if (c->sink == NULL)
+		c->sink = sink_pg_new(c->cfg, c->q);
+	for (;;) {
+		enum sink_status st = sink_pg_run(c->sink, b->jobs, b->results,
+		    b->n, c->batch_key, err, sizeof(err));
+		if (st == SINK_OK)
+			break;
+		scoreboard_set_error(c->slot, err);
+		if (st == SINK_FATAL) {
+			log_error("queue %s: %s; this worker stops until a reload "
+			    "(SIGHUP)", c->q->name, err);
+			_exit(FERRY_EXIT_FATAL);
+		}
+		if (since == 0) {
+			log_warn("queue %s: %s (the batch of %d jobs waits in Redis; "
+			    "retrying)", c->q->name, err, b->n);
+			since = util_monotonic_ms();
+		}
+		scoreboard_end_batch(c->slot, 0);    /* waiting, not hung */
+		for (long waited = 0; waited < delay; waited += 100) {
+			if (c->should_stop())
+				return false;
+			sleep_ms(100);
+		}
+		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
+		    delay * 2;
+		scoreboard_begin_batch(c->slot, util_monotonic_ms());
+	}
+	if (since != 0)
+		log_notice("queue %s: postgres reachable again after %.1f s",
+		    c->q->name, (double)(util_monotonic_ms() - since) / 1000.);
+	/* test hook: die between COMMIT and the Redis ack, once */
+	if (c->exit_after_commit != NULL && unlink(c->exit_after_commit) == 0) {
+		log_warn("test hook: exiting between COMMIT and ack");
+		_exit(1);
+	}
+	sink_pg_prune(c->sink);
+	return true;
+}
+
+static bool
 run_handler(struct consumer *c, struct batch *b)
 {
 	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
@@ -279,9 +351,12 @@ run_handler(struct consumer *c, struct batch *b)
 			all[i] = i;
 		run_exec(c, b, all, b->n);
 		free(all);
+	} else if (c->q->handler == CONFIG_HANDLER_POSTGRES) {
+		return run_sink(c, b);
 	} else {
 		handler_noop_run(b->jobs, b->results, b->n);
 	}
+	return true;
 }
 
 /* The four settle.lua arguments of one job. */
@@ -395,7 +470,10 @@ consumer_run(struct consumer *c)
 		if (b.n == 0)
 			continue;
 		scoreboard_begin_batch(c->slot, util_monotonic_ms());
-		run_handler(c, &b);
+		if (!run_handler(c, &b)) {
+			batch_clear(&b);
+			break;          /* stopping with the batch held */
+		}
 		bool settled = settle(c, &b);
 		scoreboard_end_batch(c->slot, settled ? b.n : 0);
 		c->jobs_done += settled ? b.n : 0;
@@ -412,6 +490,8 @@ consumer_run(struct consumer *c)
 	}
 	free(b.els);
 	free(b.lens);
+	sink_pg_free(c->sink);
+	c->sink = NULL;
 	redisFree(c->redis);
 	c->redis = NULL;
 	return 0;

@@ -30,7 +30,10 @@ struct consumer {
 	int64_t outage_since;
 	bool resume;                    /* check our list after connecting */
 	long batch_seq;
+	char batch_key[CONSUMER_ID_MAX + 24]; /* key of the batch in hand */
 	long jobs_done;
+	struct sink_pg *sink;           /* handler = postgres */
+	const char *exit_after_commit;  /* test hook: see consumer.c */
 };
 
 /* Loop until should_stop() or max_jobs_per_worker; returns the exit code

@@ -55,6 +55,8 @@ ctl_usage(FILE *out)
 	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
 	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
 	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
+	    "  init-db                    create ferry_batches, check the tables "
+	    "of postgres queues\n"
 	    "exit status: 0 done, 1 no such dead job, 64 usage, 65 invalid job, "
 	    "69 redis unavailable, 78 bad configuration\n", FERRY_CONFIG_PATH);
 }
@@ -318,6 +320,7 @@ static const struct {
 	{ "stats", ctl_stats },
 	{ "enqueue", ctl_enqueue },
 	{ "dead", ctl_dead },
+	{ "init-db", ctl_init_db },
 };
 
 static int

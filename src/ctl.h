@@ -47,5 +47,6 @@ void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_enqueue(struct ctl *c, int argc, char **argv);
 int ctl_dead(struct ctl *c, int argc, char **argv);
+int ctl_init_db(struct ctl *c, int argc, char **argv);
 
 #endif

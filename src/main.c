@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "master.h"
+#include "sink_pg.h"
 #include "util.h"
 
 #ifndef FERRY_CONFIG_PATH
@@ -43,6 +44,31 @@ load_or_exit(const char *path)
 	config_errors_free(&errs);
 	free(cfg);
 	exit(FERRY_EX_CONFIG);
+}
+
+/* Postgres queues must find their table, columns and ferry_batches: refuse
+ * to start otherwise. An unreachable server is only a warning: the workers
+ * wait for it with the jobs safe in Redis. */
+static int
+check_sinks(const struct ferry_config *cfg)
+{
+	char err[512];
+
+	for (int i = 0; i < cfg->nqueues; i++) {
+		const struct queue_config *q = &cfg->queues[i];
+		if (q->handler != CONFIG_HANDLER_POSTGRES)
+			continue;
+		enum sink_status st = sink_pg_check(cfg, q, 0, err, sizeof(err));
+		if (st == SINK_FATAL) {
+			fprintf(stderr, "ferryd: queue %s: %s; not started\n",
+			    q->name, err);
+			return -1;
+		}
+		if (st == SINK_UNAVAILABLE)
+			fprintf(stderr, "ferryd: queue %s: %s; starting anyway, "
+			    "its jobs wait in Redis\n", q->name, err);
+	}
+	return 0;
 }
 
 static int
@@ -105,6 +131,8 @@ main(int argc, char **argv)
 		    "log)\n", cfg->log, strerror(errno));
 		return 1;
 	}
+	if (check_sinks(cfg) == -1)
+		return 1;
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)
 		return 1;

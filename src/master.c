@@ -35,21 +35,13 @@
 
 static void spawn(struct master *m, struct master_worker *w);
 
-static void
-queue_config_copy(struct queue_config *dst, const struct queue_config *src)
-{
-	free(dst->command);
-	*dst = *src;
-	dst->command = src->command ? xstrdup(src->command) : NULL;
-}
-
 struct master_queue *
 master_queue_new(struct master *m, const struct queue_config *qc)
 {
 	struct master_queue *mq = xcalloc(1, sizeof(*mq));
 	struct master_queue **tail = &m->queues;
 
-	queue_config_copy(&mq->cfg, qc);
+	config_queue_copy(&mq->cfg, qc);
 	mq->target = qc->workers;
 	while (*tail != NULL)
 		tail = &(*tail)->next;
@@ -60,7 +52,8 @@ master_queue_new(struct master *m, const struct queue_config *qc)
 void
 master_queue_set_config(struct master_queue *mq, const struct queue_config *qc)
 {
-	queue_config_copy(&mq->cfg, qc);
+	config_queue_free(&mq->cfg);
+	config_queue_copy(&mq->cfg, qc);
 	mq->target = qc->workers;
 }
 
@@ -73,7 +66,7 @@ queue_free(struct master *m, struct master_queue *mq)
 			break;
 		}
 	}
-	free(mq->cfg.command);
+	config_queue_free(&mq->cfg);
 	free(mq);
 }
 
@@ -268,8 +261,11 @@ worker_died(struct master *m, struct master_worker *w, int status)
 
 	describe_status(status, what, sizeof(what));
 	w->pid = 0;
+	/* a recovery is counted only when the worker died on its own: not
+	 * for a clean or fatal exit, nor when we killed it to stop */
 	master_redis_reclaim(m, &mq->cfg, pid, !m->killing &&
-	    !(WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_OK));
+	    !(WIFEXITED(status) && (WEXITSTATUS(status) == FERRY_EXIT_OK ||
+	    WEXITSTATUS(status) == FERRY_EXIT_FATAL)));
 	if (w->retiring || m->phase != MASTER_RUNNING) {
 		log_info("queue %s: worker %d (pid %d) %s; stopped", mq->cfg.name,
 		    w->number, (int)pid, what);
@@ -515,7 +511,7 @@ free_all(struct master *m)
 			free(w);
 		}
 		m->queues = mq->next;
-		free(mq->cfg.command);
+		config_queue_free(&mq->cfg);
 		free(mq);
 	}
 	scoreboard_destroy(&m->sb);

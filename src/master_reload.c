@@ -51,7 +51,8 @@ replace_workers(struct master *m, struct master_queue *mq,
 }
 
 static void
-apply_queue(struct master *m, const struct queue_config *qc)
+apply_queue(struct master *m, const struct ferry_config *fresh,
+    const struct queue_config *qc)
 {
 	struct master_queue *mq = find_queue(m, qc->name);
 
@@ -61,7 +62,8 @@ apply_queue(struct master *m, const struct queue_config *qc)
 		master_reconcile(m, master_queue_new(m, qc));
 		return;
 	}
-	if (config_queue_changed(&mq->cfg, qc)) {
+	if (config_queue_changed(&mq->cfg, qc) ||
+	    config_queue_sink_changed(m->cfg, &mq->cfg, fresh, qc)) {
 		replace_workers(m, mq, qc);
 		return;
 	}
@@ -134,7 +136,7 @@ master_reload(struct master *m)
 	log_set_level(fresh->log_level);
 	retire_removed(m, fresh);
 	for (int i = 0; i < fresh->nqueues; i++)
-		apply_queue(m, &fresh->queues[i]);
+		apply_queue(m, fresh, &fresh->queues[i]);
 	restart_fatal(m);
 	config_free(m->cfg);
 	free(m->cfg);

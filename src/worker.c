@@ -112,6 +112,7 @@ worker_main(const struct worker_args *args)
 	c.should_stop = should_stop;
 	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
+	c.exit_after_commit = getenv("FERRY_TEST_EXIT_AFTER_COMMIT");
 	log_debug("started as %s", c.worker_id);
 	int status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -229,6 +230,8 @@ h_teardown(struct ferryd *d)
 	d->rc = NULL;
 	if (d->redis.pid > 0)
 		test_redis_stop(&d->redis);
+	if (d->pg.dir[0] != '\0')
+		test_pg_stop(&d->pg);
 	if (d->dir[0] != '\0')
 		h_rmrf(d->dir);
 }
@@ -428,6 +431,7 @@ h_push_jobs(struct ferryd *f, const char *queue, int first, int n)
 	char key[128];
 
 	snprintf(key, sizeof(key), "ferry:{%s}:ready", queue);
+	freeReplyObject(h_redis(f, "PING"));    /* reconnects if needed */
 	for (int i = first; i < first + n; i++)
 		redisAppendCommand(f->rc, "LPUSH %s {\"n\":%d}", key, i);
 	for (int i = 0; i < n; i++) {
@@ -500,4 +504,54 @@ h_dead_entries(struct ferryd *f, const char *q)
 	}
 	freeReplyObject(r);
 	return all;
+}
+
+const char *
+h_pg_start(struct ferryd *d)
+{
+	static char lines[256];
+
+	cr_assert_eq(test_pg_start(&d->pg), 0, "postgres did not start");
+	snprintf(lines, sizeof(lines), "pg_host = 127.0.0.1\npg_port = %d\n"
+	    "pg_database = ferry\npg_user = postgres\n", d->pg.port);
+	return lines;
+}
+
+static PGresult *
+pg_query(struct ferryd *d, const char *sql)
+{
+	PGconn *c = PQconnectdb(d->pg.conninfo);
+	cr_assert_eq(PQstatus(c), CONNECTION_OK, "postgres: %s",
+	    PQerrorMessage(c));
+	PGresult *r = PQexec(c, sql);
+	ExecStatusType st = PQresultStatus(r);
+	cr_assert(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK,
+	    "%s: %s", sql, PQerrorMessage(c));
+	PQfinish(c);
+	return r;
+}
+
+void
+h_pg_exec(struct ferryd *d, const char *sql)
+{
+	PQclear(pg_query(d, sql));
+}
+
+long long
+h_pg_int(struct ferryd *d, const char *sql)
+{
+	PGresult *r = pg_query(d, sql);
+	long long v = PQntuples(r) > 0 ? atoll(PQgetvalue(r, 0, 0)) : -1;
+	PQclear(r);
+	return v;
+}
+
+char *
+h_pg_text(struct ferryd *d, const char *sql)
+{
+	PGresult *r = pg_query(d, sql);
+	char *v = PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ?
+	    strdup(PQgetvalue(r, 0, 0)) : NULL;
+	PQclear(r);
+	return v;
 }

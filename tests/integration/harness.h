@@ -22,6 +22,7 @@ struct ferryd {
 	char pidfile[320];
 	char stderr_path[320];
 	struct test_redis redis;  /* a private redis-server for this test */
+	struct test_pg pg;        /* a private PostgreSQL, when h_pg_start */
 	redisContext *rc;         /* the test's own connection to it */
 };
 
@@ -80,6 +81,15 @@ int h_distinct_done(struct ferryd *f, int n);
 void h_assert_queue_empty(struct ferryd *f, const char *q);
 /* The dead-letter entries of q, parsed (a json array to json_decref). */
 struct json_t *h_dead_entries(struct ferryd *f, const char *q);
+/* Start a private PostgreSQL for d; returns the [ferryd] lines pointing
+ * ferryd at it (static buffer). */
+const char *h_pg_start(struct ferryd *d);
+/* Run SQL on d's PostgreSQL; fails the test on error. */
+void h_pg_exec(struct ferryd *d, const char *sql);
+/* The first column of the first row of a query, as a number. */
+long long h_pg_int(struct ferryd *d, const char *sql);
+/* The first column of the first row, as a malloc'd string (NULL if null). */
+char *h_pg_text(struct ferryd *d, const char *sql);
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 

@@ -218,3 +218,21 @@ Test(recovery, hung_worker_is_killed_after_job_timeout)
 	h_assert_queue_empty(&d, "q");
 	cr_assert_geq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1);
 }
+
+/* Redis down when ferryd starts: it says so, keeps trying, and works as
+ * soon as Redis is there. */
+Test(recovery, redis_unreachable_at_start)
+{
+	h_setup(&d, NULL, "[queue q]\nworkers = 2\n");
+	test_redis_kill9(&d.redis);
+	h_start(&d, 2);
+	h_wait_log(&d, "cannot connect to redis at 127.0.0.1:", 2);
+	h_wait_log(&d, "unreachable", 1);
+	cr_assert_eq(test_redis_restart(&d.redis, NULL), 0);
+	h_push_jobs(&d, "q", 0, 500);
+	h_wait_redis_int(&d, 500, "HGET ferry:{q}:stats done");
+	h_assert_queue_empty(&d, "q");
+	h_wait_log(&d, "redis reachable again", 2);
+	cr_assert_eq(h_count_in_file(d.log, "cannot connect to redis at"), 2,
+	    "each worker logs the outage once, not once per retry");
+}

@@ -1,9 +1,11 @@
 /* test_config.c - ferryd.ini loading: defaults, every value type, and the
  * exact text of every error message (the temporary path is shown as "F"). */
 #include "config.h"
+#include "copy.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,8 @@ Test(config, defaults)
 	cr_expect_eq(c.restart_backoff_min_ms, 100);
 	cr_expect_eq(c.restart_backoff_max_ms, 30000);
 	cr_expect_eq(c.restart_backoff_reset_ms, 10000);
+	cr_expect_eq(c.pg_statement_timeout_ms, 60000);
+	cr_expect_eq(c.done_retention_ms, 7L * 24 * 3600 * 1000);
 	cr_assert_eq(c.nqueues, 1);
 	q = &c.queues[0];
 	cr_expect_str_eq(q->name, "q");
@@ -126,6 +130,14 @@ Test(config, defaults)
 	cr_expect_eq(q->max_jobs_per_worker, 0);
 	cr_expect_eq(q->max_worker_rss_mb, 0);
 	cr_expect_eq(q->max_job_bytes, 1048576);
+	cr_expect_str_eq(q->table, "");
+	cr_expect_str_eq(q->columns, "");
+	cr_expect_str_eq(q->pg_host, "");
+	cr_expect_eq(q->pg_port, 0);
+	cr_expect_str_eq(q->pg_database, "");
+	cr_expect_str_eq(q->pg_user, "");
+	cr_expect_str_eq(q->pg_password, "");
+	cr_expect_str_eq(q->pg_options, "");
 	cr_expect(strncmp(c.path, "/tmp/ferry-test-config-", 23) == 0);
 	config_free(&c);
 }
@@ -145,6 +157,11 @@ Test(config, every_key_set)
 	    "shutdown_timeout = 1m\nkill_grace = 250ms\nheartbeat_ttl = 1h\n"
 	    "reaper_interval = 2\nrestart_backoff_min = 10ms\n"
 	    "restart_backoff_max = 1h\nrestart_backoff_reset = 1d\n"
+	    "pg_statement_timeout = 1d\ndone_retention = 365d\n"
+	    "[queue events]\nhandler = postgres\ntable = s_1.Events_2\n"
+	    "columns = id, kind=type\npg_host = /run/pg\npg_port = 5433\n"
+	    "pg_database = ev\npg_user = w\npg_password = pw\n"
+	    "pg_options = sslmode=disable\n"
 	    "[queue orders]\nworkers = 256\nbatch_size = 100000\n"
 	    "handler = exec\ncommand = /usr/bin/handler --fast\n"
 	    "max_attempts = 1000\nmax_recoveries = 0\nbackoff_base_ms = 250\n"
@@ -176,6 +193,19 @@ Test(config, every_key_set)
 	cr_expect_eq(c.restart_backoff_min_ms, 10);
 	cr_expect_eq(c.restart_backoff_max_ms, 3600000);
 	cr_expect_eq(c.restart_backoff_reset_ms, 86400000);
+	cr_expect_eq(c.pg_statement_timeout_ms, 86400000);
+	cr_expect_eq(c.done_retention_ms, 365L * 86400000);
+	q = config_find_queue(&c, "events");
+	cr_assert_not_null(q);
+	cr_expect_eq(q->handler, CONFIG_HANDLER_POSTGRES);
+	cr_expect_str_eq(q->table, "s_1.Events_2");
+	cr_expect_str_eq(q->columns, "id, kind=type");
+	cr_expect_str_eq(q->pg_host, "/run/pg");
+	cr_expect_eq(q->pg_port, 5433);
+	cr_expect_str_eq(q->pg_database, "ev");
+	cr_expect_str_eq(q->pg_user, "w");
+	cr_expect_str_eq(q->pg_password, "pw");
+	cr_expect_str_eq(q->pg_options, "sslmode=disable");
 	q = config_find_queue(&c, "orders");
 	cr_assert_not_null(q);
 	cr_expect_eq(q->workers, 256);
@@ -512,6 +542,8 @@ static const struct range_case {
 	{ "ferryd", "restart_backoff_min", "9ms", "61s", "10ms..1m" },
 	{ "ferryd", "restart_backoff_max", "99ms", "2h", "100ms..1h" },
 	{ "ferryd", "restart_backoff_reset", "0", "2d", "1s..1d" },
+	{ "ferryd", "pg_statement_timeout", "999ms", "1441m", "1s..1d" },
+	{ "ferryd", "done_retention", "59s", "366d", "1m..365d" },
 	{ "queue q", "workers", "-1", "257", "0..256" },
 	{ "queue q", "batch_size", "0", "100001", "1..100000" },
 	{ "queue q", "max_attempts", "0", "1001", "1..1000" },
@@ -524,6 +556,7 @@ static const struct range_case {
 	    "0..1000000000" },
 	{ "queue q", "max_worker_rss_mb", "-1", "1048577", "0..1048576" },
 	{ "queue q", "max_job_bytes", "15", "536870913", "16..536870912" },
+	{ "queue q", "pg_port", "0", "65536", "1..65535" },
 };
 
 Test(config_errors, ranges)
@@ -558,7 +591,8 @@ Test(config_errors, enums)
 	expect_errors("[ferryd]\nlog_level = verbose\n" Q1 "handler = kafka\n",
 	    "F:2: [ferryd] log_level: \"verbose\" is not one of debug, info, "
 	    "notice, warn, error\n"
-	    "F:4: [queue q] handler: \"kafka\" is not one of noop, exec\n");
+	    "F:4: [queue q] handler: \"kafka\" is not one of noop, exec, "
+	    "postgres\n");
 }
 
 Test(config_errors, strings)
@@ -584,13 +618,18 @@ Test(config_errors, strings)
 
 Test(config_errors, command)
 {
+	/* Not set at all: point at the handler. */
 	expect_errors("[queue mail]\nhandler = exec\n",
-	    "F: [queue mail] command: required when handler = exec\n");
+	    "F:2: [queue mail] command: required when handler = exec\n");
 	expect_errors("[queue mail]\nhandler = exec\ncommand =\n",
 	    "F:3: [queue mail] command: required when handler = exec\n");
 	expect_errors("[queue mail]\ncommand = /bin/true\n",
 	    "F:2: [queue mail] command: \"/bin/true\" is set but handler = noop "
 	    "(set handler = exec or remove command)\n");
+	expect_errors("[queue mail]\nhandler = postgres\ntable = t\n"
+	    "command = /bin/true\n",
+	    "F:4: [queue mail] command: \"/bin/true\" is set but handler = "
+	    "postgres (set handler = exec or remove command)\n");
 }
 
 Test(config_errors, backoff_order)
@@ -624,7 +663,8 @@ Test(config_errors, all_collected)
 	    "batch_size = 0\nhandler = kafka\n",
 	    "F:2: [ferryd] colour: unknown key\n"
 	    "F:4: [queue orders] batch_size: \"0\" out of range 1..100000\n"
-	    "F:5: [queue orders] handler: \"kafka\" is not one of noop, exec\n");
+	    "F:5: [queue orders] handler: \"kafka\" is not one of noop, exec, "
+	    "postgres\n");
 }
 
 Test(config_errors, appended_to_existing)
@@ -641,6 +681,126 @@ Test(config_errors, appended_to_existing)
 	config_errors_free(&errs);
 	unlink(path);
 	free(path);
+}
+
+/* --- errors: handler = postgres --- */
+
+#define PG "[queue ev]\nhandler = postgres\n"
+
+Test(config_errors, table_required)
+{
+	expect_errors(PG, "F:2: [queue ev] table: required when handler = "
+	    "postgres\n");
+	expect_errors(PG "table =\n", "F:3: [queue ev] table: required when "
+	    "handler = postgres\n");
+}
+
+Test(config_errors, table_without_postgres)
+{
+	expect_errors("[queue ev]\ntable = events\n", "F:2: [queue ev] table: "
+	    "\"events\" is set but handler = noop (only used with handler = "
+	    "postgres)\n");
+	expect_errors("[queue ev]\nhandler = exec\ncommand = x\n"
+	    "table = s.events\ncolumns = a\n",
+	    "F:4: [queue ev] table: \"s.events\" is set but handler = exec "
+	    "(only used with handler = postgres)\n"
+	    "F:5: [queue ev] columns: \"a\" is set but handler = exec (only "
+	    "used with handler = postgres)\n");
+	/* Empty is not set. */
+	expect_errors("[queue ev]\ntable =\ncolumns =\n", "");
+}
+
+Test(config, table_names)
+{
+	static const char *const good[] = {
+		"t", "_", "T_1", "public.orders", "_s9._t", "Events.MixedCase",
+	};
+	struct ferry_config c;
+	char *text, *v, name[CONFIG_IDENT_MAX + 1];
+	size_t i;
+
+	memset(name, 'x', CONFIG_IDENT_MAX);
+	name[CONFIG_IDENT_MAX] = '\0';
+	for (i = 0; i < FERRY_ARRAY_LEN(good) + 2; i++) {
+		if (i < FERRY_ARRAY_LEN(good))
+			v = xstrdup(good[i]);
+		else	/* 63 bytes, alone and on both sides of the dot */
+			v = xasprintf("%s%s%s", name, i % 2 ? "." : "",
+			    i % 2 ? name : "");
+		text = xasprintf(PG "table = %s\n", v);
+		load_ok(text, &c);
+		cr_expect_str_eq(c.queues[0].table, v);
+		free(text);
+		free(v);
+		config_free(&c);
+	}
+}
+
+Test(config_errors, bad_table_names)
+{
+	static const char *const bad[] = {
+		"1t", "s.1t", "a.b.c", "a-b", "a b", ".t", "t.", ".", "a..b",
+		"\"t\"", "caf\xc3\xa9", "s.t;drop", "a$",
+	};
+	char *text, *want, name[CONFIG_IDENT_MAX + 2];
+	size_t i;
+
+	memset(name, 'x', CONFIG_IDENT_MAX + 1);
+	name[CONFIG_IDENT_MAX + 1] = '\0';
+	for (i = 0; i < FERRY_ARRAY_LEN(bad) + 2; i++) {
+		const char *t = i < FERRY_ARRAY_LEN(bad) ? bad[i] : NULL;
+		char *v = t != NULL ? xstrdup(t) : i % 2 ? xasprintf("s.%s",
+		    name) : xstrdup(name);	/* 64 bytes: too long */
+
+		text = xasprintf(PG "table = %s\n", v);
+		want = xasprintf("F:3: [queue ev] table: \"%s\" is not a valid "
+		    "table name (allowed: name or schema.name, each part 1..63 "
+		    "characters of A-Z a-z 0-9 _, not starting with a digit)\n",
+		    v);
+		expect_errors(text, want);
+		free(text);
+		free(want);
+		free(v);
+	}
+}
+
+Test(config_errors, pg_port_in_queue)
+{
+	expect_errors(PG "table = t\npg_port = x\n", "F:4: [queue ev] "
+	    "pg_port: \"x\" is not an integer\n");
+}
+
+Test(config_errors, new_keys_in_wrong_section)
+{
+	expect_errors("[ferryd]\ntable = t\ncolumns = a\n" Q1
+	    "done_retention = 1d\npg_statement_timeout = 1s\n",
+	    "F:2: [ferryd] table: unknown key (it belongs in a [queue NAME] "
+	    "section)\n"
+	    "F:3: [ferryd] columns: unknown key (it belongs in a [queue NAME] "
+	    "section)\n"
+	    "F:5: [queue q] done_retention: unknown key (it belongs in the "
+	    "[ferryd] section)\n"
+	    "F:6: [queue q] pg_statement_timeout: unknown key (it belongs in the "
+	    "[ferryd] section)\n");
+}
+
+Test(config, done_retention)
+{
+	struct ferry_config c;
+
+	load_ok("[ferryd]\ndone_retention = 1m\npg_statement_timeout = 1s\n"
+	    Q1, &c);
+	cr_expect_eq(c.done_retention_ms, 60000);
+	cr_expect_eq(c.pg_statement_timeout_ms, 1000);
+	config_free(&c);
+	load_ok("[ferryd]\ndone_retention = 36h\n" Q1, &c);
+	cr_expect_eq(c.done_retention_ms, 36L * 3600 * 1000);
+	config_free(&c);
+	expect_errors("[ferryd]\ndone_retention = 7\n" Q1, "F:2: [ferryd] "
+	    "done_retention: \"7\" out of range 1m..365d\n");
+	expect_errors("[ferryd]\ndone_retention = 7days\n" Q1, "F:2: [ferryd] "
+	    "done_retention: \"7days\" is not a duration (allowed: a number "
+	    "with suffix ms, s, m, h or d; no suffix = seconds)\n");
 }
 
 /* --- the rest of the interface --- */
@@ -750,11 +910,259 @@ Test(config_api, names)
 {
 	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_NOOP), "noop");
 	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_EXEC), "exec");
-	cr_expect_str_eq(config_handler_name(2), "unknown");
+	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_POSTGRES),
+	    "postgres");
+	cr_expect_str_eq(config_handler_name(3), "unknown");
 	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_DEBUG), "debug");
 	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_INFO), "info");
 	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_NOTICE), "notice");
 	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_WARN), "warn");
 	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_ERROR), "error");
 	cr_expect_str_eq(config_log_level_name(-1), "unknown");
+}
+
+/* --- handler = postgres: columns, conninfo, copies --- */
+
+Test(config, columns)
+{
+	struct ferry_config c;
+
+	load_ok(PG "table = t\ncolumns = a, b=json_b ,c\n", &c);
+	cr_expect_str_eq(c.queues[0].columns, "a, b=json_b ,c");
+	config_free(&c);
+}
+
+/* The message is copy_columns_parse's own (the sink parses the same way). */
+Test(config_errors, bad_columns)
+{
+	static const char *const bad[] = {
+		"a,,b", "1a", "a=b=c", "a, a", "a-b", "b=", "=b", ",",
+		"a, b=c d",
+		"x234567890123456789012345678901234567890123456789012345678901234",
+	};
+	struct copy_columns cols;
+	char err[256], *text, *want;
+	size_t i;
+
+	for (i = 0; i < FERRY_ARRAY_LEN(bad); i++) {
+		err[0] = '\0';
+		cr_assert_eq(copy_columns_parse(bad[i], &cols, err,
+		    sizeof(err)), -1, "%s", bad[i]);
+		cr_assert(err[0] != '\0');
+		text = xasprintf(PG "table = t\ncolumns = %s\n", bad[i]);
+		want = xasprintf("F:4: [queue ev] columns: \"%s\" %s\n", bad[i],
+		    err);
+		expect_errors(text, want);
+		free(text);
+		free(want);
+	}
+	expect_errors(PG "table = t\ncolumns = a,,b\n", "F:4: [queue ev] "
+	    "columns: \"a,,b\" item 2 of columns is empty\n");
+}
+
+static char *
+conninfo_of(const char *text, const char *queue)
+{
+	struct ferry_config c;
+	char *s;
+
+	load_ok(text, &c);
+	s = config_pg_conninfo(&c, queue != NULL ? config_find_queue(&c,
+	    queue) : NULL);
+	config_free(&c);
+	return s;
+}
+
+#define expect_conninfo(text, queue, expected) do {			\
+	char *got_ = conninfo_of(text, queue);				\
+	cr_expect_str_eq(got_, expected);				\
+	free(got_);							\
+} while (0)
+
+#define PG_FERRYD "[ferryd]\npg_host = db\npg_database = d\npg_user = u\n" \
+	"pg_password = p\npg_options = sslmode=require\n"
+
+Test(config_api, conninfo_defaults)
+{
+	expect_conninfo(Q1, NULL, "port='5432' connect_timeout=5 "
+	    "application_name=ferryd");
+	expect_conninfo(Q1, "q", "port='5432' connect_timeout=5 "
+	    "application_name=ferryd");
+}
+
+Test(config_api, conninfo_inherited)
+{
+	/* Unset or empty in the queue: [ferryd]'s. */
+	expect_conninfo(PG_FERRYD PG "table = t\npg_host =\npg_port =\n", "ev",
+	    "host='db' port='5432' dbname='d' user='u' password='p' "
+	    "sslmode=require connect_timeout=5 application_name=ferryd");
+	expect_conninfo(PG_FERRYD PG "table = t\n", NULL,
+	    "host='db' port='5432' dbname='d' user='u' password='p' "
+	    "sslmode=require connect_timeout=5 application_name=ferryd");
+}
+
+Test(config_api, conninfo_overrides)
+{
+	expect_conninfo(PG_FERRYD PG "table = t\npg_host = /run/pg\n"
+	    "pg_port = 6432\npg_database = ev\npg_user = w\npg_password = q\n"
+	    "pg_options = sslmode=disable\n", "ev",
+	    "host='/run/pg' port='6432' dbname='ev' user='w' password='q' "
+	    "sslmode=disable connect_timeout=5 application_name=ferryd");
+	/* Some overridden, some not; other queues keep [ferryd]'s. */
+	expect_conninfo(PG_FERRYD PG "table = t\npg_user = w\n" Q1, "ev",
+	    "host='db' port='5432' dbname='d' user='w' password='p' "
+	    "sslmode=require connect_timeout=5 application_name=ferryd");
+	expect_conninfo(PG_FERRYD PG "table = t\npg_user = w\n" Q1, "q",
+	    "host='db' port='5432' dbname='d' user='u' password='p' "
+	    "sslmode=require connect_timeout=5 application_name=ferryd");
+}
+
+Test(config_api, conninfo_quoting)
+{
+	/* ' and \ escaped, blanks kept inside the quotes. */
+	expect_conninfo("[ferryd]\npg_password = it's a \\sec ret\\\n"
+	    "pg_user = o'neil\n" Q1, NULL, "port='5432' user='o\\'neil' "
+	    "password='it\\'s a \\\\sec ret\\\\' connect_timeout=5 "
+	    "application_name=ferryd");
+	expect_conninfo(PG "table = t\npg_password = '' \\' x\n", "ev",
+	    "port='5432' password='\\'\\' \\\\\\' x' connect_timeout=5 "
+	    "application_name=ferryd");
+}
+
+Test(config_api, conninfo_options_win)
+{
+	expect_conninfo("[ferryd]\npg_options = connect_timeout=10 "
+	    "application_name = batch\n" Q1, NULL, "port='5432' "
+	    "connect_timeout=10 application_name = batch");
+	/* Only a keyword at the start of a word counts. */
+	expect_conninfo("[ferryd]\npg_options = xconnect_timeout=1\n" Q1, NULL,
+	    "port='5432' xconnect_timeout=1 connect_timeout=5 "
+	    "application_name=ferryd");
+	/* The queue's pg_options replace [ferryd]'s. */
+	expect_conninfo("[ferryd]\npg_options = connect_timeout=10\n" PG
+	    "table = t\npg_options = sslmode=require\n", "ev", "port='5432' "
+	    "sslmode=require connect_timeout=5 application_name=ferryd");
+}
+
+Test(config_api, queue_changed_postgres)
+{
+	static const char *const variants[] = {
+		"table = u\n", "table = s.t\n", "columns = a\n",
+		"pg_host = h\n", "pg_port = 5432\n", "pg_database = d\n",
+		"pg_user = u\n", "pg_password = p\n", "pg_options = x=y\n",
+	};
+	struct ferry_config base, c;
+	char *text;
+	size_t i;
+
+	load_ok(PG "table = t\nworkers = 3\n", &base);
+	for (i = 0; i < FERRY_ARRAY_LEN(variants); i++) {
+		text = xasprintf(PG "%s%s", strncmp(variants[i], "table", 5) ?
+		    "table = t\n" : "", variants[i]);
+		load_ok(text, &c);
+		cr_expect(config_queue_changed(&base.queues[0], &c.queues[0]),
+		    "%s", variants[i]);
+		free(text);
+		config_free(&c);
+	}
+	/* Empty is unset: no change. */
+	load_ok(PG "table = t\npg_host =\npg_port =\ncolumns =\n", &c);
+	cr_expect_not(config_queue_changed(&base.queues[0], &c.queues[0]));
+	config_free(&c);
+	config_free(&base);
+}
+
+Test(config_api, queue_sink_changed)
+{
+	struct ferry_config a, b, n1, n2;
+
+	load_ok("[ferryd]\npg_host = a\n" PG "table = t\n", &a);
+	load_ok("[ferryd]\npg_host = b\n" PG "table = t\n", &b);
+	cr_expect_not(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &a,
+	    &a.queues[0]));
+	config_free(&b);
+	/* Overridden in the queue: [ferryd]'s value does not matter. */
+	load_ok("[ferryd]\npg_host = b\n" PG "table = t\npg_host = a\n", &b);
+	cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	config_free(&b);
+	load_ok("[ferryd]\npg_host = a\npg_statement_timeout = 5s\n" PG
+	    "table = t\n", &b);
+	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	config_free(&b);
+	/* Not a postgres queue: never. */
+	load_ok("[ferryd]\npg_host = a\n" Q1, &n1);
+	load_ok("[ferryd]\npg_host = b\npg_statement_timeout = 5s\n" Q1, &n2);
+	cr_expect_not(config_queue_sink_changed(&n1, &n1.queues[0], &n2,
+	    &n2.queues[0]));
+	config_free(&n1);
+	config_free(&n2);
+	config_free(&a);
+}
+
+Test(config_api, queue_copy)
+{
+	struct ferry_config c;
+	struct queue_config q;
+
+	load_ok(PG "table = s.t\ncolumns = a\npg_password = p\npg_port = 7\n"
+	    "[queue x]\nhandler = exec\ncommand = /bin/true\n", &c);
+	memset(&q, 0, sizeof(q));
+	config_queue_copy(&q, &c.queues[0]);
+	cr_expect_neq(q.table, c.queues[0].table);
+	cr_expect_str_eq(q.table, "s.t");
+	cr_expect_str_eq(q.columns, "a");
+	cr_expect_str_eq(q.pg_password, "p");
+	cr_expect_str_eq(q.command, "");
+	cr_expect_eq(q.pg_port, 7);
+	cr_expect_not(config_queue_changed(&q, &c.queues[0]));
+	config_queue_copy(&q, &c.queues[1]);	/* frees the old strings */
+	cr_expect_str_eq(q.command, "/bin/true");
+	cr_expect_str_eq(q.table, "");
+	cr_expect_not(config_queue_changed(&q, &c.queues[1]));
+	config_queue_copy(&q, &q);
+	config_free(&c);
+	/* Outlives the config it came from. */
+	cr_expect_str_eq(q.command, "/bin/true");
+	config_queue_free(&q);
+	cr_expect_null(q.command);
+	config_queue_free(&q);
+}
+
+/* The commented-out postgres queue of etc/ferryd.ini, uncommented, loads. */
+Test(config, example_postgres_queue)
+{
+	struct ferry_config c;
+	const struct queue_config *q;
+	FILE *fp = fopen(TEST_SRCDIR "/etc/ferryd.ini", "r");
+	char line[256], *text = xstrdup(""), *tmp, *conninfo;
+	bool in = false;
+
+	cr_assert_not_null(fp);
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		in = in || strncmp(line, ";[queue events]", 15) == 0;
+		tmp = xasprintf("%s%s", text, in && line[0] == ';' ? line + 1 :
+		    line);
+		free(text);
+		text = tmp;
+	}
+	fclose(fp);
+	cr_assert(in, "no ;[queue events] in etc/ferryd.ini");
+	load_ok(text, &c);
+	free(text);
+	q = config_find_queue(&c, "events");
+	cr_assert_not_null(q);
+	cr_expect_eq(q->handler, CONFIG_HANDLER_POSTGRES);
+	cr_expect_str_eq(q->table, "analytics.events");
+	conninfo = config_pg_conninfo(&c, q);
+	cr_expect_str_eq(conninfo, "host='127.0.0.1' port='5432' "
+	    "dbname='ferry' user='events_writer' password='it\\'s a \\\\secret' "
+	    "connect_timeout=5 application_name=ferryd");
+	free(conninfo);
+	config_free(&c);
 }

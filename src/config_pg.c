@@ -1,0 +1,118 @@
+/* config_pg.c - the PostgreSQL side of a queue's configuration: the libpq
+ * conninfo string (per-queue pg_* keys over [ferryd]'s) and whether a reload
+ * changed it. */
+#include "config.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The queue's value when set there, else [ferryd]'s; never NULL. */
+static const char *
+pick(const char *queue_value, const char *ferryd_value)
+{
+	if (queue_value != NULL && *queue_value != '\0')
+		return queue_value;
+	return ferryd_value != NULL ? ferryd_value : "";
+}
+
+/* Does conninfo text `opts` set keyword `kw`? ("kw=" or "kw =" at the start
+ * of a word; a value that merely contains "kw=" may fool it.) */
+static bool
+sets_keyword(const char *opts, const char *kw)
+{
+	size_t n = strlen(kw);
+	const char *p, *e;
+
+	for (p = opts; (p = strstr(p, kw)) != NULL; p += n) {
+		if (p > opts && !isspace((unsigned char)p[-1]))
+			continue;
+		for (e = p + n; isspace((unsigned char)*e); e++)
+			;
+		if (*e == '=')
+			return true;
+	}
+	return false;
+}
+
+/* Append " kw='value'" (no blank first) with ' and \ escaped; nothing for
+ * an empty value. `w` has room: see config_pg_conninfo. */
+static char *
+put_param(char *out, char *w, const char *kw, const char *value)
+{
+	if (*value == '\0')
+		return w;
+	if (w > out)
+		*w++ = ' ';
+	w += sprintf(w, "%s='", kw);
+	for (; *value != '\0'; value++) {
+		if (*value == '\'' || *value == '\\')
+			*w++ = '\\';
+		*w++ = *value;
+	}
+	*w++ = '\'';
+	*w = '\0';
+	return w;
+}
+
+char *
+config_pg_conninfo(const struct ferry_config *cfg,
+    const struct queue_config *q)
+{
+	static const char *const kws[] = {
+		"host", "port", "dbname", "user", "password"
+	};
+	const struct queue_config none = { .pg_port = 0 };
+	const char *vals[FERRY_ARRAY_LEN(kws)], *opts;
+	char port[16], *out, *w;
+	size_t i, size;
+
+	if (q == NULL)
+		q = &none;
+	snprintf(port, sizeof(port), "%d", q->pg_port > 0 ? q->pg_port :
+	    cfg->pg_port);
+	vals[0] = pick(q->pg_host, cfg->pg_host);
+	vals[1] = strcmp(port, "0") != 0 ? port : "";
+	vals[2] = pick(q->pg_database, cfg->pg_database);
+	vals[3] = pick(q->pg_user, cfg->pg_user);
+	vals[4] = pick(q->pg_password, cfg->pg_password);
+	opts = pick(q->pg_options, cfg->pg_options);
+	size = strlen(opts) + 64;	/* both defaults, blanks, the NUL */
+	for (i = 0; i < FERRY_ARRAY_LEN(kws); i++)
+		size += strlen(kws[i]) + 4 + 2 * strlen(vals[i]);
+	out = w = xmalloc(size);
+	*w = '\0';
+	for (i = 0; i < FERRY_ARRAY_LEN(kws); i++)
+		w = put_param(out, w, kws[i], vals[i]);
+	if (*opts != '\0')
+		w += sprintf(w, "%s%s", w > out ? " " : "", opts);
+	if (!sets_keyword(opts, "connect_timeout"))
+		w += sprintf(w, "%sconnect_timeout=5", w > out ? " " : "");
+	if (!sets_keyword(opts, "application_name"))
+		sprintf(w, "%sapplication_name=ferryd", w > out ? " " : "");
+	return out;
+}
+
+bool
+config_queue_sink_changed(const struct ferry_config *ca,
+    const struct queue_config *a, const struct ferry_config *cb,
+    const struct queue_config *b)
+{
+	char *x, *y;
+	bool changed;
+
+	if (a->handler != CONFIG_HANDLER_POSTGRES &&
+	    b->handler != CONFIG_HANDLER_POSTGRES)
+		return false;
+	if (ca->pg_statement_timeout_ms != cb->pg_statement_timeout_ms)
+		return true;
+	x = config_pg_conninfo(ca, a);
+	y = config_pg_conninfo(cb, b);
+	changed = strcmp(x, y) != 0;
+	free(x);
+	free(y);
+	return changed;
+}

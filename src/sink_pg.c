@@ -1,0 +1,471 @@
+/* sink_pg.c - one transaction per batch: the batch's ferry_batches row
+ * first (a key already there means this batch committed before, or was
+ * fenced by a worker that took its jobs over), fences for recovered jobs,
+ * then COPY under a savepoint, split in halves until rows that violate the
+ * table are isolated, then COMMIT. Errors are sorted by SQLSTATE: data
+ * errors dead-letter their job, an unreachable server keeps the batch. */
+#include "sink_pg.h"
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy.h"
+#include "util.h"
+
+#define PRUNE_EVERY_MS 60000
+
+struct sink_pg {
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	PGconn *conn;
+	char *copy_sql;
+	struct copy_columns cols;
+	int64_t last_prune_ms;
+	json_t *failed;           /* job id -> error, for the batch row */
+};
+
+/* Why the current statement failed; its class in *cls. */
+struct pg_failure {
+	enum copy_error_class cls;
+	char msg[300];
+};
+
+static void
+failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *text = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) :
+	    NULL;
+
+	f->cls = PQstatus(s->conn) == CONNECTION_BAD ? COPY_ERR_UNAVAILABLE :
+	    copy_error_class(state);
+	snprintf(f->msg, sizeof(f->msg), "%s: %s", state ? state : "no SQLSTATE",
+	    text ? text : PQerrorMessage(s->conn));
+	f->msg[strcspn(f->msg, "\n")] = '\0';
+}
+
+/* Run sql (with up to 2 text parameters); true when it worked. */
+static bool
+run(struct sink_pg *s, const char *sql, int nparams, const char *p1,
+    const char *p2, struct pg_failure *f, PGresult **out)
+{
+	const char *params[2] = { p1, p2 };
+	PGresult *r = PQexecParams(s->conn, sql, nparams, NULL, params, NULL,
+	    NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+
+	if (!ok && f != NULL)
+		failure_from(s, r, f);
+	if (ok && out != NULL)
+		*out = r;
+	else
+		PQclear(r);
+	return ok;
+}
+
+static char *
+quote_table(PGconn *conn, const char *table)
+{
+	const char *dot = strchr(table, '.');
+	char *a, *b, *out;
+
+	if (dot == NULL) {
+		a = PQescapeIdentifier(conn, table, strlen(table));
+		out = xstrdup(a);
+		PQfreemem(a);
+		return out;
+	}
+	a = PQescapeIdentifier(conn, table, (size_t)(dot - table));
+	b = PQescapeIdentifier(conn, dot + 1, strlen(dot + 1));
+	out = xasprintf("%s.%s", a, b);
+	PQfreemem(a);
+	PQfreemem(b);
+	return out;
+}
+
+/* The table's columns, in order; NULL when the table does not exist. */
+static PGresult *
+table_columns(struct sink_pg *s, const char *quoted)
+{
+	PGresult *r = NULL;
+	if (!run(s, "SELECT attname FROM pg_attribute WHERE attrelid = "
+	    "to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+	    1, quoted, NULL, NULL, &r))
+		return NULL;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+static bool
+has_column(PGresult *r, const char *name)
+{
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
+			return true;
+	return false;
+}
+
+/* Resolve the columns and build the COPY statement; FATAL when the table,
+ * a column or ferry_batches is missing. */
+static enum sink_status
+describe(struct sink_pg *s, char *err, size_t errsize)
+{
+	const struct queue_config *q = s->q;
+	char *quoted = quote_table(s->conn, q->table);
+	PGresult *cols = table_columns(s, quoted), *fb = NULL;
+	enum sink_status st = SINK_FATAL;
+
+	if (cols == NULL) {
+		snprintf(err, errsize, "[queue %s] table: \"%s\" does not exist in "
+		    "the database: create it", q->name, q->table);
+		goto out;
+	}
+	if ((fb = table_columns(s, "ferry_batches")) == NULL) {
+		snprintf(err, errsize, "table ferry_batches does not exist: run "
+		    "ferryctl init-db");
+		goto out;
+	}
+	copy_columns_free(&s->cols);
+	if (q->columns != NULL && *q->columns != '\0') {
+		if (copy_columns_parse(q->columns, &s->cols, err, errsize) == -1)
+			goto out;
+	} else {
+		char **names = xmalloc(sizeof(*names) * (size_t)PQntuples(cols));
+		for (int i = 0; i < PQntuples(cols); i++)
+			names[i] = PQgetvalue(cols, i, 0);
+		copy_columns_same(&s->cols, names, PQntuples(cols));
+		free(names);
+	}
+	size_t len = strlen(quoted) + 64;
+	for (int i = 0; i < s->cols.n; i++) {
+		if (!has_column(cols, s->cols.columns[i])) {
+			snprintf(err, errsize, "[queue %s] columns: table \"%s\" has no "
+			    "column \"%s\"", q->name, q->table, s->cols.columns[i]);
+			goto out;
+		}
+		len += strlen(s->cols.columns[i]) * 2 + 4;
+	}
+	free(s->copy_sql);
+	s->copy_sql = xmalloc(len);
+	size_t off = (size_t)snprintf(s->copy_sql, len, "COPY %s (", quoted);
+	for (int i = 0; i < s->cols.n; i++) {
+		char *c = PQescapeIdentifier(s->conn, s->cols.columns[i],
+		    strlen(s->cols.columns[i]));
+		off += (size_t)snprintf(s->copy_sql + off, len - off, "%s%s",
+		    i ? ", " : "", c);
+		PQfreemem(c);
+	}
+	snprintf(s->copy_sql + off, len - off, ") FROM STDIN");
+	st = SINK_OK;
+out:
+	PQclear(cols);
+	PQclear(fb);
+	free(quoted);
+	return st;
+}
+
+static enum sink_status
+connect_db(struct sink_pg *s, char *err, size_t errsize)
+{
+	char *conninfo = config_pg_conninfo(s->cfg, s->q);
+	char sql[96];
+
+	s->conn = PQconnectdb(conninfo);
+	free(conninfo);
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
+		err[strcspn(err, "\n")] = '\0';
+		PQfinish(s->conn);
+		s->conn = NULL;
+		return SINK_UNAVAILABLE;
+	}
+	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
+	    s->cfg->pg_statement_timeout_ms);
+	enum sink_status st = run(s, sql, 0, NULL, NULL, NULL, NULL) ?
+	    describe(s, err, errsize) : SINK_UNAVAILABLE;
+	if (st != SINK_OK) {
+		PQfinish(s->conn);
+		s->conn = NULL;
+	}
+	return st;
+}
+
+struct sink_pg *
+sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
+{
+	struct sink_pg *s = xcalloc(1, sizeof(*s));
+	s->cfg = cfg;
+	s->q = q;
+	return s;
+}
+
+void
+sink_pg_free(struct sink_pg *s)
+{
+	if (s == NULL)
+		return;
+	PQfinish(s->conn);
+	copy_columns_free(&s->cols);
+	free(s->copy_sql);
+	json_decref(s->failed);
+	free(s);
+}
+
+static void
+set_result(struct handler_result *r, int outcome, const char *msg)
+{
+	size_t n = strnlen(msg, sizeof(r->message) - 1);
+
+	r->outcome = outcome;
+	r->unanswered = false;
+	memcpy(r->message, msg, n);     /* cut long server messages short */
+	r->message[n] = '\0';
+}
+
+/* COPY the encoded rows of jobs idx[0..n) under a savepoint; rows that
+ * violate the table are isolated by halving. False (with f) when the whole
+ * transaction must be abandoned. */
+static bool
+copy_part(struct sink_pg *s, struct copy_buf *bufs, const int *idx, int n,
+    struct job *jobs, struct handler_result *res, struct pg_failure *f)
+{
+	if (!run(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+		return false;
+	PGresult *r = PQexec(s->conn, s->copy_sql);
+	bool in = PQresultStatus(r) == PGRES_COPY_IN;
+	PQclear(r);
+	for (int i = 0; in && i < n; i++)
+		in = bufs[idx[i]].len == 0 || PQputCopyData(s->conn,
+		    bufs[idx[i]].data, (int)bufs[idx[i]].len) == 1;
+	if (in)
+		PQputCopyEnd(s->conn, NULL);
+	r = PQgetResult(s->conn);
+	if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+		PQclear(r);
+		while ((r = PQgetResult(s->conn)) != NULL)
+			PQclear(r);
+		return run(s, "RELEASE SAVEPOINT ferry_part", 0, NULL, NULL, f,
+		    NULL);
+	}
+	failure_from(s, r, f);
+	PQclear(r);
+	while ((r = PQgetResult(s->conn)) != NULL)
+		PQclear(r);
+	if (f->cls != COPY_ERR_DATA)
+		return false;
+	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+		return false;
+	if (n == 1) {
+		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
+		json_object_set_new(s->failed, jobs[idx[0]].id, json_string(f->msg));
+		return true;
+	}
+	return copy_part(s, bufs, idx, n / 2, jobs, res, f) &&
+	    copy_part(s, bufs, idx + n / 2, n - n / 2, jobs, res, f);
+}
+
+/* The batch row already exists: this batch committed before (its reply
+ * was lost), or another worker fenced it. Results from its record. */
+static bool
+replay_results(struct sink_pg *s, const char *key, struct job *jobs,
+    struct handler_result *res, int n, struct pg_failure *f)
+{
+	PGresult *r = NULL;
+
+	if (!run(s, "SELECT state, failed FROM ferry_batches WHERE key = $1",
+	    1, key, NULL, f, &r))
+		return false;
+	json_t *failed = PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) ?
+	    json_loads(PQgetvalue(r, 0, 1), 0, NULL) : NULL;
+	PQclear(r);
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].invalid != NULL)
+			continue;
+		json_t *why = json_object_get(failed, jobs[i].id);
+		set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
+		    why ? json_string_value(why) : "");
+	}
+	json_decref(failed);
+	return true;
+}
+
+/* A recovered job names the batch it was in. Fence that batch: if it had
+ * committed, the job is written (or failed) already; otherwise it can now
+ * never commit, and the job must be written here. */
+static bool
+fence(struct sink_pg *s, struct job *j, struct handler_result *res,
+    bool *write, struct pg_failure *f)
+{
+	*write = true;
+	if (j->batch == NULL)
+		return true;
+	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, 'fenced') "
+	    "ON CONFLICT (key) DO NOTHING", 1, j->batch, NULL, f, NULL))
+		return false;
+	*write = false;
+	PGresult *r = NULL;
+	if (!run(s, "SELECT state, failed FROM ferry_batches WHERE key = $1", 1,
+	    j->batch, NULL, f, &r))
+		return false;
+	if (strcmp(PQgetvalue(r, 0, 0), "committed") != 0) {
+		*write = true;
+	} else {
+		json_t *failed = PQgetisnull(r, 0, 1) ? NULL :
+		    json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+		json_t *why = json_object_get(failed, j->id);
+		set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
+		    why ? json_string_value(why) : "");
+		json_decref(failed);
+	}
+	PQclear(r);
+	return true;
+}
+
+/* BEGIN .. COMMIT of one batch. False with f when it did not commit. */
+static bool
+write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f)
+{
+	struct copy_buf *bufs = xcalloc((size_t)n, sizeof(*bufs));
+	int *idx = xmalloc(sizeof(*idx) * (size_t)n), nidx = 0;
+	bool ok = false, write;
+	char why[256];
+
+	json_decref(s->failed);
+	s->failed = json_object();
+	if (!run(s, "BEGIN", 0, NULL, NULL, f, NULL))
+		goto out;
+	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
+	    "'committed')", 1, key, NULL, f, NULL)) {
+		if (strncmp(f->msg, "23505", 5) != 0)
+			goto out;
+		ok = run(s, "ROLLBACK", 0, NULL, NULL, f, NULL) &&
+		    replay_results(s, key, jobs, res, n, f);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].invalid != NULL)
+			continue;
+		if (!fence(s, &jobs[i], &res[i], &write, f))
+			goto out;
+		if (!write)
+			continue;
+		if (copy_encode_job(jobs[i].raw, jobs[i].raw_len, &s->cols,
+		    &bufs[i], why, sizeof(why)) == -1) {
+			set_result(&res[i], HANDLER_FAIL, why);
+			json_object_set_new(s->failed, jobs[i].id, json_string(why));
+			continue;
+		}
+		set_result(&res[i], HANDLER_OK, "");
+		idx[nidx++] = i;
+	}
+	if (nidx > 0 && !copy_part(s, bufs, idx, nidx, jobs, res, f))
+		goto out;
+	if (json_object_size(s->failed) > 0) {
+		char *text = json_dumps(s->failed, JSON_COMPACT);
+		bool set = run(s, "UPDATE ferry_batches SET failed = $2 WHERE "
+		    "key = $1", 2, key, text, f, NULL);
+		free(text);
+		if (!set)
+			goto out;
+	}
+	ok = run(s, "COMMIT", 0, NULL, NULL, f, NULL);
+out:
+	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	for (int i = 0; i < n; i++)
+		copy_buf_free(&bufs[i]);
+	free(bufs);
+	free(idx);
+	return ok;
+}
+
+enum sink_status
+sink_pg_run(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    char *err, size_t errsize)
+{
+	struct pg_failure f;
+	enum sink_status st;
+
+	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != SINK_OK)
+		return st;
+	if (write_batch(s, jobs, results, n, batch_key, &f))
+		return SINK_OK;
+	if (f.cls == COPY_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
+		snprintf(err, errsize, "postgres: %s", f.msg);
+		PQfinish(s->conn);
+		s->conn = NULL;
+		return SINK_UNAVAILABLE;
+	}
+	/* transient (serialization, deadlock) or unknown: retry the jobs */
+	for (int i = 0; i < n; i++)
+		if (jobs[i].invalid == NULL)
+			set_result(&results[i], HANDLER_RETRY, f.msg);
+	return SINK_OK;
+}
+
+void
+sink_pg_prune(struct sink_pg *s)
+{
+	int64_t now = util_monotonic_ms();
+	char sql[160];
+
+	if (s->conn == NULL || now - s->last_prune_ms < PRUNE_EVERY_MS)
+		return;
+	s->last_prune_ms = now;
+	snprintf(sql, sizeof(sql), "DELETE FROM ferry_batches WHERE created_at < "
+	    "now() - interval '%ld milliseconds'", s->cfg->done_retention_ms);
+	run(s, sql, 0, NULL, NULL, NULL, NULL);
+}
+
+static const char create_sql[] =
+    "CREATE TABLE IF NOT EXISTS ferry_batches ("
+    " key text PRIMARY KEY,"
+    " state text NOT NULL CHECK (state IN ('committed', 'fenced')),"
+    " failed text,"
+    " created_at timestamptz NOT NULL DEFAULT now());"
+    "CREATE INDEX IF NOT EXISTS ferry_batches_created_at"
+    " ON ferry_batches (created_at)";
+
+/* Several statements in one string (PQexecParams takes only one). */
+static bool
+run_script(PGconn *conn, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	return ok;
+}
+
+enum sink_status
+sink_pg_check(const struct ferry_config *cfg, const struct queue_config *q,
+    int create, char *err, size_t errsize)
+{
+	struct sink_pg *s = sink_pg_new(cfg, q);
+	char *conninfo = config_pg_conninfo(cfg, q);
+	enum sink_status st = SINK_UNAVAILABLE;
+
+	s->conn = PQconnectdb(conninfo);
+	free(conninfo);
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
+		err[strcspn(err, "\n")] = '\0';
+	} else if (create && !run_script(s->conn, create_sql)) {
+		snprintf(err, errsize, "cannot create ferry_batches: %s",
+		    PQerrorMessage(s->conn));
+		err[strcspn(err, "\n")] = '\0';
+		st = SINK_FATAL;
+	} else {
+		st = describe(s, err, errsize);
+	}
+	sink_pg_free(s);
+	return st;
+}

@@ -1,0 +1,41 @@
+/* sink_pg.h - the PostgreSQL sink: a batch of jobs becomes rows COPYed into
+ * the queue's table in one transaction together with one ferry_batches row
+ * under the batch's key, which makes redelivery harmless (DESIGN.md,
+ * "PostgreSQL sink"). */
+#ifndef FERRY_SINK_PG_H
+#define FERRY_SINK_PG_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "handler.h"
+#include "job.h"
+
+enum sink_status {
+	SINK_OK,            /* every job has its result */
+	SINK_UNAVAILABLE,   /* nothing decided: keep the batch, retry later */
+	SINK_FATAL,         /* cannot ever work (missing table...): stop */
+};
+
+struct sink_pg;
+
+struct sink_pg *sink_pg_new(const struct ferry_config *cfg,
+    const struct queue_config *q);
+void sink_pg_free(struct sink_pg *s);
+
+/* Write the batch whose key is batch_key. Jobs with j->invalid are left as
+ * they are. On SINK_UNAVAILABLE or SINK_FATAL err says why. */
+enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    char *err, size_t errsize);
+
+/* Delete ferry_batches rows older than done_retention (best effort). */
+void sink_pg_prune(struct sink_pg *s);
+
+/* ferryctl init-db and ferryd's start check: create ferry_batches when
+ * `create` is set, then check that the queue's table and columns exist.
+ * Returns SINK_OK, or a status with the reason in err. */
+enum sink_status sink_pg_check(const struct ferry_config *cfg,
+    const struct queue_config *q, int create, char *err, size_t errsize);
+
+#endif

@@ -1,0 +1,249 @@
+/* test_pg.c - the PostgreSQL sink through a real ferryd, redis-server and
+ * PostgreSQL: exactly one row per job through kills and outages, bad rows
+ * isolated, every awkward value stored as sent, missing tables refused. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct ferryd d;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(pg, .fini = teardown, .timeout = 600);
+
+#define EVENTS_TABLE "CREATE TABLE events (n bigint CHECK (n >= 0), " \
+	"payload text)"
+
+/* Redis + PostgreSQL + config for one postgres queue `q` into `events`. */
+static void
+setup(const char *ferryd_extra, const char *queue_extra)
+{
+	char global[512], queues[512];
+
+	h_setup(&d, NULL, "");
+	snprintf(global, sizeof(global), "%s%s", h_pg_start(&d),
+	    ferryd_extra ? ferryd_extra : "");
+	snprintf(queues, sizeof(queues), "[queue q]\nhandler = postgres\n"
+	    "table = events\ncolumns = n, payload\n%s", queue_extra);
+	h_config(&d, global, queues);
+	h_pg_exec(&d, EVENTS_TABLE);
+}
+
+static int
+run_ctl(struct ferryd *f, const char *cmd, char **out)
+{
+	const char *ctl = getenv("FERRYCTL");
+	char path[400], line[1200];
+
+	snprintf(path, sizeof(path), "%s/ctl.out", f->dir);
+	snprintf(line, sizeof(line), "%s -c %s %s > %s 2>&1",
+	    ctl ? ctl : TEST_BUILDDIR "/ferryctl", f->config, cmd, path);
+	int status = system(line);
+	if (out != NULL)
+		*out = h_read_file(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void
+assert_rows_once(int n)
+{
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), n);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), n,
+	    "some job was written twice");
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+}
+
+Test(pg, init_db_then_rows_arrive)
+{
+	char *out;
+
+	setup(NULL, "workers = 2\n");
+	cr_assert_eq(run_ctl(&d, "init-db", &out), 0, "%s", out);
+	cr_assert(strstr(out, "queue q: table events ready") != NULL, "%s", out);
+	free(out);
+	h_push_jobs(&d, "q", 0, 1000);
+	h_start(&d, 2);
+	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
+	assert_rows_once(1000);
+	cr_assert_gt(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 0);
+}
+
+/* 50,000 jobs, 4 workers, one killed with SIGKILL every 300 ms: exactly
+ * 50,000 rows. */
+Test(pg, exactly_once_while_workers_are_killed)
+{
+	pid_t pids[H_MAX_PIDS];
+	int kills = 0;
+
+	setup("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
+	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	h_push_jobs(&d, "q", 0, 50000);
+	h_start(&d, 4);
+	srandom(7);
+	long long end = h_now_ms() + 300000;
+	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 50000 &&
+	    h_now_ms() < end) {
+		h_sleep_ms(300);
+		int n = h_children(d.pid, pids, H_MAX_PIDS);
+		if (n > 0) {
+			kill(pids[random() % n], SIGKILL);
+			kills++;
+		}
+	}
+	h_wait_redis_int(&d, 50000, "HGET ferry:{q}:stats done");
+	cr_assert_gt(kills, 3);
+	assert_rows_once(50000);
+}
+
+/* The worker dies right after COMMIT, before the Redis ack (test hook):
+ * its jobs come back stamped with the batch key, the fence finds the batch
+ * committed, and they are acked without being written again. */
+Test(pg, death_between_commit_and_ack_writes_nothing_twice)
+{
+	char hook[400], env[450];
+
+	setup(NULL, "workers = 1\nbatch_size = 100\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	snprintf(hook, sizeof(hook), "%s/exit-after-commit", d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+	h_push_jobs(&d, "q", 0, 300);
+	h_start(&d, 1);
+	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	assert_rows_once(300);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+}
+
+/* PostgreSQL stopped for 20 s mid-run: every row arrives, nothing is dead,
+ * no attempt is spent (no retries). */
+Test(pg, outage_spends_no_attempt)
+{
+	setup(NULL, "workers = 2\nbatch_size = 50\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	h_push_jobs(&d, "q", 0, 2000);
+	h_start(&d, 2);
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	while (h_redis_int(&d, "HGET ferry:{q}:stats done") == 0 &&
+	    h_now_ms() < end)
+		h_sleep_ms(5);
+	cr_assert_eq(test_pg_pause(&d.pg), 0);
+	h_push_jobs(&d, "q", 2000, 3000);
+	h_wait_log(&d, "waits in Redis", 1);
+	h_sleep_ms(20000);
+	cr_assert_eq(test_pg_resume(&d.pg), 0);
+	h_wait_redis_int(&d, 5000, "HGET ferry:{q}:stats done");
+	h_wait_log(&d, "postgres reachable again", 1);
+	assert_rows_once(5000);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+}
+
+/* One batch of 500: 3 rows break a CHECK constraint, 1 has a wrong type.
+ * 496 commit, 4 are dead with their SQLSTATE. */
+Test(pg, bad_rows_are_isolated)
+{
+	setup(NULL, "workers = 1\nbatch_size = 500\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	for (int i = 0; i < 500; i++) {
+		char job[64];
+		if (i == 10 || i == 250 || i == 499)
+			snprintf(job, sizeof(job), "{\"n\":-%d}", i);
+		else if (i == 77)
+			snprintf(job, sizeof(job), "{\"n\":\"seventy-seven\"}");
+		else
+			snprintf(job, sizeof(job), "{\"n\":%d}", i);
+		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", job));
+	}
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 496, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, 4, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 496);
+	json_t *dead = h_dead_entries(&d, "q");
+	int check = 0, type = 0;
+	for (size_t i = 0; i < json_array_size(dead); i++) {
+		const char *why = json_string_value(json_object_get(
+		    json_array_get(dead, i), "last_error"));
+		check += strncmp(why, "23514", 5) == 0;
+		type += strncmp(why, "22P02", 5) == 0;
+	}
+	json_decref(dead);
+	cr_assert_eq(check, 3, "3 dead with 23514 (check_violation)");
+	cr_assert_eq(type, 1, "1 dead with 22P02 (invalid text representation)");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+}
+
+/* Awkward values land exactly as sent, column by column. */
+Test(pg, awkward_values_round_trip)
+{
+	char global[512];
+
+	h_setup(&d, NULL, "");
+	snprintf(global, sizeof(global), "%s", h_pg_start(&d));
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = t\n");
+	h_pg_exec(&d, "CREATE TABLE t (id int, s text, nul text, big numeric, "
+	    "r double precision, b boolean, j jsonb, u text)");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	const char *job = "{\"id\":1,\"s\":\"tab\\there\\nnew\\rcr \\\\ back "
+	    "\\\\N\",\"nul\":null,\"big\":123456789012345678901234567890,"
+	    "\"r\":0.1000000000000000055511151231257827,\"b\":true,"
+	    "\"j\":{\"a\":[1,\"x\\\\y\"]},\"u\":\"h\\u00e9llo \\ud83d\\ude00 "
+	    "\xe2\x82\xac\"}";
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", job));
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	struct { const char *sql, *want; } cols[] = {
+		{ "SELECT s FROM t", "tab\there\nnew\rcr \\ back \\N" },
+		{ "SELECT big::text FROM t", "123456789012345678901234567890" },
+		{ "SELECT b::text FROM t", "true" },
+		{ "SELECT (j->'a'->>1) FROM t", "x\\y" },
+		{ "SELECT u FROM t", "h\xc3\xa9llo \xf0\x9f\x98\x80 \xe2\x82\xac" },
+		{ "SELECT (r = 0.1)::text FROM t", "true" },
+	};
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		char *v = h_pg_text(&d, cols[i].sql);
+		cr_assert_not_null(v, "%s is null", cols[i].sql);
+		cr_assert_str_eq(v, cols[i].want, "%s", cols[i].sql);
+		free(v);
+	}
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM t WHERE nul IS NULL"), 1);
+}
+
+Test(pg, missing_table_or_column_refuses_to_start)
+{
+	char *out;
+
+	setup(NULL, "workers = 1\n");
+	h_pg_exec(&d, "DROP TABLE events");
+	cr_assert_eq(run_ctl(&d, "init-db", &out), 65, "%s", out);
+	cr_assert(strstr(out, "\"events\" does not exist") != NULL, "%s", out);
+	free(out);
+	const char *args[] = { "-f", "-c", d.config, NULL };
+	int status = h_run_ferryd(args, &out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
+	cr_assert(strstr(out, "does not exist") != NULL, "%s", out);
+	free(out);
+
+	h_pg_exec(&d, "CREATE TABLE events (n bigint)");   /* no payload */
+	cr_assert_eq(run_ctl(&d, "init-db", &out), 65, "%s", out);
+	cr_assert(strstr(out, "has no column \"payload\"") != NULL, "%s", out);
+	free(out);
+	status = h_run_ferryd(args, &out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
+	free(out);
+}

@@ -1,0 +1,156 @@
+/* test_sink_pg.c - the fencing rules of the PostgreSQL sink, driven
+ * directly against a real PostgreSQL: a batch committed twice is written
+ * once, and a zombie whose batch was fenced cannot commit. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "harness.h"
+#include "sink_pg.h"
+
+static struct ferryd d;
+static struct ferry_config cfg;
+
+static void
+teardown(void)
+{
+	config_free(&cfg);
+	h_teardown(&d);
+}
+
+TestSuite(sink_pg, .fini = teardown, .timeout = 120);
+
+static const struct queue_config *
+setup(void)
+{
+	struct config_errors errs = { 0, NULL };
+
+	h_setup(&d, NULL, "");
+	h_config(&d, h_pg_start(&d), "[queue q]\nhandler = postgres\n"
+	    "table = events\n");
+	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
+	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
+	char err[256];
+	cr_assert_eq(sink_pg_check(&cfg, &cfg.queues[0], 1, err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	return &cfg.queues[0];
+}
+
+/* n jobs {"n":first..}, optionally stamped with the batch they were in. */
+static void
+make_jobs(struct job *jobs, char els[][128], int first, int n,
+    const char *stamp)
+{
+	for (int i = 0; i < n; i++) {
+		if (stamp != NULL)
+			snprintf(els[i], 128, "{\"ferry\":1,\"recoveries\":1,"
+			    "\"attempts\":0,\"batch\":\"%s\",\"job\":{\"n\":%d}}",
+			    stamp, first + i);
+		else
+			snprintf(els[i], 128, "{\"n\":%d}", first + i);
+		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
+	}
+}
+
+static void
+free_jobs(struct job *jobs, int n)
+{
+	for (int i = 0; i < n; i++)
+		job_free(&jobs[i]);
+}
+
+static void
+assert_all(struct handler_result *res, int n, int outcome)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(res[i].outcome, outcome, "job %d: %d %s", i,
+		    res[i].outcome, res[i].message);
+}
+
+/* The COMMIT's reply was lost: the same batch key again writes nothing. */
+Test(sink_pg, same_batch_twice_is_written_once)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[10];
+	struct handler_result res[10];
+	char els[10][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 10, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, 10, HANDLER_OK);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+	free_jobs(jobs, 10);
+	sink_pg_free(s);
+}
+
+/* Worker A took batch "a:1" and froze before writing it. Its list was
+ * reclaimed; worker B got the jobs stamped with "a:1", fenced that key and
+ * wrote them. A wakes up and tries to commit "a:1": refused, nothing is
+ * written twice. */
+Test(sink_pg, zombie_commit_is_rejected)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[5], stamped[5];
+	struct handler_result res[5];
+	char els[5][128], sels[5][128], err[256];
+
+	struct sink_pg *a = sink_pg_new(&cfg, q), *b = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 5, NULL);
+	make_jobs(stamped, sels, 0, 5, "a:1");
+	for (int i = 0; i < 5; i++) {       /* recovered jobs run alone */
+		memset(res, 0, sizeof(res));
+		char key[16];
+		snprintf(key, sizeof(key), "b:%d", i + 1);
+		cr_assert_eq(sink_pg_run(b, &stamped[i], res, 1, key, err,
+		    sizeof(err)), SINK_OK, "%s", err);
+		assert_all(res, 1, HANDLER_OK);
+	}
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	char *state = h_pg_text(&d, "SELECT state FROM ferry_batches WHERE "
+	    "key = 'a:1'");
+	cr_assert_str_eq(state, "fenced");
+	free(state);
+
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(a, jobs, res, 5, "a:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5,
+	    "the zombie's commit went through");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 5);
+	free_jobs(jobs, 5);
+	free_jobs(stamped, 5);
+	sink_pg_free(a);
+	sink_pg_free(b);
+}
+
+/* A recovered job whose old batch did commit is acknowledged unwritten. */
+Test(sink_pg, fence_finds_committed_batch)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[3], stamped[3];
+	struct handler_result res[3];
+	char els[3][128], sels[3][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 3, NULL);
+	make_jobs(stamped, sels, 0, 3, "w:7");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:7", err, sizeof(err)),
+	    SINK_OK);
+	for (int i = 0; i < 3; i++) {
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, &stamped[i], res, 1, "v:1", err,
+		    sizeof(err)), SINK_OK, "%s", err);
+		assert_all(res, 1, HANDLER_OK);
+	}
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+	free_jobs(jobs, 3);
+	free_jobs(stamped, 3);
+	sink_pg_free(s);
+}
