@@ -55,7 +55,8 @@ xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	char probe[1];
+	int n = vsnprintf(probe, sizeof(probe), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		out_of_memory(0);
