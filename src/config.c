@@ -391,6 +391,16 @@ check_pair(struct loader *st, int queue, bool ok, const char *a, long va,
 	    config_fmt_duration(vb, y, sizeof(y)));
 }
 
+/* As check_pair, for [ferryd] numbers that are not durations. */
+static void
+check_order(struct loader *st, bool ok, const char *a, long va,
+    const char *b, long vb)
+{
+	if (!ok)
+		config_error(st, blame_line(st, -1, a, b), "[ferryd] %s: \"%ld\" "
+		    "must be >= %s (%ld)", a, va, b, vb);
+}
+
 /* `key` (value `v`) is required with handler `needs` (unless its value was
  * refused: already reported), and an error with any other handler. */
 static void
@@ -440,6 +450,9 @@ check_all(struct loader *st)
 	    cfg->restart_backoff_max_ms >= cfg->restart_backoff_min_ms,
 	    "restart_backoff_max", cfg->restart_backoff_max_ms, ">=",
 	    "restart_backoff_min", cfg->restart_backoff_min_ms);
+	check_order(st, cfg->memory_refuse_percent >= cfg->memory_warn_percent,
+	    "memory_refuse_percent", cfg->memory_refuse_percent,
+	    "memory_warn_percent", cfg->memory_warn_percent);
 	for (i = 0; i < cfg->nqueues; i++)
 		check_queue(st, i);
 	if (st->queue_headers == 0)

@@ -44,6 +44,10 @@ struct queue_config {
 	long max_jobs_per_worker; /* 0: never recycle on job count */
 	long max_worker_rss_mb;  /* 0: never recycle on memory */
 	long max_job_bytes;
+	int chunk_rows;          /* ferryctl enqueue: rows per job, at most */
+	long dead_max;           /* dead entries kept; 0: no bound */
+	char *dead_archive;      /* JSON-lines file for trimmed dead entries;
+	                          * "" = never trim (warn instead) */
 	/* handler = postgres */
 	char *table;             /* "name" or "schema.name", checked */
 	char *columns;           /* copy_columns_parse spec, checked; "" =
@@ -89,6 +93,13 @@ struct ferry_config {
 	long restart_backoff_min_ms;
 	long restart_backoff_max_ms;
 	long restart_backoff_reset_ms;
+	/* Redis memory safety (DESIGN.md "Cache lifecycle and memory") */
+	bool allow_unsafe_eviction; /* start even with allkeys-* eviction */
+	bool require_persistence;   /* refuse to start without AOF or RDB */
+	long memory_check_interval_ms;
+	int memory_warn_percent;    /* log when used/maxmemory crosses it */
+	int memory_refuse_percent;  /* ferryctl enqueue refuses at or above */
+	long cache_ttl_ms;          /* ferryctl enqueue --cache: key TTL */
 
 	int nqueues;
 	struct queue_config *queues;

@@ -21,8 +21,8 @@
 #define S_FERRYD CONFIG_SECT_FERRYD
 #define S_QUEUE CONFIG_SECT_QUEUE
 
-/* T_OPTINT: an int, or empty for 0 ("not set here"). */
-enum { T_STRING, T_INT, T_OPTINT, T_LONG, T_ENUM, T_DURATION };
+/* T_OPTINT: an int, or empty for 0 ("not set here"). T_BOOL: a bool. */
+enum { T_STRING, T_INT, T_OPTINT, T_LONG, T_ENUM, T_DURATION, T_BOOL };
 
 struct config_key {
 	int sect;
@@ -55,6 +55,7 @@ static const char *const handler_names[] = {
 #define NUM(s, k, t, off, def, lo, hi) \
 	{ s, k, t, off, def, lo, hi, NULL, NULL }
 #define ENUM(s, k, off, def, nm) { s, k, T_ENUM, off, def, 0, 0, nm, NULL }
+#define BOOL(s, k, off, def) { s, k, T_BOOL, off, def, 0, 0, NULL, NULL }
 
 static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "pidfile", F(pidfile), "/run/ferryd.pid", NULL),
@@ -94,6 +95,16 @@ static const struct config_key config_keys[] = {
 	    F(restart_backoff_max_ms), "30s", 100, MS_HOUR),
 	NUM(S_FERRYD, "restart_backoff_reset", T_DURATION,
 	    F(restart_backoff_reset_ms), "10s", MS_SEC, MS_DAY),
+	BOOL(S_FERRYD, "allow_unsafe_eviction", F(allow_unsafe_eviction), "no"),
+	BOOL(S_FERRYD, "require_persistence", F(require_persistence), "no"),
+	NUM(S_FERRYD, "memory_check_interval", T_DURATION,
+	    F(memory_check_interval_ms), "10s", 100, MS_HOUR),
+	NUM(S_FERRYD, "memory_warn_percent", T_INT, F(memory_warn_percent),
+	    "80", 1, 100),
+	NUM(S_FERRYD, "memory_refuse_percent", T_INT,
+	    F(memory_refuse_percent), "90", 1, 100),
+	NUM(S_FERRYD, "cache_ttl", T_DURATION, F(cache_ttl_ms), "24h", MS_SEC,
+	    365 * MS_DAY),
 
 	NUM(S_QUEUE, "workers", T_INT, Q(workers), "1", 0, CONFIG_MAX_WORKERS),
 	NUM(S_QUEUE, "batch_size", T_INT, Q(batch_size), "100", 1, 100000),
@@ -115,6 +126,9 @@ static const struct config_key config_keys[] = {
 	    "0", 0, 1048576),
 	NUM(S_QUEUE, "max_job_bytes", T_LONG, Q(max_job_bytes),
 	    "1048576", 16, 536870912),
+	NUM(S_QUEUE, "chunk_rows", T_INT, Q(chunk_rows), "1000", 1, 1000000),
+	NUM(S_QUEUE, "dead_max", T_LONG, Q(dead_max), "100000", 0, 1000000000),
+	STR(S_QUEUE, "dead_archive", Q(dead_archive), "", check_abs_path),
 	STR(S_QUEUE, "table", Q(table), "", check_table),
 	STR(S_QUEUE, "columns", Q(columns), "", check_columns),
 	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
@@ -325,6 +339,21 @@ set_number(const struct config_key *k, char *base, const char *value)
 }
 
 static char *
+set_bool(const struct config_key *k, char *base, const char *value)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1", NULL };
+	static const char *const no[] = { "no", "false", "off", "0", NULL };
+
+	for (int i = 0; yes[i] != NULL; i++) {
+		if (strcmp(value, yes[i]) == 0 || strcmp(value, no[i]) == 0) {
+			*(bool *)(base + k->offset) = strcmp(value, yes[i]) == 0;
+			return NULL;
+		}
+	}
+	return xstrdup("is not yes or no");
+}
+
+static char *
 set_enum(const struct config_key *k, char *base, const char *value)
 {
 	char *list, *tmp;
@@ -369,6 +398,8 @@ set_value(const struct config_key *k, char *base, const char *value)
 		return set_enum(k, base, value);
 	case T_DURATION:
 		return set_duration(k, base, value);
+	case T_BOOL:
+		return set_bool(k, base, value);
 	default:
 		return set_number(k, base, value);
 	}
@@ -440,6 +471,8 @@ value_differs(const struct config_key *k, const char *a, const char *b)
 	case T_OPTINT:
 	case T_ENUM:
 		return *(const int *)a != *(const int *)b;
+	case T_BOOL:
+		return *(const bool *)a != *(const bool *)b;
 	default:
 		return *(const long *)a != *(const long *)b;
 	}

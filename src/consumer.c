@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "cache.h"
+#include "dead_archive.h"
 #include "handler.h"
 #include "log.h"
 #include "master.h"
@@ -25,6 +27,7 @@
 #define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
 #define CONSUMER_RETRY_MIN_MS 100
 #define CONSUMER_RETRY_MAX_MS 5000
+#define CONSUMER_ARCHIVE_IDLE_MS 60000
 
 struct batch {
 	int n, cap;
@@ -58,6 +61,20 @@ drop_connection(struct consumer *c, const char *what)
 	c->redis = NULL;
 }
 
+/* A script answered with an error. "not registered" means a master has
+ * already handed this worker's jobs back as dead (we were frozen, or our
+ * host was declared dead): stop at once, without fetching again. */
+static void
+handed_back(struct consumer *c, const char *what, const redisReply *r)
+{
+	if (strstr(r->str, "is not registered") != NULL) {
+		log_warn("queue %s: %s: %s: exiting", c->q->name, what, r->str);
+		c->evicted = true;
+	} else {
+		log_error("queue %s: %s failed: %s", c->q->name, what, r->str);
+	}
+}
+
 static bool
 registered(struct consumer *c)
 {
@@ -66,7 +83,7 @@ registered(struct consumer *c)
 	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
 
 	if (r != NULL && !ok)
-		log_error("queue %s: cannot register worker: %s", c->q->name, r->str);
+		handed_back(c, "register", r);
 	freeReplyObject(r);
 	return ok;
 }
@@ -79,7 +96,7 @@ connected(struct consumer *c)
 	char err[512];
 
 	while (c->redis == NULL) {
-		if (c->should_stop())
+		if (c->should_stop() || c->evicted)
 			return false;
 		c->redis = queue_connect(c->cfg, CONSUMER_TIMEOUT_MS, err,
 		    sizeof(err));
@@ -151,14 +168,15 @@ static redisReply *
 fetch(struct consumer *c, int n, int held)
 {
 	char nbuf[16], hbuf[16];
-	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys, nbuf,
-	    c->worker_id, c->batch_key, hbuf };
+	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys,
+	    c->keys.owners, nbuf, c->worker_id, c->batch_key, hbuf,
+	    c->master_id };
 
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(hbuf, sizeof(hbuf), "%d", held);
 	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%ld", c->worker_id,
 	    ++c->batch_seq);
-	return queue_script(c->redis, LUA_FETCH, 3, 7, argv, NULL);
+	return queue_script(c->redis, LUA_FETCH, 4, 9, argv, NULL);
 }
 
 static bool
@@ -239,7 +257,7 @@ take_batch(struct consumer *c, struct batch *b)
 	if (r == NULL)
 		return false;
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0)
-		log_error("queue %s: fetch failed: %s", c->q->name, r->str);
+		handed_back(c, "fetch", r);
 	batch_add_reply(b, r);
 	freeReplyObject(r);
 	return true;
@@ -332,19 +350,36 @@ run_sink(struct consumer *c, struct batch *b)
 	return true;
 }
 
+/* Parse the jobs and read the cache keys they name; an invalid job (or one
+ * whose cache key is gone) fails at once. False when the connection
+ * failed while reading the cache (the batch stays held). */
 static bool
-run_handler(struct consumer *c, struct batch *b)
+prepare(struct consumer *c, struct batch *b)
 {
+	int h = c->q->handler;
+	enum cache_mode mode = h == CONFIG_HANDLER_EXEC ? CACHE_JSON :
+	    h == CONFIG_HANDLER_POSTGRES ? CACHE_ROWS : CACHE_EXISTS;
+
 	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
 	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < b->n; i++)
 		job_parse(&b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
+	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix,
+	    c->q->name, mode, c->q->max_job_bytes) == -1)
+		return false;
+	for (int i = 0; i < b->n; i++) {
 		if (b->jobs[i].invalid != NULL) {
 			b->results[i].outcome = HANDLER_FAIL;
 			snprintf(b->results[i].message,
 			    sizeof(b->results[i].message), "%s", b->jobs[i].invalid);
 		}
 	}
+	return true;
+}
+
+static bool
+run_handler(struct consumer *c, struct batch *b)
+{
 	if (c->q->handler == CONFIG_HANDLER_EXEC) {
 		int *all = xmalloc(sizeof(*all) * (size_t)b->n);
 		for (int i = 0; i < b->n; i++)
@@ -359,7 +394,7 @@ run_handler(struct consumer *c, struct batch *b)
 	return true;
 }
 
-/* The four settle.lua arguments of one job. */
+/* The five settle.lua arguments of one job. */
 static void
 outcome_args(struct consumer *c, const struct job *j,
     const struct handler_result *res, const char **argv, char *num,
@@ -370,6 +405,7 @@ outcome_args(struct consumer *c, const struct job *j,
 	argv[1] = j->id;
 	argv[2] = "";
 	argv[3] = res->message;
+	argv[4] = j->cache_key != NULL ? j->cache_key : "";
 	if (res->outcome == HANDLER_OK) {
 		argv[0] = "ok";
 	} else if (res->outcome == HANDLER_RETRY && attempts < c->q->max_attempts) {
@@ -379,7 +415,7 @@ outcome_args(struct consumer *c, const struct job *j,
 		    (uint32_t)random()));
 		argv[2] = num;
 	} else {
-		argv[0] = "dead";
+		argv[0] = j->cache_missing ? "missing" : "dead";
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
 		else if (res->outcome == HANDLER_FAIL)
@@ -394,7 +430,7 @@ outcome_args(struct consumer *c, const struct job *j,
 static redisReply *
 settle_once(struct consumer *c, struct batch *b)
 {
-	int argc = 7 + 4 * b->n;
+	int argc = 7 + 5 * b->n;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
 	char (*nums)[24] = xcalloc((size_t)b->n, sizeof(*nums));
 	char (*reasons)[300] = xcalloc((size_t)b->n, sizeof(*reasons));
@@ -409,7 +445,7 @@ settle_once(struct consumer *c, struct batch *b)
 	argv[5] = c->worker_id;
 	argv[6] = count;
 	for (int i = 0; i < b->n; i++)
-		outcome_args(c, &b->jobs[i], &b->results[i], argv + 7 + 4 * i,
+		outcome_args(c, &b->jobs[i], &b->results[i], argv + 7 + 5 * i,
 		    nums[i], sizeof(nums[i]), reasons[i], sizeof(reasons[i]));
 	redisReply *r = queue_script(c->redis, LUA_SETTLE, 5, argc, argv, NULL);
 	free(argv);
@@ -432,6 +468,8 @@ settle(struct consumer *c, struct batch *b)
 			continue;
 		}
 		bool ok = r->type != REDIS_REPLY_ERROR;
+		c->buried = r->type == REDIS_REPLY_ARRAY && r->elements == 3 ?
+		    r->element[2]->integer : 0;
 		if (!ok) {
 			log_error("queue %s: settling a batch of %d failed: %s",
 			    c->q->name, b->n, r->str);
@@ -447,6 +485,24 @@ settle(struct consumer *c, struct batch *b)
 	}
 }
 
+/* Keep the dead list within dead_max: after a settle that dead-lettered
+ * jobs, and at most once a minute while idle (the master's reclaims
+ * dead-letter too). The file append and fsync are why a worker does it:
+ * the master must never block. */
+static void
+archive_dead(struct consumer *c, bool now)
+{
+	int64_t t = util_monotonic_ms();
+
+	if (c->q->dead_max <= 0 ||
+	    (!now && t - c->archive_ms < CONSUMER_ARCHIVE_IDLE_MS))
+		return;
+	c->archive_ms = t;
+	if (dead_archive_run(c->redis, c->cfg->redis_prefix, c->q,
+	    &c->keys) == -1)
+		drop_connection(c, "dead-letter archive");
+}
+
 int
 consumer_run(struct consumer *c)
 {
@@ -456,19 +512,28 @@ consumer_run(struct consumer *c)
 	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
 	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
 	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
-	while (!c->should_stop() && connected(c)) {
-		if (atomic_load(&c->quiet[0])) {
-			scoreboard_set_state(c->slot, SB_IDLE);
+	while (!c->should_stop() && !c->evicted && connected(c)) {
+		/* quiet (TSTP) for all, paused for this queue (control) */
+		if (atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused)) {
+			scoreboard_set_state(c->slot, SB_PAUSED);
 			sleep_ms(100);
 			continue;
 		}
+		scoreboard_set_state(c->slot, SB_IDLE);
 		if (!take_batch(c, &b)) {
 			drop_connection(c, "fetch");
 			batch_clear(&b);
 			continue;
 		}
-		if (b.n == 0)
+		if (b.n == 0) {
+			archive_dead(c, false);
 			continue;
+		}
+		if (!prepare(c, &b)) {
+			drop_connection(c, "cache read");
+			batch_clear(&b);
+			continue;
+		}
 		scoreboard_begin_batch(c->slot, util_monotonic_ms());
 		if (!run_handler(c, &b)) {
 			batch_clear(&b);
@@ -480,6 +545,7 @@ consumer_run(struct consumer *c)
 		batch_clear(&b);
 		if (!settled)
 			return c->should_stop() ? 0 : 1;
+		archive_dead(c, c->buried > 0);
 		if (c->q->max_jobs_per_worker > 0 &&
 		    c->jobs_done >= c->q->max_jobs_per_worker) {
 			log_info("queue %s: %ld jobs done, max_jobs_per_worker "

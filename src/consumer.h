@@ -29,9 +29,12 @@ struct consumer {
 	bool outage;                    /* logged once per outage */
 	int64_t outage_since;
 	bool resume;                    /* check our list after connecting */
+	bool evicted;                   /* handed back as dead: exit */
 	long batch_seq;
 	char batch_key[CONSUMER_ID_MAX + 24]; /* key of the batch in hand */
 	long jobs_done;
+	long long buried;               /* dead-lettered by the last settle */
+	int64_t archive_ms;             /* last dead_max check */
 	struct sink_pg *sink;           /* handler = postgres */
 	const char *exit_after_commit;  /* test hook: see consumer.c */
 };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "memory_check.h"
 #include "util.h"
 
 #ifndef FERRY_CONFIG_PATH
@@ -19,6 +20,7 @@
 
 static const char *const counter_names[] = {
 	"enqueued", "done", "retried", "dead", "recovered", "replayed",
+	"cache_missing",
 };
 #define NCOUNTERS FERRY_ARRAY_LEN(counter_names)
 
@@ -48,6 +50,10 @@ ctl_usage(FILE *out)
 	    "  stats [--json] [QUEUE]     lengths, workers and counters "
 	    "(all queues without QUEUE)\n"
 	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q: don't)\n"
+	    "    --cache | --cache-ttl S  its data in a cache key (TTL cache_ttl, "
+	    "or S seconds)\n"
+	    "    --chunk-rows N           \"data\" arrays split into jobs of N "
+	    "rows (default chunk_rows)\n"
 	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
 	    "a bad line pushes nothing\n"
 	    "  dead list QUEUE            id, time, attempts, recoveries, reason, "
@@ -55,10 +61,19 @@ ctl_usage(FILE *out)
 	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
 	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
 	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
+	    "  status                     ferryd's workers and queues (control "
+	    "socket)\n"
+	    "  metrics                    Prometheus text format\n"
+	    "  reload                     re-read the configuration (as SIGHUP)\n"
+	    "  pause QUEUE                its workers stop fetching jobs\n"
+	    "  resume QUEUE               they fetch again\n"
+	    "  workers QUEUE N            run N workers for QUEUE (until reload)\n"
 	    "  init-db                    create ferry_batches, check the tables "
 	    "of postgres queues\n"
-	    "exit status: 0 done, 1 no such dead job, 64 usage, 65 invalid job, "
-	    "69 redis unavailable, 78 bad configuration\n", FERRY_CONFIG_PATH);
+	    "exit status: 0 done, 1 no such dead job or ferryd refused, 64 usage, "
+	    "65 invalid job,\n  69 redis or ferryd unavailable, 75 redis too full to enqueue, 76 not ferryd's "
+	    "socket, 77 permission denied,\n  78 bad configuration\n",
+	    FERRY_CONFIG_PATH);
 }
 
 const struct queue_config *
@@ -241,6 +256,54 @@ stats_json(const struct queue_stats *st)
 	    "workers", procs, "counters", counters);
 }
 
+/* Redis memory for `stats`: one line of text, or an object in each queue's
+ * JSON (a top-level key could clash with a queue's name). */
+static void
+memory_print(const struct ctl *c, const struct redis_memory *m)
+{
+	char used[32], max[32];
+
+	memory_fmt_bytes(m->used, used, sizeof(used));
+	memory_fmt_bytes(m->max, max, sizeof(max));
+	printf("redis %s: used_memory %s", c->addr, used);
+	if (m->max > 0)
+		printf(" of maxmemory %s (%d%%; enqueue refuses at %d%%)", max,
+		    memory_percent(m), c->cfg->memory_refuse_percent);
+	else
+		printf(", no maxmemory");
+	printf(", maxmemory-policy %s\n", m->policy[0] ? m->policy : "unknown");
+}
+
+static json_t *
+memory_json(const struct redis_memory *m)
+{
+	int pct = memory_percent(m);
+
+	if (m->used < 0)
+		return json_null();
+	return json_pack("{s:I, s:I, s:o, s:s}", "used_memory",
+	    (json_int_t)m->used, "maxmemory", (json_int_t)m->max, "percent",
+	    pct < 0 ? json_null() : json_integer(pct), "maxmemory_policy",
+	    m->policy);
+}
+
+/* INFO refused (ACL): memory unknown, used -1. */
+static int
+stats_memory(struct ctl *c, struct redis_memory *m, bool as_json)
+{
+	char err[256];
+
+	if (memory_fetch(c->rc, m, true, err, sizeof(err)) == -1) {
+		fprintf(stderr, "ferryctl: redis at %s: %s\n", c->addr, err);
+		if (c->rc->err)
+			return CTL_EX_UNAVAILABLE;
+		m->used = -1;
+	}
+	if (!as_json && m->used >= 0)
+		memory_print(c, m);
+	return 0;
+}
+
 static int
 stats_parse(int argc, char **argv, int *as_json)
 {
@@ -264,8 +327,9 @@ int
 ctl_stats(struct ctl *c, int argc, char **argv)
 {
 	int as_json = 0, rc = 0, first = stats_parse(argc, argv, &as_json);
-	json_t *all = json_object();
+	json_t *all = json_object(), *qj;
 	struct queue_stats st;
+	struct redis_memory mem;
 
 	if (first < 0) {
 		json_decref(all);
@@ -276,13 +340,17 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 		rc = CTL_EX_USAGE;
 	else if (ctl_redis(c) == NULL)
 		rc = CTL_EX_UNAVAILABLE;
+	else
+		rc = stats_memory(c, &mem, as_json);
 	for (int i = 0; rc == 0 && i < c->cfg->nqueues; i++) {
 		const char *name = c->cfg->queues[i].name;
 		if (first < argc && strcmp(name, argv[first]) != 0)
 			continue;
-		if ((rc = stats_collect(c, name, &st)) == 0 && as_json)
-			json_object_set_new(all, name, stats_json(&st));
-		else if (rc == 0)
+		if ((rc = stats_collect(c, name, &st)) == 0 && as_json) {
+			qj = stats_json(&st);
+			json_object_set_new(qj, "redis", memory_json(&mem));
+			json_object_set_new(all, name, qj);
+		} else if (rc == 0)
 			stats_print(&st);
 		stats_free(&st);
 	}
@@ -321,6 +389,12 @@ static const struct {
 	{ "enqueue", ctl_enqueue },
 	{ "dead", ctl_dead },
 	{ "init-db", ctl_init_db },
+	{ "status", ctl_control },
+	{ "metrics", ctl_control },
+	{ "reload", ctl_control },
+	{ "pause", ctl_control },
+	{ "resume", ctl_control },
+	{ "workers", ctl_control },
 };
 
 static int

@@ -17,6 +17,9 @@
 #define CTL_EX_DATAERR 65      /* a job is not a valid JSON object */
 #define CTL_EX_UNAVAILABLE 69  /* Redis cannot be reached or refused */
 #define CTL_EX_IOERR 74        /* stdin or stdout failed */
+#define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */
+#define CTL_EX_PROTOCOL 76     /* the control socket is not ferryd's */
+#define CTL_EX_NOPERM 77       /* the control socket refused us */
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
@@ -48,5 +51,7 @@ int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_enqueue(struct ctl *c, int argc, char **argv);
 int ctl_dead(struct ctl *c, int argc, char **argv);
 int ctl_init_db(struct ctl *c, int argc, char **argv);
+/* status, metrics, reload, pause, resume, workers: ferryd's control socket */
+int ctl_control(struct ctl *c, int argc, char **argv);
 
 #endif

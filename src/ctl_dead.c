@@ -1,6 +1,8 @@
 /* ctl_dead.c - ferryctl dead: list, show, replay and purge the dead-letter
  * entries of a queue (their format: dead_entry in src/lua/common.lua),
- * naming jobs by id. Entries are matched and removed by their exact bytes. */
+ * naming jobs by id. Entries are matched and removed by their exact bytes;
+ * a purge deletes the cache keys of the purged jobs too (they were made
+ * persistent when the jobs died). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "ctl.h"
 #include "job.h"
 #include "util.h"
@@ -297,28 +300,58 @@ retry_matches(struct dead_cmd *d, long long *replayed)
 	return rc;
 }
 
+/* DEL the cache key that the job of match m names, if any (never one of
+ * ferry's own keys). */
+static int
+purge_cache_key(struct dead_cmd *d, const struct match *m)
+{
+	redisReply *r = NULL;
+	struct job j;
+
+	if (m->job == NULL)
+		return 0;
+	job_parse(&j, m->job, m->job_len, 0);
+	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key,
+	    d->c->cfg->redis_prefix, d->q->name))
+		r = redisCommand(d->c->rc, "DEL %s", j.cache_key);
+	job_free(&j);
+	if (r != NULL && !ctl_reply_ok(r))
+		return ctl_redis_fail(d->c, "DEL of a cache key", r);
+	freeReplyObject(r);
+	return 0;
+}
+
 static int
 purge_matches(struct dead_cmd *d, long long *purged)
 {
-	for (size_t i = 0; i < d->nmatches; i++) {
+	int rc = 0;
+
+	for (size_t i = 0; i < d->nmatches && rc == 0; i++) {
 		struct match *m = &d->matches[i];
 		redisReply *r = redisCommand(d->c->rc, "LREM %s 1 %b", d->k.dead,
 		    m->el, m->el_len);
 		if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
 			return ctl_redis_fail(d->c, "LREM of a dead entry", r);
 		*purged += r->integer;
+		if (r->integer > 0)
+			rc = purge_cache_key(d, m);
 		freeReplyObject(r);
 	}
-	return 0;
+	return rc;
 }
 
-/* LLEN and DEL in one transaction: the count is what was deleted. */
+/* LLEN and DEL in one transaction: the count is what was deleted. The
+ * cache keys are those of the entries scanned just before (an entry that
+ * dies in between keeps its key). */
 static int
 purge_all(struct dead_cmd *d, long long *purged)
 {
-	redisReply *r = redisCommand(d->c->rc, "MULTI");
-	int rc = 0;
+	redisReply *r;
+	int rc = scan(d, collect_one);
 
+	if (rc != 0)
+		return rc;
+	r = redisCommand(d->c->rc, "MULTI");
 	if (!ctl_reply_ok(r))
 		return ctl_redis_fail(d->c, "MULTI", r);
 	freeReplyObject(r);
@@ -335,6 +368,8 @@ purge_all(struct dead_cmd *d, long long *purged)
 			*purged = r->element[0]->integer;
 		freeReplyObject(r);
 	}
+	for (size_t i = 0; i < d->nmatches && rc == 0; i++)
+		rc = purge_cache_key(d, &d->matches[i]);
 	return rc;
 }
 

@@ -1,6 +1,9 @@
 /* ctl_enqueue.c - ferryctl enqueue: check every job the way a worker will
- * (job_parse), so that one bad line pushes nothing; then LPUSH the jobs in
- * pipelined MULTI chunks, counting them in the stats hash, and print ids. */
+ * (job_parse), so that one bad line pushes nothing; split big "data"
+ * arrays and move data into cache keys (chunk.c); refuse while Redis is
+ * above memory_refuse_percent; then SET the cache keys and LPUSH the jobs
+ * in pipelined MULTI transactions, counting them in the stats hash, and
+ * print ids. A transaction goes in whole or not at all. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,8 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "ctl.h"
 #include "job.h"
+#include "memory_check.h"
 #include "util.h"
 
 #define MAX_REPORTED 10                 /* bad lines named before a summary */
@@ -18,7 +23,6 @@
 struct line {
 	size_t off, len;        /* the job's bytes in input.buf */
 	size_t lineno;
-	size_t id_off;          /* its id in input.ids */
 };
 
 struct input {
@@ -26,9 +30,14 @@ struct input {
 	size_t len;
 	struct line *lines;
 	size_t n, cap;
-	char *ids;              /* NUL-terminated ids, one after another */
-	size_t ids_len, ids_cap;
 	bool from_stdin;
+	struct chunk_jobs jobs; /* what is pushed */
+};
+
+struct options {
+	bool quiet;
+	int chunk_rows;         /* 0: the queue's */
+	long cache_ttl_ms;      /* 0: no cache keys */
 };
 
 static void
@@ -37,7 +46,7 @@ input_free(struct input *in)
 	if (in->from_stdin)
 		free(in->buf);
 	free(in->lines);
-	free(in->ids);
+	chunk_jobs_free(&in->jobs);
 }
 
 static int
@@ -82,7 +91,7 @@ add_line(struct input *in, size_t off, size_t len, size_t lineno)
 		in->cap = in->cap ? in->cap * 2 : 1024;
 		in->lines = xrealloc(in->lines, in->cap * sizeof(*in->lines));
 	}
-	in->lines[in->n++] = (struct line){ off, len, lineno, 0 };
+	in->lines[in->n++] = (struct line){ off, len, lineno };
 }
 
 static void
@@ -100,22 +109,70 @@ split_lines(struct input *in)
 }
 
 static void
-keep_id(struct input *in, struct line *l, const char *id)
+report(const struct input *in, const struct line *l, const char *id,
+    const char *why)
 {
-	size_t n = strlen(id) + 1;
-
-	while (in->ids_len + n > in->ids_cap) {
-		in->ids_cap = in->ids_cap ? in->ids_cap * 2 : 1 << 16;
-		in->ids = xrealloc(in->ids, in->ids_cap);
-	}
-	l->id_off = in->ids_len;
-	memcpy(in->ids + in->ids_len, id, n);
-	in->ids_len += n;
+	if (in->from_stdin && id != NULL)
+		fprintf(stderr, "ferryctl: stdin line %zu: job %s: %s\n",
+		    l->lineno, id, why);
+	else if (in->from_stdin)
+		fprintf(stderr, "ferryctl: stdin line %zu: %s\n", l->lineno, why);
+	else
+		fprintf(stderr, "ferryctl: the job is not valid: %s\n", why);
 }
 
-/* Every job as a worker will see it; returns the number of bad ones. */
+/* The size of a cache value as the worker hands it on: a JSON string (the
+ * value is JSON text, so only '"' and '\\' need escaping). */
 static size_t
-validate(struct input *in, const struct queue_config *q)
+cache_json_len(const struct chunk_job *cj)
+{
+	size_t n = cj->cache_len + 2;
+
+	for (size_t i = 0; i < cj->cache_len; i++)
+		n += cj->cache[i] == '"' || cj->cache[i] == '\\';
+	return n;
+}
+
+/* The jobs of one valid line (chunks, cache values), each checked again
+ * as a worker will see it; 0, or -1 after a message. */
+static int
+expand(struct input *in, const struct line *l, const char *id,
+    const struct queue_config *q, const char *cache_prefix, int chunk_rows,
+    bool say)
+{
+	size_t first = in->jobs.n;
+	char err[256], why[256];
+	struct job j;
+
+	if (chunk_document(in->buf + l->off, l->len, id, chunk_rows,
+	    cache_prefix, &in->jobs, err, sizeof(err)) == -1) {
+		if (say)
+			report(in, l, NULL, err);
+		return -1;
+	}
+	for (size_t i = first; i < in->jobs.n; i++) {
+		const struct chunk_job *cj = &in->jobs.v[i];
+		job_parse(&j, cj->el, cj->el_len, q->max_job_bytes);
+		snprintf(why, sizeof(why), "%s", j.invalid ? j.invalid : "");
+		if (j.invalid == NULL && cj->cache != NULL &&
+		    cache_json_len(cj) > (size_t)q->max_job_bytes)
+			snprintf(why, sizeof(why), "its data is %zu bytes as a JSON "
+			    "string, over max_job_bytes %ld", cache_json_len(cj),
+			    q->max_job_bytes);
+		job_free(&j);
+		if (why[0] != '\0') {
+			if (say)
+				report(in, l, cj->id, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Every job as a worker will see it; returns the number of bad lines. */
+static size_t
+validate(struct input *in, const struct queue_config *q,
+    const char *cache_prefix, int chunk_rows)
 {
 	size_t bad = 0;
 	struct job j;
@@ -123,16 +180,11 @@ validate(struct input *in, const struct queue_config *q)
 	for (size_t i = 0; i < in->n; i++) {
 		struct line *l = &in->lines[i];
 		job_parse(&j, in->buf + l->off, l->len, q->max_job_bytes);
-		if (j.invalid != NULL && ++bad <= MAX_REPORTED) {
-			if (in->from_stdin)
-				fprintf(stderr, "ferryctl: stdin line %zu: %s\n",
-				    l->lineno, j.invalid);
-			else
-				fprintf(stderr, "ferryctl: the job is not valid: %s\n",
-				    j.invalid);
-		}
-		if (j.invalid == NULL)
-			keep_id(in, l, j.id);
+		if (j.invalid != NULL && ++bad <= MAX_REPORTED)
+			report(in, l, NULL, j.invalid);
+		if (j.invalid == NULL && expand(in, l, j.id, q, cache_prefix,
+		    chunk_rows, bad < MAX_REPORTED) == -1)
+			bad++;
 		job_free(&j);
 	}
 	if (bad > MAX_REPORTED)
@@ -141,130 +193,223 @@ validate(struct input *in, const struct queue_config *q)
 	return bad;
 }
 
-/* The first error among a chunk's replies (MULTI, LPUSH, HINCRBY, EXEC and
- * the results inside EXEC), or NULL. */
+/* The first error among a transaction's n replies (MULTI, SETs, LPUSH,
+ * HINCRBY, EXEC and the results inside EXEC), or NULL. An OOM refusal is
+ * preferred: it explains the EXECABORT that follows it. */
 static const char *
-chunk_error(redisReply **r)
+chunk_error(redisReply **r, int n)
 {
-	for (int i = 0; i < 4; i++) {
-		if (r[i]->type == REDIS_REPLY_ERROR)
+	const char *first = NULL;
+
+	for (int i = 0; i < n; i++) {
+		if (r[i]->type == REDIS_REPLY_ERROR &&
+		    strncmp(r[i]->str, "OOM", 3) == 0)
 			return r[i]->str;
-		if (i == 3 && r[i]->type != REDIS_REPLY_ARRAY)
-			return "transaction aborted";
-		for (size_t e = 0; i == 3 && e < r[i]->elements; e++)
-			if (r[i]->element[e]->type == REDIS_REPLY_ERROR)
-				return r[i]->element[e]->str;
+		if (r[i]->type == REDIS_REPLY_ERROR && first == NULL)
+			first = r[i]->str;
+		if (i == n - 1 && r[i]->type != REDIS_REPLY_ARRAY && first == NULL)
+			first = "transaction aborted";
+		for (size_t e = 0; i == n - 1 && r[i]->type == REDIS_REPLY_ARRAY &&
+		    e < r[i]->elements; e++)
+			if (r[i]->element[e]->type == REDIS_REPLY_ERROR &&
+			    first == NULL)
+				first = r[i]->element[e]->str;
 	}
-	return NULL;
+	return first;
 }
 
-/* Read the replies of one chunk; *lost is set when the connection failed,
- * so whether the chunk went in is unknown. */
+/* Read the n replies of one transaction; *lost is set when the connection
+ * failed, so whether it went in is unknown. */
 static int
-chunk_replies(struct ctl *c, bool *lost)
+chunk_replies(struct ctl *c, int n, bool *lost)
 {
-	redisReply *r[4] = { NULL };
+	redisReply **r = xcalloc((size_t)n, sizeof(*r));
 	const char *err;
-	int n = 0, rc = 0;
+	int got = 0, rc = 0;
 
-	while (n < 4 && redisGetReply(c->rc, (void **)&r[n]) == REDIS_OK)
-		n++;
-	if (n < 4) {
+	while (got < n && redisGetReply(c->rc, (void **)&r[got]) == REDIS_OK)
+		got++;
+	if (got < n) {
 		*lost = true;
 		rc = ctl_redis_fail(c, "LPUSH of the jobs", NULL);
-	} else if ((err = chunk_error(r)) != NULL) {
+	} else if ((err = chunk_error(r, n)) != NULL) {
+		bool oom = strncmp(err, "OOM", 3) == 0;
 		fprintf(stderr, "ferryctl: redis at %s: LPUSH of the jobs failed: "
-		    "%s\n", c->addr, err);
-		rc = CTL_EX_UNAVAILABLE;
+		    "%s%s\n", c->addr, err, oom ? " (redis is full: drain the "
+		    "queue or raise maxmemory)" : "");
+		rc = oom ? CTL_EX_TEMPFAIL : CTL_EX_UNAVAILABLE;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < got; i++)
 		freeReplyObject(r[i]);
+	free(r);
 	return rc;
+}
+
+/* SET key value PX ttl for each job of [from, to) that has a cache key;
+ * returns how many. */
+static int
+append_sets(struct ctl *c, const struct input *in, size_t from, size_t to,
+    long ttl_ms)
+{
+	char px[24];
+	int n = 0;
+
+	snprintf(px, sizeof(px), "%ld", ttl_ms);
+	for (size_t i = from; i < to; i++) {
+		const struct chunk_job *j = &in->jobs.v[i];
+		if (j->key == NULL)
+			continue;
+		const char *argv[] = { "SET", j->key, j->cache, "PX", px };
+		size_t lens[] = { 3, strlen(j->key), j->cache_len, 2,
+		    strlen(px) };
+		redisAppendCommandArgv(c->rc, 5, argv, lens);
+		n++;
+	}
+	return n;
 }
 
 static int
 push_chunk(struct ctl *c, const struct queue_keys *k, const struct input *in,
-    size_t from, size_t to, bool *lost)
+    size_t from, size_t to, long ttl_ms, bool *lost)
 {
 	size_t n = to - from;
 	const char **argv = xmalloc((n + 2) * sizeof(*argv));
 	size_t *lens = xmalloc((n + 2) * sizeof(*lens));
 	char count[24];
+	int sets;
 
 	argv[0] = "LPUSH";
 	argv[1] = k->ready;
 	lens[0] = 5;
 	lens[1] = strlen(k->ready);
 	for (size_t i = 0; i < n; i++) {
-		argv[i + 2] = in->buf + in->lines[from + i].off;
-		lens[i + 2] = in->lines[from + i].len;
+		argv[i + 2] = in->jobs.v[from + i].el;
+		lens[i + 2] = in->jobs.v[from + i].el_len;
 	}
 	snprintf(count, sizeof(count), "%zu", n);
 	redisAppendCommand(c->rc, "MULTI");
+	sets = append_sets(c, in, from, to, ttl_ms);
 	redisAppendCommandArgv(c->rc, (int)n + 2, argv, lens);
 	redisAppendCommand(c->rc, "HINCRBY %s enqueued %s", k->stats, count);
 	redisAppendCommand(c->rc, "EXEC");
 	free(argv);
 	free(lens);
-	return chunk_replies(c, lost);
+	return chunk_replies(c, 4 + sets, lost);
 }
 
 /* Up to CTL_CHUNK jobs and CHUNK_BYTES bytes (at least one job). */
 static size_t
 chunk_end(const struct input *in, size_t from)
 {
+	const struct chunk_job *v = in->jobs.v;
 	size_t to = from, bytes = 0;
 
-	while (to < in->n && to - from < CTL_CHUNK &&
-	    (to == from || bytes + in->lines[to].len <= CHUNK_BYTES))
-		bytes += in->lines[to++].len;
+	while (to < in->jobs.n && to - from < CTL_CHUNK && (to == from ||
+	    bytes + v[to].el_len + v[to].cache_len <= CHUNK_BYTES)) {
+		bytes += v[to].el_len + v[to].cache_len;
+		to++;
+	}
 	return to;
+}
+
+/* Backpressure: EX_TEMPFAIL when Redis is at or above
+ * memory_refuse_percent of maxmemory (no limit: never). Where INFO is
+ * refused (ACL), say so once and push anyway: Redis still refuses (OOM). */
+static int
+memory_allows(struct ctl *c)
+{
+	static bool refused;
+	struct redis_memory m;
+	char err[256];
+	int pct;
+
+	if (refused)
+		return 0;
+	if (memory_fetch(c->rc, &m, false, err, sizeof(err)) == -1) {
+		fprintf(stderr, "ferryctl: redis at %s: %s%s\n", c->addr, err,
+		    c->rc->err ? "" : "; memory_refuse_percent not checked");
+		refused = c->rc->err == 0;
+		return refused ? 0 : CTL_EX_UNAVAILABLE;
+	}
+	if ((pct = memory_percent(&m)) < c->cfg->memory_refuse_percent)
+		return 0;
+	fprintf(stderr, "ferryctl: redis at %s is %d%% full "
+	    "(memory_refuse_percent %d): not enqueueing; drain the queue or "
+	    "raise maxmemory\n", c->addr, pct, c->cfg->memory_refuse_percent);
+	return CTL_EX_TEMPFAIL;
 }
 
 static int
 push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
-    bool quiet)
+    const struct options *o)
 {
-	bool progress = in->n > CTL_CHUNK && ctl_progress_wanted(quiet);
+	size_t total = in->jobs.n, from = 0, to, chunks = 0;
+	bool progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet);
 	bool lost = false;
 	struct queue_keys k;
-	size_t from = 0, to;
 	int rc = 0;
 
 	queue_keys_init(&k, c->cfg->redis_prefix, q->name);
-	for (; from < in->n && rc == 0; from = to) {
+	for (; from < total && rc == 0; from = to) {
 		to = chunk_end(in, from);
-		if ((rc = push_chunk(c, &k, in, from, to, &lost)) != 0)
+		if ((rc = memory_allows(c)) != 0 || (rc = push_chunk(c, &k, in,
+		    from, to, o->cache_ttl_ms, &lost)) != 0)
 			break;
-		for (size_t i = from; i < to && !quiet; i++)
-			printf("%s\n", in->ids + in->lines[i].id_off);
+		chunks++;
+		for (size_t i = from; i < to && !o->quiet; i++)
+			printf("%s\n", in->jobs.v[i].id);
 		if (progress)
 			fprintf(stderr, "\rferryctl: pushed %zu of %zu jobs", to,
-			    in->n);
+			    total);
 	}
 	if (progress)
 		fprintf(stderr, "\n");
-	if (rc != 0 && in->n > 1)
+	if (rc != 0 && from == 0 && !lost)
+		fprintf(stderr, "ferryctl: nothing was pushed to queue %s\n",
+		    q->name);
+	else if (rc != 0)
 		fprintf(stderr, "ferryctl: %zu of %zu jobs were pushed to queue %s "
-		    "(their ids are on stdout)%s; the others were not\n", from,
-		    in->n, q->name, lost ? ", the next chunk maybe" : "");
+		    "in %zu whole transaction%s (their ids are on stdout)%s; the "
+		    "others were not\n", from, total, q->name, chunks,
+		    chunks == 1 ? "" : "s", lost ? ", the next one maybe" : "");
 	return rc;
 }
 
+/* A positive number (--chunk-rows, --cache-ttl) within max, or -1. */
+static long
+positive(const char *s, long max)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	return *s != '\0' && *end == '\0' && v >= 1 && v <= max ? v : -1;
+}
+
 static int
-parse_args(int argc, char **argv, bool *quiet)
+parse_args(struct ctl *c, int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "cache", no_argument, NULL, 'C' },
+		{ "cache-ttl", required_argument, NULL, 't' },
+		{ "chunk-rows", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
+	long v;
 	int ch;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
-		if (ch != 'q')
+		if (ch == 'q')
+			o->quiet = true;
+		else if (ch == 'C' && o->cache_ttl_ms == 0)
+			o->cache_ttl_ms = c->cfg->cache_ttl_ms;
+		else if (ch == 't' && (v = positive(optarg, 365L * 86400)) > 0)
+			o->cache_ttl_ms = v * 1000;
+		else if (ch == 'r' && (v = positive(optarg, 1000000)) > 0)
+			o->chunk_rows = (int)v;
+		else
 			return -1;
-		*quiet = true;
 	}
 	return argc - optind == 2 ? optind : -1;
 }
@@ -288,35 +433,45 @@ load_input(struct input *in, char *arg)
 	return 0;
 }
 
-/* ferryctl enqueue [-q] QUEUE JSON|- */
+static int
+check_and_push(struct ctl *c, const struct queue_config *q,
+    struct input *in, const struct options *o)
+{
+	char prefix[QUEUE_KEY_MAX];
+	size_t bad;
+
+	snprintf(prefix, sizeof(prefix), "%s:{%s}:cache:", c->cfg->redis_prefix,
+	    q->name);
+	if ((bad = validate(in, q, o->cache_ttl_ms > 0 ? prefix : NULL,
+	    o->chunk_rows > 0 ? o->chunk_rows : q->chunk_rows)) > 0) {
+		fprintf(stderr, "ferryctl: %zu invalid job%s; nothing was pushed "
+		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);
+		return CTL_EX_DATAERR;
+	}
+	if (ctl_redis(c) == NULL)
+		return CTL_EX_UNAVAILABLE;
+	return push_all(c, q, in, o);
+}
+
+/* ferryctl enqueue [-q] [--cache | --cache-ttl S] [--chunk-rows N]
+ * QUEUE JSON|- */
 int
 ctl_enqueue(struct ctl *c, int argc, char **argv)
 {
 	const struct queue_config *q;
 	struct input in = { 0 };
-	bool quiet = false;
-	int first = parse_args(argc, argv, &quiet), rc;
-	size_t bad;
+	struct options o = { 0 };
+	int first = parse_args(c, argc, argv, &o), rc;
 
 	if (first < 0) {
-		fprintf(stderr, "usage: ferryctl enqueue [-q] QUEUE JSON|-\n");
+		fprintf(stderr, "usage: ferryctl enqueue [-q] [--cache | "
+		    "--cache-ttl SECONDS] [--chunk-rows N] QUEUE JSON|-\n");
 		return CTL_EX_USAGE;
 	}
 	if ((q = ctl_queue(c, argv[first])) == NULL)
 		return CTL_EX_USAGE;
-	if ((rc = load_input(&in, argv[first + 1])) != 0) {
-		input_free(&in);
-		return rc;
-	}
-	if ((bad = validate(&in, q)) > 0) {
-		fprintf(stderr, "ferryctl: %zu invalid job%s; nothing was pushed "
-		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);
-		rc = CTL_EX_DATAERR;
-	} else if (ctl_redis(c) == NULL) {
-		rc = CTL_EX_UNAVAILABLE;
-	} else {
-		rc = push_all(c, q, &in, quiet);
-	}
+	if ((rc = load_input(&in, argv[first + 1])) == 0)
+		rc = check_and_push(c, q, &in, &o);
 	input_free(&in);
 	return rc;
 }

@@ -254,7 +254,31 @@ job_take_id(struct job *j, json_t *id, int as_real)
 	return 0;
 }
 
-/* Validate the document and take its id. */
+/* The envelope's "cache_key": a non-empty string of at most
+ * JOB_CACHE_KEY_MAX bytes without NUL, if present. */
+static int
+job_take_cache_key(struct job *j, json_t *ck)
+{
+	size_t n;
+
+	if (ck == NULL)
+		return 0;
+	if (!json_is_string(ck) || (n = json_string_length(ck)) == 0 ||
+	    memchr(json_string_value(ck), '\0', n) != NULL) {
+		j->invalid = "cache_key is not a non-empty string";
+		return -1;
+	}
+	if (n > JOB_CACHE_KEY_MAX) {
+		job_set_invalid(j, "cache_key is longer than %d bytes",
+		    JOB_CACHE_KEY_MAX);
+		return -1;
+	}
+	j->cache_key = xstrdup(json_string_value(ck));
+	return 0;
+}
+
+/* Validate the document and take its id and cache key; 0 when the id is
+ * usable (j->invalid may still be set, by the cache key). */
 static int
 job_check(struct job *j)
 {
@@ -265,8 +289,11 @@ job_check(struct job *j)
 		return -1;
 	if (!json_is_object(doc))
 		j->invalid = "job is not a JSON object";
-	else
-		rc = job_take_id(j, json_object_get(doc, "id"), as_real);
+	else if ((rc = job_take_id(j, json_object_get(doc, "id"),
+	    as_real)) == 0)        /* a bad cache_key keeps the job's id */
+		job_take_cache_key(j, json_object_get(doc, "cache_key"));
+	j->has_data = json_is_object(doc) &&
+	    json_object_get(doc, "data") != NULL;
 	json_decref(doc);
 	return rc;
 }
@@ -300,7 +327,10 @@ void
 job_free(struct job *j)
 {
 	free(j->batch);
-	j->batch = NULL;
+	free(j->cache_key);
+	free(j->cache);
+	free(j->rows);
+	j->batch = j->cache_key = j->cache = j->rows = NULL;
 }
 
 /* s as the inside of a JSON string, into out (room for 6 * strlen + 1). */
@@ -345,19 +375,28 @@ job_flatten(char *p, size_t n)
 char *
 job_handler_line(const struct job *j, size_t *len)
 {
-	char id[JOB_ID_MAX * 6 + 1], head[sizeof(id) + 80], *line;
+	static const char cache_mark[] = ",\"cache\":";
+	char id[JOB_ID_MAX * 6 + 1], head[sizeof(id) + 80], *line, *p;
+	size_t extra = j->cache != NULL ? sizeof(cache_mark) - 1 +
+	    j->cache_len : 0;
 	int n;
 
 	job_escape(j->id, id);
 	n = snprintf(head, sizeof(head),
 	    "{\"id\":\"%s\",\"attempts\":%d,\"recoveries\":%d,\"job\":",
 	    id, j->attempts, j->recoveries);
-	line = xmalloc((size_t)n + j->raw_len + 3);
+	line = xmalloc((size_t)n + j->raw_len + extra + 3);
 	memcpy(line, head, (size_t)n);
 	memcpy(line + n, j->raw, j->raw_len);
 	job_flatten(line + n, j->raw_len);
-	memcpy(line + n + j->raw_len, "}\n", 3);
-	*len = (size_t)n + j->raw_len + 2;
+	p = line + n + j->raw_len;
+	if (j->cache != NULL) {
+		memcpy(p, cache_mark, sizeof(cache_mark) - 1);
+		memcpy(p + sizeof(cache_mark) - 1, j->cache, j->cache_len);
+		p += extra;
+	}
+	memcpy(p, "}\n", 3);
+	*len = (size_t)(p - line) + 2;
 	return line;
 }
 

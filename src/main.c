@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "master.h"
+#include "master_memory.h"
 #include "sink_pg.h"
 #include "util.h"
 
@@ -118,7 +119,10 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 64;
 	}
-	struct ferry_config *cfg = load_or_exit(path);
+	/* the daemon runs in / and re-reads the file on HUP: keep it absolute */
+	char *abspath = realpath(path, NULL);
+	struct ferry_config *cfg = load_or_exit(abspath != NULL ? abspath : path);
+	free(abspath);
 	if (test_only) {
 		printf("ferryd: configuration file %s test is successful "
 		    "(%d queues)\n", path, cfg->nqueues);
@@ -131,7 +135,7 @@ main(int argc, char **argv)
 		    "log)\n", cfg->log, strerror(errno));
 		return 1;
 	}
-	if (check_sinks(cfg) == -1)
+	if (check_sinks(cfg) == -1 || memory_check_start(cfg) == -1)
 		return 1;
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)

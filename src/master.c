@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "control.h"
 #include "log.h"
 #include "util.h"
 #include "worker.h"
@@ -152,6 +153,7 @@ spawn(struct master *m, struct master_worker *w)
 		    w->number, MASTER_SCOREBOARD_SLOTS);
 		return;
 	}
+	atomic_store(&scoreboard_slot(&m->sb, w->sb_index)->paused, mq->paused);
 	pid_t master_pid = getpid();
 	sigset_t all, saved;
 	/* a signal sent to the new worker before it has replaced libev's
@@ -261,6 +263,9 @@ worker_died(struct master *m, struct master_worker *w, int status)
 
 	describe_status(status, what, sizeof(what));
 	w->pid = 0;
+	if (w->sb_index != -1)    /* its slot goes to the next process */
+		metrics_totals_add_slot(&mq->totals,
+		    scoreboard_slot(&m->sb, w->sb_index));
 	/* a recovery is counted only when the worker died on its own: not
 	 * for a clean or fatal exit, nor when we killed it to stop */
 	master_redis_reclaim(m, &mq->cfg, pid, !m->killing &&
@@ -287,6 +292,7 @@ worker_died(struct master *m, struct master_worker *w, int status)
 	    cfg->restart_backoff_max_ms);
 	w->streak++;
 	w->restarts++;
+	mq->totals.restarts++;
 	log_msg(clean ? CONFIG_LOG_INFO : CONFIG_LOG_WARN,
 	    "queue %s: worker %d (pid %d) %s after %.1f s; restart %d in %ld ms",
 	    mq->cfg.name, w->number, (int)pid, what,
@@ -527,10 +533,18 @@ master_run(struct ferry_config *cfg)
 
 	memset(m, 0, sizeof(*m));
 	m->cfg = cfg;
+	m->started_ms = util_monotonic_ms();
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
 		config_free(cfg);
 		free(cfg);
+		return 1;
+	}
+	char err[512];
+	if ((m->control = control_open(cfg->control_socket, err,
+	    sizeof(err))) == NULL && err[0] != '\0') {
+		log_error("%s; not started", err);
+		free_all(m);
 		return 1;
 	}
 	m->loop = ev_default_loop(EVFLAG_AUTO);
@@ -551,6 +565,8 @@ master_run(struct ferry_config *cfg)
 	gethostname(host, sizeof(host) - 1);
 	snprintf(m->master_id, sizeof(m->master_id), "%s:%d", host, (int)getpid());
 	master_redis_start(m);
+	metrics_start(m);
+	control_start(m->control, m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
@@ -559,7 +575,9 @@ master_run(struct ferry_config *cfg)
 	log_notice("ferryd %s started as %s: %d queues, %d workers, config %s",
 	    PACKAGE_VERSION, m->master_id, cfg->nqueues, workers, cfg->path);
 	ev_run(m->loop, 0);
+	control_close(m->control);
 	master_redis_finish(m);
+	metrics_stop(m);
 	log_notice("ferryd stopped");
 	free_all(m);
 	return m->exit_code;

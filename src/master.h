@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "master_redis.h"
+#include "metrics.h"
 #include "scoreboard.h"
 
 #define MASTER_SCOREBOARD_SLOTS 1024
@@ -41,6 +42,8 @@ struct master_queue {
 	struct queue_config cfg;  /* own copy: outlives config reloads */
 	int target;               /* workers wanted (config, TTIN/TTOU) */
 	bool removed;             /* gone from the config: retire, then free */
+	bool paused;              /* control `pause`: its workers stop fetching */
+	struct metrics_totals totals;   /* of its dead worker processes */
 	struct master_worker *workers;
 	struct master_queue *next;
 };
@@ -65,6 +68,9 @@ struct master {
 	bool killing;             /* workers die because we stop: no bump */
 	char master_id[128];      /* hostname:pid, names us in Redis */
 	struct master_redis *redis;
+	struct control *control;  /* NULL when control_socket is empty */
+	struct metrics *metrics;  /* the Redis figures behind metrics */
+	int64_t started_ms;
 };
 
 /* Run until stopped; returns the process exit status. Takes ownership of

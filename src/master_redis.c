@@ -2,8 +2,8 @@
  * so it never blocks: keep this host's heartbeat key alive, hand back the
  * processing list of every worker that dies (at once, and again after an
  * outage until Redis confirms), reap the lists of dead hosts, promote due
- * retries. hiredis 0.14 has no async timeouts: a watchdog drops a
- * connection whose replies stop coming. */
+ * retries, and carry metrics.c's questions. hiredis 0.14 has no async
+ * timeouts: a watchdog drops a connection whose replies stop coming. */
 #include "master_redis.h"
 
 #include <hiredis/adapters/libev.h>
@@ -17,6 +17,7 @@
 #include "log.h"
 #include "lua_scripts.h"
 #include "master.h"
+#include "master_memory.h"
 #include "queue.h"
 #include "util.h"
 #include "worker.h"
@@ -256,8 +257,9 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	    sizeof(key));
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	snprintf(ttl, sizeof(ttl), "%ld", r->m->cfg->heartbeat_ttl_ms);
-	const char *argv[] = { "SET", key, pid, "PX", ttl };
-	send_argv(r, on_reply, "heartbeat", 5, argv);
+	/* a script: a plain SET is refused at maxmemory (heartbeat.lua) */
+	const char *args[] = { key, pid, ttl };
+	send_script(r, LUA_HEARTBEAT, on_reply, "heartbeat", 1, 3, args);
 	/* a TTL change on reload takes effect at the next beat */
 	t->repeat = (double)r->m->cfg->heartbeat_ttl_ms / 3000.;
 	ev_timer_again(r->m->loop, t);
@@ -304,6 +306,48 @@ promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		const char *args[] = { k.delayed, k.ready, PROMOTE_LIMIT };
 		send_script(r, LUA_PROMOTE, on_reply, "promote", 2, 3, args);
 	}
+}
+
+/* A command for another module (metrics.c): the bookkeeping of the
+ * watchdog here, the reply there. */
+struct relay {
+	master_redis_fn *fn;
+	void *priv;
+};
+
+static void
+on_relay(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	struct relay *rl = privdata;
+
+	r->inflight--;
+	if (reply != NULL)
+		r->last_reply_ms = util_monotonic_ms();
+	rl->fn(r->m, reply, rl->priv);
+	free(rl);
+}
+
+int
+master_redis_command(struct master *m, master_redis_fn *fn, void *priv,
+    int argc, const char **argv)
+{
+	struct relay *rl = xmalloc(sizeof(*rl));
+
+	rl->fn = fn;
+	rl->priv = priv;
+	if (m->redis == NULL || send_argv(m->redis, on_relay, rl, argc,
+	    argv) == -1) {
+		free(rl);
+		return -1;
+	}
+	return 0;
+}
+
+bool
+master_redis_up(const struct master *m)
+{
+	return m->redis != NULL && m->redis->up;
 }
 
 static void
@@ -367,6 +411,7 @@ master_redis_start(struct master *m)
 	ev_timer_again(m->loop, &r->reap);
 	ev_timer_start(m->loop, &r->promote);
 	connect_now(r);
+	master_memory_start(m);
 }
 
 /* At exit: the loop has stopped, so finish synchronously what is pending
@@ -380,6 +425,7 @@ master_redis_finish(struct master *m)
 
 	if (r == NULL)
 		return;
+	master_memory_stop(m);
 	r->closing = true;
 	if (r->ac != NULL)
 		redisAsyncFree(r->ac);   /* calls back with NULL replies */

@@ -1,5 +1,5 @@
 /* master_redis.h - heartbeat, reclaim, reaper and promotion: the master's
- * asynchronous Redis work. */
+ * asynchronous Redis work, on a connection other modules may use too. */
 #ifndef FERRY_MASTER_REDIS_H
 #define FERRY_MASTER_REDIS_H
 
@@ -16,5 +16,16 @@ void master_redis_start(struct master *m);
 void master_redis_reclaim(struct master *m, const struct queue_config *q,
     pid_t pid, bool bump);
 void master_redis_finish(struct master *m);
+
+/* An asynchronous command on the master's connection, for other modules
+ * (metrics.c): fn gets the reply, which lives only during the call, or
+ * NULL when the connection was lost. -1 (fn never called) when Redis is
+ * not connected now. */
+struct redisReply;
+typedef void master_redis_fn(struct master *m, struct redisReply *reply,
+    void *priv);
+int master_redis_command(struct master *m, master_redis_fn *fn, void *priv,
+    int argc, const char **argv);
+bool master_redis_up(const struct master *m);
 
 #endif

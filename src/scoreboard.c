@@ -3,9 +3,16 @@
  * is guarded by a sequence counter written only by the slot's worker. */
 #include "scoreboard.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#include "util.h"
+
+const int64_t scoreboard_bucket_ms[SCOREBOARD_BUCKETS - 1] = {
+	5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+};
 
 int
 scoreboard_create(struct scoreboard *sb, int nslots)
@@ -45,6 +52,13 @@ scoreboard_acquire(struct scoreboard *sb)
 		atomic_store(&slot->jobs_done, 0);
 		atomic_store(&slot->seen_ms, 0);
 		slot->last_error[0] = '\0';
+		atomic_store(&slot->paused, 0);
+		atomic_store(&slot->batches, 0);
+		atomic_store(&slot->batch_sum_ms, 0);
+		for (int b = 0; b < SCOREBOARD_BUCKETS; b++)
+			atomic_store(&slot->batch_buckets[b], 0);
+		for (int c = 0; c < SB_ERR_CLASSES; c++)
+			atomic_store(&slot->errors[c], 0);
 		atomic_store(&slot->state, SB_STARTING);
 		return i;
 	}
@@ -84,14 +98,64 @@ scoreboard_begin_batch(struct scoreboard_slot *slot, int64_t now_ms)
 void
 scoreboard_end_batch(struct scoreboard_slot *slot, long jobs)
 {
+	int64_t started = atomic_load(&slot->batch_start_ms);
+
+	if (jobs > 0 && started != 0)
+		scoreboard_record_batch(slot, util_monotonic_ms() - started);
 	atomic_fetch_add(&slot->jobs_done, jobs);
 	atomic_store(&slot->batch_start_ms, 0);
 	atomic_store(&slot->state, SB_IDLE);
 }
 
 void
+scoreboard_record_batch(struct scoreboard_slot *slot, int64_t ms)
+{
+	int b = 0;
+
+	while (b < SCOREBOARD_BUCKETS - 1 && ms > scoreboard_bucket_ms[b])
+		b++;
+	atomic_fetch_add(&slot->batch_buckets[b], 1);
+	atomic_fetch_add(&slot->batch_sum_ms, ms);
+	atomic_fetch_add(&slot->batches, 1);
+}
+
+/* The messages come from queue.c, consumer.c, sink_pg.c and
+ * handler_exec.c; Redis error replies start with an upper-case code. */
+enum scoreboard_error_class
+scoreboard_error_class(const char *msg)
+{
+	size_t code = 0;
+
+	while (isupper((unsigned char)msg[code]))
+		code++;
+	if (strncmp(msg, "postgres:", 9) == 0)
+		return SB_ERR_POSTGRES;
+	if (strncmp(msg, "[queue ", 7) == 0 || strncmp(msg, "table ", 6) == 0 ||
+	    strncmp(msg, "cannot create ferry_batches", 27) == 0)
+		return SB_ERR_SCHEMA;
+	if (strncmp(msg, "handler ", 8) == 0 ||
+	    strncmp(msg, "cannot run handler", 18) == 0)
+		return SB_ERR_HANDLER;
+	if (strstr(msg, "redis") != NULL || (code >= 2 && msg[code] == ' '))
+		return SB_ERR_REDIS;
+	return SB_ERR_OTHER;
+}
+
+const char *
+scoreboard_error_class_name(int cls)
+{
+	static const char *names[] = {
+		"redis", "postgres", "schema", "handler", "other",
+	};
+	if (cls < 0 || cls >= SB_ERR_CLASSES)
+		return "other";
+	return names[cls];
+}
+
+void
 scoreboard_set_error(struct scoreboard_slot *slot, const char *msg)
 {
+	atomic_fetch_add(&slot->errors[scoreboard_error_class(msg)], 1);
 	atomic_fetch_add(&slot->error_seq, 1);
 	strncpy(slot->last_error, msg, sizeof(slot->last_error) - 1);
 	slot->last_error[sizeof(slot->last_error) - 1] = '\0';
@@ -118,9 +182,9 @@ const char *
 scoreboard_state_name(int state)
 {
 	static const char *names[] = {
-		"free", "starting", "idle", "busy", "stopping",
+		"free", "starting", "idle", "busy", "stopping", "paused",
 	};
-	if (state < 0 || state > SB_STOPPING)
+	if (state < 0 || state > SB_PAUSED)
 		return "unknown";
 	return names[state];
 }

@@ -1,7 +1,8 @@
 /* scoreboard.h - shared memory the master maps before forking, one slot per
  * worker. Workers write their own slot (state, batch start, jobs done, last
- * error); the master reads every slot to find hung or bloated workers and to
- * report status, and writes the header's `quiet` flag (TSTP/CONT). */
+ * error, batch durations, errors by class); the master reads every slot to
+ * find hung or bloated workers and to report status and metrics, and writes
+ * the header's `quiet` flag (TSTP/CONT) and each slot's `paused` flag. */
 #ifndef FERRY_SCOREBOARD_H
 #define FERRY_SCOREBOARD_H
 
@@ -10,6 +11,19 @@
 #include <sys/types.h>
 
 #define SCOREBOARD_ERROR_MAX 160
+/* Batch duration histogram: upper bounds in ms, then one +Inf bucket. */
+#define SCOREBOARD_BUCKETS 14
+extern const int64_t scoreboard_bucket_ms[SCOREBOARD_BUCKETS - 1];
+
+/* What kind of trouble scoreboard_set_error() was told about. */
+enum scoreboard_error_class {
+	SB_ERR_REDIS,    /* Redis unreachable, or a command or script failed */
+	SB_ERR_POSTGRES, /* PostgreSQL unreachable or failing */
+	SB_ERR_SCHEMA,   /* table, columns or ferry_batches missing */
+	SB_ERR_HANDLER,  /* exec handler could not run, crashed, spoke nonsense */
+	SB_ERR_OTHER,
+	SB_ERR_CLASSES,
+};
 
 enum scoreboard_state {
 	SB_FREE = 0,     /* slot unused */
@@ -17,6 +31,7 @@ enum scoreboard_state {
 	SB_IDLE,         /* waiting for jobs */
 	SB_BUSY,         /* running a batch since batch_start_ms */
 	SB_STOPPING,     /* told to stop, finishing its batch */
+	SB_PAUSED,       /* not fetching: quiet (TSTP) or its queue paused */
 };
 
 struct scoreboard_slot {
@@ -27,6 +42,11 @@ struct scoreboard_slot {
 	_Atomic int64_t seen_ms;        /* last loop turn of the worker */
 	_Atomic unsigned error_seq;     /* odd while last_error is written */
 	char last_error[SCOREBOARD_ERROR_MAX];
+	_Atomic int paused;             /* set by the master: stop fetching */
+	_Atomic int64_t batches;        /* settled batches, and their time */
+	_Atomic int64_t batch_sum_ms;
+	_Atomic int64_t batch_buckets[SCOREBOARD_BUCKETS]; /* not cumulative */
+	_Atomic int64_t errors[SB_ERR_CLASSES];
 };
 
 struct scoreboard_header {
@@ -49,8 +69,15 @@ struct scoreboard_slot *scoreboard_slot(struct scoreboard *sb, int index);
 
 void scoreboard_set_state(struct scoreboard_slot *slot, int state);
 void scoreboard_begin_batch(struct scoreboard_slot *slot, int64_t now_ms);
+/* A batch of `jobs` settled (0: not settled, or waiting for the sink);
+ * a settled batch's duration goes into the histogram. */
 void scoreboard_end_batch(struct scoreboard_slot *slot, long jobs);
+/* Record a batch duration (end_batch does it). */
+void scoreboard_record_batch(struct scoreboard_slot *slot, int64_t ms);
+/* Keep msg as last_error and count it in its class. */
 void scoreboard_set_error(struct scoreboard_slot *slot, const char *msg);
+enum scoreboard_error_class scoreboard_error_class(const char *msg);
+const char *scoreboard_error_class_name(int cls);
 /* Copy last_error consistently (retries while the worker writes it). */
 void scoreboard_get_error(struct scoreboard_slot *slot, char *buf, size_t size);
 const char *scoreboard_state_name(int state);

@@ -357,7 +357,9 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			goto out;
 		if (!write)
 			continue;
-		if (copy_encode_job(jobs[i].raw, jobs[i].raw_len, &s->cols,
+		/* rows from the job's cache key (src/cache.c) when it has one */
+		if (copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
+		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len, &s->cols,
 		    &bufs[i], why, sizeof(why)) == -1) {
 			set_result(&res[i], HANDLER_FAIL, why);
 			json_object_set_new(s->failed, jobs[i].id, json_string(why));

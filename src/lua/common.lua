@@ -97,7 +97,11 @@ local function reclaim(proc, ready, dead, stats, owners, bkeys, wid,
 		end
 	end
 	redis.call('DEL', proc)
-	redis.call('HDEL', owners, wid)
+	-- a tombstone, not a deletion: a command the dead worker sent before
+	-- dying (a BLMOVE still blocked, a fetch in Redis' input buffer) may
+	-- yet move a job into its list; fetch refuses a tombstoned worker and
+	-- the reaper sweeps the list again before removing the tombstone
+	redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now))
 	redis.call('HDEL', bkeys, wid)
 	if back > 0 then redis.call('HINCRBY', stats, 'recovered', back) end
 	if buried > 0 then redis.call('HINCRBY', stats, 'dead', buried) end

@@ -3,9 +3,16 @@
 -- worker's processing list, in one atomic step. A recovered job (one whose
 -- worker died holding it) is fetched alone, so a poison job cannot take
 -- innocent batch-mates down with it.
--- KEYS: ready, proc, bkeys   ARGV: n, worker id, batch key, held
+-- KEYS: ready, proc, bkeys, owners
+-- ARGV: n, worker id, batch key, held, master id
 -- (held: jobs already in the processing list, moved there by BLMOVE)
+-- A worker the master has already handed back (owners holds its
+-- tombstone, or another master) gets an error: it must exit.
 -- allow-oom: it only moves data, so the queue drains at maxmemory.
+if redis.call('HGET', KEYS[4], ARGV[2]) ~= ARGV[5] then
+	return redis.error_reply('ERR ferry: worker ' .. ARGV[2] ..
+		' is not registered: it was handed back as dead')
+end
 local n = tonumber(ARGV[1])
 local held = tonumber(ARGV[4])
 local out = {}

@@ -555,3 +555,15 @@ h_pg_text(struct ferryd *d, const char *sql)
 	PQclear(r);
 	return v;
 }
+
+int
+h_live_owners(struct ferryd *f, const char *q)
+{
+	redisReply *r = h_redis(f, "HVALS ferry:{%s}:owners", q);
+	int n = 0;
+
+	for (size_t i = 0; i < r->elements; i++)
+		n += strncmp(r->element[i]->str, "dead:", 5) != 0;
+	freeReplyObject(r);
+	return n;
+}

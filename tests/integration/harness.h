@@ -79,6 +79,9 @@ void h_write_recorder(struct ferryd *f, char *cmd, size_t size);
 int h_distinct_done(struct ferryd *f, int n);
 /* ready, delayed and every processing list of queue q are empty. */
 void h_assert_queue_empty(struct ferryd *f, const char *q);
+/* Entries of q's owners hash that are live workers (not the tombstones
+ * "dead:<ms>" a hand-back leaves for a while). */
+int h_live_owners(struct ferryd *f, const char *q);
 /* The dead-letter entries of q, parsed (a json array to json_decref). */
 struct json_t *h_dead_entries(struct ferryd *f, const char *q);
 /* Start a private PostgreSQL for d; returns the [ferryd] lines pointing

@@ -264,7 +264,8 @@ Test(ctl, stats_of_every_list_and_counter)
 	for (const char *const *s = (const char *const[]){ "queue q\n",
 	    "ready        3\n", "delayed      1\n", "dead         2\n",
 	    "processing   2\n", "proc:w1 2 (master m1)\n", "enqueued 7, done 4,"
-	    " retried 0, dead 0, recovered 0, replayed 0\n", NULL }; *s; s++)
+	    " retried 0, dead 0, recovered 0, replayed 0, cache_missing 0\n",
+	    NULL }; *s; s++)
 		cr_assert_not_null(strstr(r.out, *s), "no \"%s\" in:\n%s", *s,
 		    r.out);
 	cr_assert_null(strstr(r.out, "queue other"));

@@ -100,7 +100,7 @@ Test(recovery, dead_host_is_reaped_by_the_other_master)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	/* only the live host's two workers are left as owners */
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 2);
+	cr_assert_eq(h_live_owners(&d, "q"), 2);
 	/* heartbeat_ttl + reaper_interval = 1.5 s; generous for a slow box */
 	cr_assert_lt(reaped_ms, 15000, "reaped after %lld ms", reaped_ms);
 }
@@ -158,7 +158,7 @@ Test(recovery, term_finishes_the_batch_in_hand)
 	cr_assert_eq(h_distinct_done(&d, 100), 10);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 90);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", held), 0);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 0);
+	cr_assert_eq(h_live_owners(&d, "q"), 0);
 }
 
 /* QUIT: workers are killed now and their jobs handed back with no
@@ -190,7 +190,7 @@ Test(recovery, quit_hands_the_batch_back)
 		    strncmp(r->element[i]->str, "{\"ferry\":1,\"recoveries\":0,",
 		    26) == 0, "job changed: %s", r->element[i]->str);
 	freeReplyObject(r);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 0);
+	cr_assert_eq(h_live_owners(&d, "q"), 0);
 }
 
 /* A worker stuck in its batch (stopped with SIGSTOP) past job_timeout is
@@ -235,4 +235,57 @@ Test(recovery, redis_unreachable_at_start)
 	h_wait_log(&d, "redis reachable again", 2);
 	cr_assert_eq(h_count_in_file(d.log, "cannot connect to redis at"), 2,
 	    "each worker logs the outage once, not once per retry");
+}
+
+/* A job that lands in a worker's list after that worker was handed back
+ * (a BLMOVE it left blocked in Redis is served by a later push) is swept
+ * back by the reaper, and the tombstone is not a live owner. */
+Test(recovery, job_moved_to_a_dead_worker_is_swept_back)
+{
+	h_setup(&d, "reaper_interval = 200ms\n", "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	long long now = h_redis_int(&d, "EVAL %s 0",
+	    "local t = redis.call('TIME') return t[1] * 1000");
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:owners ghost.1 dead:%lld",
+	    now));
+	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:proc:ghost.1 {\"n\":1}"));
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:proc:ghost.1"), 0);
+	cr_assert_eq(h_live_owners(&d, "q"), 1);
+	/* handed back without a recovery: the dead worker never saw it */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1);
+}
+
+/* A frozen host wakes up after another master took its jobs over: its
+ * workers are refused by Redis (their ids are tombstoned) and exit; its
+ * master starts new ones; every job is done. */
+Test(recovery, frozen_host_wakes_up_and_its_workers_step_down)
+{
+	char cmd[400], queues[800], held[256];
+	pid_t pids[H_MAX_PIDS];
+	const char *timing = "heartbeat_ttl = 1s\nreaper_interval = 300ms\n";
+
+	h_setup(&d, timing, "");
+	slow_recorder(&d, "0.1", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "batch_size = 20\nhandler = exec\ncommand = %s\n", cmd);
+	h_config(&d, timing, queues);
+	h_setup_peer(&d2, &d, timing, queues);
+	h_push_jobs(&d, "q", 0, 400);
+	h_start(&d, 1);
+	wait_held(&d, "q", held, sizeof(held));
+	int n = h_children(d.pid, pids, H_MAX_PIDS);
+	kill(d.pid, SIGSTOP);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGSTOP);
+	h_start(&d2, 1);
+	h_wait_redis_int(&d, 0, "EXISTS %s", held);      /* reaped */
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGCONT);
+	kill(d.pid, SIGCONT);
+	h_wait_log(&d, "is not registered: it was handed back as dead", 1);
+	h_wait_redis_int(&d, 400, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, 400), 400);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 }

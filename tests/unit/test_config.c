@@ -544,6 +544,10 @@ static const struct range_case {
 	{ "ferryd", "restart_backoff_reset", "0", "2d", "1s..1d" },
 	{ "ferryd", "pg_statement_timeout", "999ms", "1441m", "1s..1d" },
 	{ "ferryd", "done_retention", "59s", "366d", "1m..365d" },
+	{ "ferryd", "memory_check_interval", "99ms", "61m", "100ms..1h" },
+	{ "ferryd", "memory_warn_percent", "0", "101", "1..100" },
+	{ "ferryd", "memory_refuse_percent", "0", "101", "1..100" },
+	{ "ferryd", "cache_ttl", "999ms", "366d", "1s..365d" },
 	{ "queue q", "workers", "-1", "257", "0..256" },
 	{ "queue q", "batch_size", "0", "100001", "1..100000" },
 	{ "queue q", "max_attempts", "0", "1001", "1..1000" },
@@ -556,6 +560,8 @@ static const struct range_case {
 	    "0..1000000000" },
 	{ "queue q", "max_worker_rss_mb", "-1", "1048577", "0..1048576" },
 	{ "queue q", "max_job_bytes", "15", "536870913", "16..536870912" },
+	{ "queue q", "chunk_rows", "0", "1000001", "1..1000000" },
+	{ "queue q", "dead_max", "-1", "1000000001", "0..1000000000" },
 	{ "queue q", "pg_port", "0", "65536", "1..65535" },
 };
 
@@ -801,6 +807,81 @@ Test(config, done_retention)
 	expect_errors("[ferryd]\ndone_retention = 7days\n" Q1, "F:2: [ferryd] "
 	    "done_retention: \"7days\" is not a duration (allowed: a number "
 	    "with suffix ms, s, m, h or d; no suffix = seconds)\n");
+}
+
+Test(config, memory_keys)
+{
+	struct ferry_config c;
+	const struct queue_config *q;
+
+	load_ok(Q1, &c);
+	cr_expect_eq(c.allow_unsafe_eviction, false);
+	cr_expect_eq(c.require_persistence, false);
+	cr_expect_eq(c.memory_check_interval_ms, 10000);
+	cr_expect_eq(c.memory_warn_percent, 80);
+	cr_expect_eq(c.memory_refuse_percent, 90);
+	cr_expect_eq(c.cache_ttl_ms, 24L * 3600 * 1000);
+	cr_expect_eq(c.queues[0].chunk_rows, 1000);
+	cr_expect_eq(c.queues[0].dead_max, 100000);
+	cr_expect_str_eq(c.queues[0].dead_archive, "");
+	config_free(&c);
+	load_ok("[ferryd]\nallow_unsafe_eviction = yes\n"
+	    "require_persistence = true\nmemory_check_interval = 250ms\n"
+	    "memory_warn_percent = 50\nmemory_refuse_percent = 50\n"
+	    "cache_ttl = 90\n[queue q]\nchunk_rows = 1000000\ndead_max = 0\n"
+	    "dead_archive = /var/lib/ferry/q.dead.jsonl\n", &c);
+	cr_expect_eq(c.allow_unsafe_eviction, true);
+	cr_expect_eq(c.require_persistence, true);
+	cr_expect_eq(c.memory_check_interval_ms, 250);
+	cr_expect_eq(c.memory_warn_percent, 50);
+	cr_expect_eq(c.memory_refuse_percent, 50);
+	cr_expect_eq(c.cache_ttl_ms, 90000);
+	q = &c.queues[0];
+	cr_expect_eq(q->chunk_rows, 1000000);
+	cr_expect_eq(q->dead_max, 0);
+	cr_expect_str_eq(q->dead_archive, "/var/lib/ferry/q.dead.jsonl");
+	config_free(&c);
+	load_ok("[ferryd]\nallow_unsafe_eviction = on\n"
+	    "require_persistence = 0\n" Q1, &c);
+	cr_expect_eq(c.allow_unsafe_eviction, true);
+	cr_expect_eq(c.require_persistence, false);
+	config_free(&c);
+}
+
+Test(config_errors, memory_keys)
+{
+	expect_errors("[ferryd]\nallow_unsafe_eviction = maybe\n"
+	    "require_persistence =\n" Q1 "dead_archive = dead.jsonl\n",
+	    "F:2: [ferryd] allow_unsafe_eviction: \"maybe\" is not yes or no\n"
+	    "F:3: [ferryd] require_persistence: \"\" is not yes or no\n"
+	    "F:5: [queue q] dead_archive: \"dead.jsonl\" is not an absolute path "
+	    "(allowed: empty or /path)\n");
+	expect_errors("[ferryd]\nmemory_warn_percent = 95\n" Q1,
+	    "F:2: [ferryd] memory_refuse_percent: \"90\" must be >= "
+	    "memory_warn_percent (95)\n");
+	expect_errors("[ferryd]\nmemory_warn_percent = 70\n"
+	    "memory_refuse_percent = 60\n" Q1,
+	    "F:3: [ferryd] memory_refuse_percent: \"60\" must be >= "
+	    "memory_warn_percent (70)\n");
+	expect_errors("[ferryd]\nchunk_rows = 5\n" Q1 "cache_ttl = 1h\n",
+	    "F:2: [ferryd] chunk_rows: unknown key (it belongs in a [queue NAME] "
+	    "section)\n"
+	    "F:4: [queue q] cache_ttl: unknown key (it belongs in the [ferryd] "
+	    "section)\n");
+}
+
+Test(config_api, queue_changed_memory_keys)
+{
+	struct ferry_config a, b;
+
+	load_ok(Q1, &a);
+	load_ok(Q1 "dead_max = 5\n", &b);
+	cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]));
+	config_free(&b);
+	load_ok(Q1 "dead_archive = /tmp/x\n", &b);
+	cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]));
+	config_free(&b);
+	config_free(&a);
 }
 
 /* --- the rest of the interface --- */

@@ -485,3 +485,56 @@ Test(job, handler_line_integer_id)
 	    "\"job\":{\"id\":-12,\"v\":0.1000000000000000055511151231257827}}\n");
 	job_free(&j);
 }
+
+/* --- cache keys --- */
+
+Test(job, cache_key_and_data)
+{
+	struct job j;
+
+	PARSE(&j, "{\"id\":\"c\",\"cache_key\":\"ferry:{q}:cache:c\"}");
+	cr_assert_null(j.invalid);
+	cr_assert_str_eq(j.cache_key, "ferry:{q}:cache:c");
+	cr_assert(!j.has_data);
+	job_free(&j);
+	cr_assert_null(j.cache_key);
+	PARSE(&j, "{\"data\":[1],\"cache_key\":\"k\"}");
+	cr_assert_str_eq(j.cache_key, "k");
+	cr_assert(j.has_data);
+	job_free(&j);
+	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,"
+	    "\"job\":{\"id\":7,\"cache_key\":\"k7\"}}");
+	cr_assert_str_eq(j.cache_key, "k7");
+	cr_assert_str_eq(j.id, "7");
+	job_free(&j);
+	PARSE(&j, "{\"id\":1}");
+	cr_assert_null(j.cache_key);
+	job_free(&j);
+}
+
+Test(job, bad_cache_keys_keep_the_id)
+{
+	char el[700];
+
+	expect_invalid("{\"id\":\"x\",\"cache_key\":5}",
+	    "cache_key is not a non-empty string", "x");
+	expect_invalid("{\"id\":\"x\",\"cache_key\":\"\"}",
+	    "cache_key is not a non-empty string", "x");
+	snprintf(el, sizeof(el), "{\"id\":\"x\",\"cache_key\":\"%0513d\"}", 0);
+	expect_invalid(el, "cache_key is longer than 512 bytes", "x");
+	snprintf(el, sizeof(el), "{\"id\":\"x\",\"cache_key\":\"%0512d\"}", 0);
+	expect_valid(el, "x");
+}
+
+Test(job, handler_line_with_cache)
+{
+	struct job j;
+
+	PARSE(&j, "{\"id\":\"c\",\"cache_key\":\"k\"}");
+	j.cache = strdup("{\"f\":\"v\"}");
+	j.cache_len = strlen(j.cache);
+	expect_line(&j, "{\"id\":\"c\",\"attempts\":0,\"recoveries\":0,"
+	    "\"job\":{\"id\":\"c\",\"cache_key\":\"k\"},\"cache\":{\"f\":\"v\"}}\n");
+	job_free(&j);
+	cr_assert_null(j.cache);
+}

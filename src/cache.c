@@ -1,0 +1,257 @@
+/* cache.c - read the cache keys that jobs name: TYPE for all of them in one
+ * pipeline, then GET, HGETALL or LRANGE in a second; each value becomes
+ * JSON for an exec handler and, for the postgres sink, its rows. A key that
+ * is gone is reported, never skipped: its job is dead-lettered. */
+#include "cache.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+enum { K_NONE, K_STRING, K_HASH, K_LIST, K_OTHER };
+
+static const char *const read_cmd[] = {
+	[K_STRING] = "GET %s", [K_HASH] = "HGETALL %s",
+	[K_LIST] = "LRANGE %s 0 -1",
+};
+
+static int
+kind_of(const redisReply *r)
+{
+	if (r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_STRING)
+		return K_OTHER;
+	if (strcmp(r->str, "none") == 0)
+		return K_NONE;
+	if (strcmp(r->str, "string") == 0)
+		return K_STRING;
+	if (strcmp(r->str, "hash") == 0)
+		return K_HASH;
+	return strcmp(r->str, "list") == 0 ? K_LIST : K_OTHER;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+bad(struct cache_item *it, const char *fmt, ...)
+{
+	va_list ap;
+
+	it->state = CACHE_BAD;
+	va_start(ap, fmt);
+	vsnprintf(it->why, sizeof(it->why), fmt, ap);
+	va_end(ap);
+}
+
+/* A hash (field, value, ...) or a list as JSON; NULL when a field or value
+ * is not UTF-8 text. */
+static json_t *
+container_json(int kind, const redisReply *r)
+{
+	json_t *v = kind == K_HASH ? json_object() : json_array();
+	size_t step = kind == K_HASH ? 2 : 1;
+
+	for (size_t i = 0; i + step - 1 < r->elements; i += step) {
+		const redisReply *e = r->element[i + step - 1];
+		json_t *s = json_stringn(e->str, e->len);
+		int rc = -1;
+		if (s != NULL && kind == K_HASH &&
+		    strlen(r->element[i]->str) == r->element[i]->len)
+			rc = json_object_set_new(v, r->element[i]->str, s);
+		else if (s != NULL && kind == K_LIST)
+			rc = json_array_append_new(v, s);
+		else
+			json_decref(s);
+		if (rc == -1) {
+			json_decref(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+/* {"data":<text>} */
+static void
+set_rows(struct cache_item *it, const char *text, size_t len)
+{
+	it->rows = xmalloc(len + 10);
+	memcpy(it->rows, "{\"data\":", 8);
+	memcpy(it->rows + 8, text, len);
+	memcpy(it->rows + 8 + len, "}", 2);
+	it->rows_len = len + 9;
+}
+
+/* The value as JSON into it->json; false (it is then GONE or BAD) when
+ * there is none. */
+static bool
+value_json(struct cache_item *it, int kind, const redisReply *r)
+{
+	json_t *v = NULL;
+
+	if (r->type == REDIS_REPLY_NIL || (r->type == REDIS_REPLY_ARRAY &&
+	    r->elements == 0)) {
+		it->state = CACHE_GONE;         /* expired since TYPE */
+		return false;
+	}
+	if (kind == K_STRING && r->type == REDIS_REPLY_STRING)
+		v = json_stringn(r->str, r->len);
+	else if (kind != K_STRING && r->type == REDIS_REPLY_ARRAY)
+		v = container_json(kind, r);
+	if (v == NULL && r->type == REDIS_REPLY_ERROR)
+		bad(it, "cache key changed while read: %s", r->str);
+	else if (v == NULL)
+		bad(it, "cache value is not UTF-8 text");
+	if (v == NULL)
+		return false;
+	it->json = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(v);
+	it->json_len = strlen(it->json);
+	if (it->max_bytes > 0 && it->json_len > (size_t)it->max_bytes)
+		bad(it, "cache value is %zu bytes as JSON, over max_job_bytes "
+		    "%ld", it->json_len, it->max_bytes);
+	return it->state != CACHE_BAD;
+}
+
+static void
+item_value(struct cache_item *it, int kind, const redisReply *r)
+{
+	if (!value_json(it, kind, r) || it->mode != CACHE_ROWS)
+		return;
+	if (kind == K_STRING)
+		set_rows(it, r->str, r->len);
+	else if (kind == K_HASH)
+		set_rows(it, it->json, it->json_len);
+	else
+		bad(it, "cache key holds a list: the postgres sink reads a string "
+		    "(JSON rows) or a hash (one row)");
+}
+
+/* Round 1: TYPE of every key; kinds[i] gets each. */
+static int
+read_types(redisContext *c, struct cache_item *items, int n, int *kinds)
+{
+	redisReply *r;
+
+	for (int i = 0; i < n; i++)
+		redisAppendCommand(c, "TYPE %s", items[i].key);
+	for (int i = 0; i < n; i++) {
+		if (redisGetReply(c, (void **)&r) != REDIS_OK)
+			return -1;
+		kinds[i] = kind_of(r);
+		items[i].state = CACHE_FOUND;
+		if (kinds[i] == K_NONE)
+			items[i].state = CACHE_GONE;
+		else if (kinds[i] == K_OTHER)
+			bad(&items[i], "cache key holds a %s, not a string, hash or "
+			    "list", r->type == REDIS_REPLY_ERROR ? "?" : r->str);
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+static bool
+wants_value(const struct cache_item *it, int kind)
+{
+	return it->state == CACHE_FOUND && it->mode != CACHE_EXISTS &&
+	    kind != K_NONE && kind != K_OTHER;
+}
+
+int
+cache_read(redisContext *c, struct cache_item *items, int n)
+{
+	int *kinds = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*kinds));
+	int rc = read_types(c, items, n, kinds);
+	redisReply *r;
+
+	for (int i = 0; rc == 0 && i < n; i++)
+		if (wants_value(&items[i], kinds[i]))
+			redisAppendCommand(c, read_cmd[kinds[i]], items[i].key);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		if (!wants_value(&items[i], kinds[i]))
+			continue;
+		if (redisGetReply(c, (void **)&r) != REDIS_OK) {
+			rc = -1;
+			break;
+		}
+		item_value(&items[i], kinds[i], r);
+		freeReplyObject(r);
+	}
+	free(kinds);
+	return rc;
+}
+
+void
+cache_item_free(struct cache_item *it)
+{
+	free(it->json);
+	free(it->rows);
+	it->json = it->rows = NULL;
+}
+
+bool
+cache_key_foreign(const char *key, const char *prefix, const char *queue)
+{
+	size_t n = strlen(prefix);
+	char own[160];
+
+	if (strncmp(key, prefix, n) != 0 || key[n] != ':')
+		return false;
+	snprintf(own, sizeof(own), "%s:{%s}:cache:", prefix, queue);
+	return strncmp(key, own, strlen(own)) != 0;
+}
+
+static void
+job_result(struct job *j, struct cache_item *it)
+{
+	if (it->state == CACHE_GONE) {
+		j->invalid = CACHE_MISSING_REASON;
+		j->cache_missing = true;
+	} else if (it->state == CACHE_BAD) {
+		snprintf(j->invalid_buf, sizeof(j->invalid_buf), "%s", it->why);
+		j->invalid = j->invalid_buf;
+	} else {
+		j->cache = it->json;
+		j->cache_len = it->json_len;
+		j->rows = it->rows;
+		j->rows_len = it->rows_len;
+		it->json = it->rows = NULL;
+	}
+	cache_item_free(it);
+}
+
+int
+cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
+    const char *queue, enum cache_mode mode, long max_bytes)
+{
+	struct cache_item *items = xcalloc((size_t)(n > 0 ? n : 1),
+	    sizeof(*items));
+	int *idx = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*idx)), m = 0, rc;
+
+	for (int i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+		if (j->invalid != NULL || j->cache_key == NULL)
+			continue;
+		if (cache_key_foreign(j->cache_key, prefix, queue)) {
+			snprintf(j->invalid_buf, sizeof(j->invalid_buf), "cache_key "
+			    "names a key of ferry's own (%s:...), outside %s:{%s}:"
+			    "cache:", prefix, prefix, queue);
+			j->invalid = j->invalid_buf;
+			continue;
+		}
+		items[m].key = j->cache_key;
+		items[m].mode = mode == CACHE_ROWS && j->has_data ?
+		    CACHE_EXISTS : (int)mode;
+		items[m].max_bytes = max_bytes;
+		idx[m++] = i;
+	}
+	rc = m > 0 ? cache_read(c, items, m) : 0;
+	for (int k = 0; k < m; k++) {
+		if (rc == 0)
+			job_result(&jobs[idx[k]], &items[k]);
+		cache_item_free(&items[k]);
+	}
+	free(items);
+	free(idx);
+	return rc;
+}

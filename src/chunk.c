@@ -1,0 +1,265 @@
+/* chunk.c - split a document's "data" rows into jobs of at most chunk_rows
+ * rows, and move data into cache values (ferryctl enqueue --chunk-rows,
+ * --cache). Rows and members are copied as written, never re-encoded, so
+ * numbers keep their exact text. */
+#include "chunk.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_scan.h"
+#include "util.h"
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* The parts of a document that the jobs are built from. */
+struct parts {
+	struct json_scan_span doc, data;  /* data.p NULL: none */
+	size_t nrows;
+	bool cache_key;                   /* it names one already */
+};
+
+static void
+put(struct buf *b, const char *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->p = xrealloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+put_json_string(struct buf *b, const char *s)
+{
+	json_t *v = json_string(s);
+	char *text = json_dumps(v, JSON_ENCODE_ANY);
+
+	put(b, text, strlen(text));
+	free(text);
+	json_decref(v);
+}
+
+/* A member key equals `name` (escapes in the key are decoded). */
+static bool
+key_is(const struct json_scan_span *k, const char *name)
+{
+	char buf[16];
+	size_t n = k->len - 2;
+	struct json_scan_error e;
+
+	if (memchr(k->p + 1, '\\', n) == NULL)
+		return n == strlen(name) && memcmp(k->p + 1, name, n) == 0;
+	if (n > sizeof(buf) || json_scan_unescape(k->p + 1, n, buf, &n, &e))
+		return false;
+	return n == strlen(name) && memcmp(buf, name, n) == 0;
+}
+
+static bool
+own_key(const struct json_scan_span *k)
+{
+	return key_is(k, "id") || key_is(k, "data") || key_is(k, "cache_key");
+}
+
+/* {"id":<id>,<members but id, data, cache_key>, then `tail` (a member or
+ * "") and "}". */
+static void
+rebuild(struct buf *b, const struct parts *p, const char *id,
+    const char *tail, size_t tail_len)
+{
+	struct json_scan_iter it;
+	struct json_scan_span k, v;
+
+	put(b, "{\"id\":", 6);
+	put_json_string(b, id);
+	json_scan_iter_init(&it, &p->doc);
+	while (json_scan_object_next(&it, &k, &v)) {
+		if (own_key(&k))
+			continue;
+		put(b, ",", 1);
+		put(b, k.p, k.len);
+		put(b, ":", 1);
+		put(b, v.p, v.len);
+	}
+	if (tail_len > 0)
+		put(b, ",", 1);
+	put(b, tail, tail_len);
+	put(b, "}", 1);
+}
+
+static struct chunk_job *
+add(struct chunk_jobs *out, const char *id)
+{
+	struct chunk_job *j;
+
+	if (out->n == out->cap) {
+		out->cap = out->cap ? out->cap * 2 : 64;
+		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
+	}
+	j = &out->v[out->n++];
+	memset(j, 0, sizeof(*j));
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	return j;
+}
+
+/* One job of the rows `rows` (a JSON array's text), or of the whole
+ * document when rows is NULL and there is no chunking. */
+static void
+emit(struct chunk_jobs *out, const struct parts *p, const char *id,
+    const char *rows, size_t rows_len, const char *cache_prefix)
+{
+	struct chunk_job *j = add(out, id);
+	struct buf el = { 0 }, tail = { 0 };
+
+	if (cache_prefix != NULL) {
+		j->key = xasprintf("%s%s", cache_prefix, id);
+		j->cache = xmalloc(rows_len + 1);
+		memcpy(j->cache, rows, rows_len);
+		j->cache[rows_len] = '\0';
+		j->cache_len = rows_len;
+		put(&tail, "\"cache_key\":", 12);
+		put_json_string(&tail, j->key);
+	} else {
+		put(&tail, "\"data\":", 7);
+		put(&tail, rows, rows_len);
+	}
+	if (cache_prefix != NULL && p->data.p == NULL) {
+		put(&el, "{\"id\":", 6);    /* the document is the value */
+		put_json_string(&el, id);
+		put(&el, ",", 1);
+		put(&el, tail.p, tail.len);
+		put(&el, "}", 1);
+	} else {
+		rebuild(&el, p, id, tail.p, tail.len);
+	}
+	free(tail.p);
+	j->el = el.p;
+	j->el_len = el.len;
+	j->owned = true;
+}
+
+static int
+find_parts(const char *doc, size_t len, struct parts *p, char *err,
+    size_t errsize)
+{
+	struct json_scan_iter it;
+	struct json_scan_span k, v;
+	struct json_scan_error e;
+
+	memset(p, 0, sizeof(*p));
+	if (json_scan_document(doc, len, &p->doc, &e) == -1) {
+		snprintf(err, errsize, "cannot read the job's rows: %s at byte %zu",
+		    e.what, e.pos);
+		return -1;
+	}
+	if (p->doc.type != JSON_SCAN_OBJECT) {
+		snprintf(err, errsize, "the job is not a JSON object");
+		return -1;
+	}
+	json_scan_iter_init(&it, &p->doc);
+	while (json_scan_object_next(&it, &k, &v)) {
+		if (key_is(&k, "data"))
+			p->data = v;            /* the last one wins */
+		p->cache_key = p->cache_key || key_is(&k, "cache_key");
+	}
+	if (p->data.p != NULL && p->data.type == JSON_SCAN_ARRAY) {
+		json_scan_iter_init(&it, &p->data);
+		while (json_scan_array_next(&it, &v))
+			p->nrows++;
+	}
+	return 0;
+}
+
+/* Jobs of chunk_rows rows each: "[" row "," row ... "]". */
+static int
+split(struct chunk_jobs *out, const struct parts *p, const char *id,
+    int chunk_rows, const char *cache_prefix, char *err, size_t errsize)
+{
+	struct json_scan_iter it;
+	struct json_scan_span v;
+	struct buf rows = { 0 };
+	char cid[JOB_ID_MAX + 32];
+	size_t in_chunk = 0, chunk = 0;
+
+	if (snprintf(cid, sizeof(cid), "%s:%zu", id, p->nrows / chunk_rows) >
+	    JOB_ID_MAX) {
+		snprintf(err, errsize, "the job id is too long to number its "
+		    "chunks (\"%s:N\" must fit in %d bytes)", id, JOB_ID_MAX);
+		return -1;
+	}
+	json_scan_iter_init(&it, &p->data);
+	while (json_scan_array_next(&it, &v)) {
+		put(&rows, in_chunk == 0 ? "[" : ",", 1);
+		put(&rows, v.p, v.len);
+		if (++in_chunk < (size_t)chunk_rows)
+			continue;
+		put(&rows, "]", 1);
+		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk++);
+		emit(out, p, cid, rows.p, rows.len, cache_prefix);
+		rows.len = in_chunk = 0;
+	}
+	if (in_chunk > 0) {
+		put(&rows, "]", 1);
+		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk);
+		emit(out, p, cid, rows.p, rows.len, cache_prefix);
+	}
+	free(rows.p);
+	return 0;
+}
+
+int
+chunk_document(const char *doc, size_t len, const char *id, int chunk_rows,
+    const char *cache_prefix, struct chunk_jobs *out, char *err,
+    size_t errsize)
+{
+	struct parts p;
+	struct chunk_job *j;
+	int rc = find_parts(doc, len, &p, err, errsize);
+
+	/* a document the worker reads (jansson) but the scanner does not
+	 * (nested deeper than it goes) is pushed as it is, unsplit */
+	if (rc == -1 && cache_prefix == NULL)
+		memset(&p, 0, sizeof(p));
+	else if (rc == -1)
+		return -1;
+	if (p.cache_key && (cache_prefix != NULL ||
+	    p.nrows > (size_t)chunk_rows)) {
+		snprintf(err, errsize, "the job names a cache_key already: it "
+		    "cannot be %s", cache_prefix != NULL ? "cached again (--cache)" :
+		    "split into chunks (its key would be shared)");
+		return -1;
+	}
+	if (p.nrows > (size_t)chunk_rows)
+		return split(out, &p, id, chunk_rows, cache_prefix, err, errsize);
+	if (cache_prefix != NULL && p.data.p != NULL)
+		emit(out, &p, id, p.data.p, p.data.len, cache_prefix);
+	else if (cache_prefix != NULL)
+		emit(out, &p, id, doc, len, cache_prefix);
+	else {
+		j = add(out, id);
+		j->el = doc;
+		j->el_len = len;
+	}
+	return 0;
+}
+
+void
+chunk_jobs_free(struct chunk_jobs *jobs)
+{
+	for (size_t i = 0; i < jobs->n; i++) {
+		if (jobs->v[i].owned)
+			free((char *)jobs->v[i].el);
+		free(jobs->v[i].key);
+		free(jobs->v[i].cache);
+	}
+	free(jobs->v);
+	jobs->v = NULL;
+	jobs->n = jobs->cap = 0;
+}

@@ -1,0 +1,42 @@
+/* chunk.h - what `ferryctl enqueue` pushes for one input document: a job
+ * whose "data" holds more than chunk_rows rows becomes several jobs, and
+ * with --cache each job's data moves into a cache key the job names.
+ * Pure code: no Redis, no I/O. */
+#ifndef FERRY_CHUNK_H
+#define FERRY_CHUNK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "job.h"
+
+struct chunk_job {
+	const char *el;         /* the list element */
+	size_t el_len;
+	bool owned;             /* el is malloc'd (else it is the input's) */
+	char *key;              /* cache key, or NULL */
+	char *cache;            /* its value, malloc'd, or NULL */
+	size_t cache_len;
+	char id[JOB_ID_MAX + 1];
+};
+
+struct chunk_jobs {
+	struct chunk_job *v;
+	size_t n, cap;
+};
+
+/* Append the jobs of document doc (valid for job_parse, id `id`):
+ * - "data" an array of more than chunk_rows rows: one job per chunk_rows
+ *   rows, {"id":"<id>:<i>",<the other members>,"data":[<rows>]}, i from 0;
+ * - cache_prefix non-NULL ("PREFIX:{QUEUE}:cache:"): each job becomes
+ *   {"id":"<id>",<the other members>,"cache_key":"<prefix><id>"} and its
+ *   "data" the key's value; a document without "data" is the value
+ *   itself, and the job is {"id":"<id>","cache_key":...}.
+ * Otherwise the document is pushed as it is. Returns 0, or -1 with what is
+ * wrong in err (nothing appended). */
+int chunk_document(const char *doc, size_t len, const char *id,
+    int chunk_rows, const char *cache_prefix, struct chunk_jobs *out,
+    char *err, size_t errsize);
+void chunk_jobs_free(struct chunk_jobs *jobs);
+
+#endif

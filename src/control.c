@@ -1,0 +1,556 @@
+/* control.c - the control socket, served from the master's libev loop and
+ * never blocking it: each client sends one command line and reads the
+ * answer (text, then a last line "ok", or a first line "error: ...").
+ * Clients are non-blocking, bounded in size and in time. */
+#include "control.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "master.h"
+#include "metrics.h"
+#include "util.h"
+
+#define CONTROL_BACKLOG 32
+#define CONTROL_ARGS_MAX 4
+
+struct client {
+	struct control *ctl;
+	int fd;
+	ev_io io;
+	ev_timer timer;
+	char in[CONTROL_REQUEST_MAX];
+	size_t inlen;
+	struct control_out out;
+	size_t sent;
+	struct client *next;
+};
+
+struct control {
+	struct master *m;
+	char *path;
+	int fd;
+	dev_t dev;               /* of our socket file: unlink only that one */
+	ino_t ino;
+	ev_io io;
+	ev_timer resume;         /* accepting again after EMFILE */
+	struct client *clients;
+	int nclients;
+};
+
+void
+control_out_printf(struct control_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(o->s + o->len, o->cap - o->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < o->cap - o->len)
+			break;
+		o->cap = o->cap * 2 + (size_t)(n > 0 ? n : 0) + 256;
+		o->s = xrealloc(o->s, o->cap);
+	}
+	o->len += (size_t)n;
+}
+
+void
+control_out_quoted(struct control_out *o, const char *s)
+{
+	control_out_printf(o, "\"");
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			control_out_printf(o, "\\%c", *s);
+		else if (*s == '\n')
+			control_out_printf(o, "\\n");
+		else
+			control_out_printf(o, "%c", *s);
+	}
+	control_out_printf(o, "\"");
+}
+
+static void
+set_addr(struct sockaddr_un *sun, const char *path)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", path);
+}
+
+/* A socket file already there: another ferryd's (refuse), or a stale one
+ * left by a killed ferryd (remove it). */
+static int
+clear_stale(const char *path, char *err, size_t errsize)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+
+	if (lstat(path, &st) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errsize, "control socket %s: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errsize, "control socket %s exists and is not a "
+		    "socket: remove it or set [ferryd] control_socket", path);
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	set_addr(&sun, path);
+	int rc = fd == -1 ? -1 : connect(fd, (struct sockaddr *)&sun,
+	    sizeof(sun));
+	int e = errno;
+	if (fd != -1)
+		close(fd);
+	if (rc == 0 || e == EAGAIN) {
+		snprintf(err, errsize, "control socket %s: another ferryd answers "
+		    "on it; stop that one first, or set another control_socket",
+		    path);
+		return -1;
+	}
+	if (fd == -1 || e != ECONNREFUSED || unlink(path) == -1) {
+		snprintf(err, errsize, "control socket %s: cannot check or remove "
+		    "it: %s", path, strerror(fd == -1 || e != ECONNREFUSED ? e :
+		    errno));
+		return -1;
+	}
+	log_notice("removed stale control socket %s (nothing answered on it)",
+	    path);
+	return 0;
+}
+
+static int
+bind_socket(struct control *c, char *err, size_t errsize)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+
+	set_addr(&sun, c->path);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd == -1)
+		goto fail;
+	mode_t old = umask(0177);        /* never visible with wider modes */
+	int rc = bind(c->fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc == -1 || chmod(c->path, 0600) == -1 ||
+	    listen(c->fd, CONTROL_BACKLOG) == -1 || stat(c->path, &st) == -1)
+		goto fail;
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	return 0;
+fail:
+	snprintf(err, errsize, "cannot create control socket %s: %s (check "
+	    "[ferryd] control_socket and its directory)", c->path,
+	    strerror(errno));
+	return -1;
+}
+
+struct control *
+control_open(const char *path, char *err, size_t errsize)
+{
+	struct sockaddr_un sun;
+
+	err[0] = '\0';
+	if (path == NULL || *path == '\0')
+		return NULL;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errsize, "control socket %s: path longer than %zu "
+		    "bytes", path, sizeof(sun.sun_path) - 1);
+		return NULL;
+	}
+	if (clear_stale(path, err, errsize) == -1)
+		return NULL;
+	struct control *c = xcalloc(1, sizeof(*c));
+	c->path = xstrdup(path);
+	if (bind_socket(c, err, errsize) == -1) {
+		if (c->fd != -1)
+			close(c->fd);
+		free(c->path);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+client_free(struct client *cl)
+{
+	struct control *c = cl->ctl;
+
+	ev_io_stop(c->m->loop, &cl->io);
+	ev_timer_stop(c->m->loop, &cl->timer);
+	close(cl->fd);
+	for (struct client **p = &c->clients; *p != NULL; p = &(*p)->next) {
+		if (*p == cl) {
+			*p = cl->next;
+			break;
+		}
+	}
+	c->nclients--;
+	free(cl->out.s);
+	free(cl);
+}
+
+static struct master_queue *
+find_queue(struct master *m, const char *name)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		if (!mq->removed && strcmp(mq->cfg.name, name) == 0)
+			return mq;
+	return NULL;
+}
+
+static void
+cmd_reload(struct master *m, char **argv, struct control_out *o)
+{
+	struct ferry_config *fresh = xcalloc(1, sizeof(*fresh));
+	struct config_errors errs = { 0, NULL };
+	const char *path = m->cfg->path;
+	(void)argv;
+
+	if (m->phase != MASTER_RUNNING) {
+		control_out_printf(o, "error: ferryd is stopping\n");
+		free(fresh);
+		return;
+	}
+	/* master_reload() logs the errors; parse once more to answer them */
+	if (config_load(path, fresh, &errs) == -1) {
+		control_out_printf(o, "error: reload: %s has %d error%s; still "
+		    "running the previous configuration\n", path, errs.n,
+		    errs.n == 1 ? "" : "s");
+		for (int i = 0; i < errs.n; i++)
+			control_out_printf(o, "%s\n", errs.msgs[i]);
+		config_errors_free(&errs);
+	} else {
+		config_free(fresh);
+		control_out_printf(o, "reloaded %s\nok\n", path);
+	}
+	free(fresh);
+	log_notice("control: reload");
+	master_reload(m);
+}
+
+static void
+set_paused(struct master *m, struct master_queue *mq, bool paused)
+{
+	mq->paused = paused;
+	for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
+		if (w->sb_index != -1)
+			atomic_store(&scoreboard_slot(&m->sb, w->sb_index)->paused,
+			    paused);
+}
+
+static void
+cmd_pause(struct master *m, char **argv, struct control_out *o)
+{
+	bool pause = strcmp(argv[0], "pause") == 0;
+	struct master_queue *mq = find_queue(m, argv[1]);
+
+	if (mq == NULL) {
+		control_out_printf(o, "error: unknown queue %s\n", argv[1]);
+		return;
+	}
+	if (mq->paused == pause) {
+		control_out_printf(o, "queue %s was already %s\nok\n", argv[1],
+		    pause ? "paused" : "running");
+		return;
+	}
+	set_paused(m, mq, pause);
+	log_notice(pause ? "queue %s: paused (control socket): its workers "
+	    "finish their batch and stop fetching" : "queue %s: resumed "
+	    "(control socket): its workers fetch jobs again", argv[1]);
+	control_out_printf(o, pause ? "queue %s paused: its workers finish "
+	    "their batch and stop fetching\nok\n" : "queue %s resumed\nok\n",
+	    argv[1]);
+}
+
+static void
+cmd_workers(struct master *m, char **argv, struct control_out *o)
+{
+	struct master_queue *mq = find_queue(m, argv[1]);
+	char *end;
+	long n = strtol(argv[2], &end, 10);
+
+	if (mq == NULL) {
+		control_out_printf(o, "error: unknown queue %s\n", argv[1]);
+		return;
+	}
+	if (*argv[2] == '\0' || *end != '\0' || n < 0 ||
+	    n > CONFIG_MAX_WORKERS) {
+		control_out_printf(o, "error: workers: \"%s\" is not a number in "
+		    "0..%d\n", argv[2], CONFIG_MAX_WORKERS);
+		return;
+	}
+	if (m->phase != MASTER_RUNNING) {
+		control_out_printf(o, "error: ferryd is stopping\n");
+		return;
+	}
+	int old = mq->target;
+	mq->target = (int)n;
+	log_notice("queue %s: workers %d -> %ld (control socket)", argv[1], old,
+	    n);
+	master_reconcile(m, mq);
+	control_out_printf(o, "queue %s: workers %d -> %ld\nok\n", argv[1], old,
+	    n);
+}
+
+static void
+cmd_status(struct master *m, char **argv, struct control_out *o)
+{
+	(void)argv;
+	metrics_status(m, o);
+	control_out_printf(o, "ok\n");
+}
+
+static void
+cmd_metrics(struct master *m, char **argv, struct control_out *o)
+{
+	(void)argv;
+	metrics_prometheus(m, o);
+	control_out_printf(o, "ok\n");
+}
+
+static void cmd_help(struct master *m, char **argv, struct control_out *o);
+
+static const struct {
+	const char *name;
+	int nargs;
+	const char *usage;
+	void (*run)(struct master *, char **, struct control_out *);
+} commands[] = {
+	{ "status", 0, "status", cmd_status },
+	{ "metrics", 0, "metrics", cmd_metrics },
+	{ "reload", 0, "reload", cmd_reload },
+	{ "pause", 1, "pause QUEUE", cmd_pause },
+	{ "resume", 1, "resume QUEUE", cmd_pause },
+	{ "workers", 2, "workers QUEUE N", cmd_workers },
+	{ "help", 0, "help", cmd_help },
+};
+
+static void
+cmd_help(struct master *m, char **argv, struct control_out *o)
+{
+	(void)m;
+	(void)argv;
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++)
+		control_out_printf(o, "%s\n", commands[i].usage);
+	control_out_printf(o, "ok\n");
+}
+
+/* Split the line on blanks, find the command, run it into cl->out. */
+static void
+dispatch(struct control *c, char *line, struct control_out *o)
+{
+	char *argv[CONTROL_ARGS_MAX + 1], *save = NULL;
+	int argc = 0;
+
+	for (char *w = strtok_r(line, " \t\r", &save); w != NULL;
+	    w = strtok_r(NULL, " \t\r", &save))
+		if (argc <= CONTROL_ARGS_MAX)
+			argv[argc++] = w;
+	if (argc == 0) {
+		control_out_printf(o, "error: empty command (try help)\n");
+		return;
+	}
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++) {
+		if (strcmp(commands[i].name, argv[0]) != 0)
+			continue;
+		if (argc - 1 != commands[i].nargs) {
+			control_out_printf(o, "error: usage: %s\n", commands[i].usage);
+			return;
+		}
+		commands[i].run(c->m, argv, o);
+		return;
+	}
+	control_out_printf(o, "error: unknown command %.64s\n", argv[0]);
+}
+
+static void client_write_cb(struct ev_loop *loop, ev_io *io, int revents);
+
+/* The request is complete (or refused): switch the client to writing. */
+static void
+answer(struct client *cl, const char *error)
+{
+	struct ev_loop *loop = cl->ctl->m->loop;
+
+	if (error != NULL) {
+		control_out_printf(&cl->out, "error: %s\n", error);
+	} else {
+		cl->in[cl->inlen] = '\0';
+		dispatch(cl->ctl, cl->in, &cl->out);
+	}
+	ev_io_stop(loop, &cl->io);
+	ev_io_init(&cl->io, client_write_cb, cl->fd, EV_WRITE);
+	cl->io.data = cl;
+	ev_io_start(loop, &cl->io);
+}
+
+static void
+client_read_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+	struct client *cl = io->data;
+	(void)loop;
+	(void)revents;
+
+	ssize_t n = read(cl->fd, cl->in + cl->inlen,
+	    sizeof(cl->in) - 1 - cl->inlen);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == -1 || (n == 0 && cl->inlen == 0)) {
+		client_free(cl);
+		return;
+	}
+	char *nl = memchr(cl->in + cl->inlen, '\n', (size_t)n);
+	cl->inlen += (size_t)n;
+	if (nl != NULL) {
+		cl->inlen = (size_t)(nl - cl->in);
+		answer(cl, NULL);
+	} else if (n == 0) {
+		answer(cl, NULL);       /* no newline before EOF: take it */
+	} else if (cl->inlen == sizeof(cl->in) - 1) {
+		answer(cl, "request too long");
+	}
+}
+
+static void
+client_write_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+	struct client *cl = io->data;
+	(void)loop;
+	(void)revents;
+
+	ssize_t n = send(cl->fd, cl->out.s + cl->sent, cl->out.len - cl->sent,
+	    MSG_NOSIGNAL);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0)
+		cl->sent += (size_t)n;
+	if (n <= 0 || cl->sent == cl->out.len)
+		client_free(cl);
+}
+
+static void
+client_timeout_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct client *cl = t->data;
+	(void)loop;
+	(void)revents;
+
+	log_info("control: dropping a client silent for %.0f s",
+	    CONTROL_TIMEOUT_S);
+	client_free(cl);
+}
+
+/* Only our own user (the socket's mode says so too) or root. */
+static bool
+peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
+static void
+client_new(struct control *c, int fd)
+{
+	struct client *cl = xcalloc(1, sizeof(*cl));
+
+	cl->ctl = c;
+	cl->fd = fd;
+	ev_io_init(&cl->io, client_read_cb, fd, EV_READ);
+	ev_timer_init(&cl->timer, client_timeout_cb, CONTROL_TIMEOUT_S, 0.);
+	cl->io.data = cl->timer.data = cl;
+	cl->next = c->clients;
+	c->clients = cl;
+	c->nclients++;
+	ev_io_start(c->m->loop, &cl->io);
+	ev_timer_start(c->m->loop, &cl->timer);
+	if (c->nclients > CONTROL_CLIENTS_MAX)
+		answer(cl, "too many clients, try again");
+	else if (!peer_allowed(fd))
+		answer(cl, "permission denied");
+}
+
+static void
+resume_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct control *c = t->data;
+	(void)revents;
+
+	ev_io_start(loop, &c->io);
+}
+
+static void
+accept_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+	struct control *c = io->data;
+	(void)revents;
+
+	for (;;) {
+		int fd = accept4(c->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd != -1) {
+			client_new(c, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			/* out of descriptors: do not spin, try again in 1 s */
+			log_warn("control socket: accept: %s (pausing 1 s)",
+			    strerror(errno));
+			ev_io_stop(loop, &c->io);
+			ev_timer_set(&c->resume, 1., 0.);
+			ev_timer_start(loop, &c->resume);
+		}
+		return;
+	}
+}
+
+void
+control_start(struct control *c, struct master *m)
+{
+	if (c == NULL)
+		return;
+	c->m = m;
+	ev_io_init(&c->io, accept_cb, c->fd, EV_READ);
+	ev_init(&c->resume, resume_cb);
+	c->io.data = c->resume.data = c;
+	ev_io_start(m->loop, &c->io);
+	log_info("control socket %s ready", c->path);
+}
+
+void
+control_close(struct control *c)
+{
+	struct stat st;
+
+	if (c == NULL)
+		return;
+	while (c->clients != NULL)
+		client_free(c->clients);
+	if (c->m != NULL) {
+		ev_io_stop(c->m->loop, &c->io);
+		ev_timer_stop(c->m->loop, &c->resume);
+	}
+	close(c->fd);
+	/* remove the file only if it is still ours */
+	if (stat(c->path, &st) == 0 && st.st_dev == c->dev &&
+	    st.st_ino == c->ino)
+		unlink(c->path);
+	free(c->path);
+	free(c);
+}

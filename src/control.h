@@ -1,0 +1,37 @@
+/* control.h - the master's control socket: a unix socket in its libev loop
+ * where ferryctl asks one command per connection (status, metrics, reload,
+ * pause, resume, workers) and reads the answer until the server closes. */
+#ifndef FERRY_CONTROL_H
+#define FERRY_CONTROL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#define CONTROL_REQUEST_MAX 512     /* one command line, newline included */
+#define CONTROL_TIMEOUT_S 5.0       /* a client's whole exchange */
+#define CONTROL_CLIENTS_MAX 64
+
+struct master;
+struct control;
+
+/* An answer being built: a growing string. */
+struct control_out {
+	char *s;
+	size_t len, cap;
+};
+
+void control_out_printf(struct control_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* s as a logfmt value: quoted, backslash, quote and newline escaped. */
+void control_out_quoted(struct control_out *o, const char *s);
+
+/* Bind `path` (mode 0600). A stale socket that nothing answers on is
+ * replaced; one that answers means another ferryd: NULL and a message in
+ * err. An empty path disables the socket: NULL with err "". */
+struct control *control_open(const char *path, char *err, size_t errsize);
+/* Serve it in m's loop. */
+void control_start(struct control *c, struct master *m);
+/* Close the socket and every client, and remove the socket file. */
+void control_close(struct control *c);
+
+#endif

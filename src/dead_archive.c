@@ -1,0 +1,316 @@
+/* dead_archive.c - bound a dead-letter list by dead_max without ever
+ * dropping an entry unread: take the oldest entries, append them (with the
+ * data of their cache keys) to the archive file, fsync, and only then let
+ * dead_trim.lua remove exactly those entries and delete their cache keys.
+ * A worker does it, not the master, because the append and the fsync
+ * block. flock keeps two workers of a host from archiving the same
+ * entries; if two hosts race, dead_trim.lua's check lets one trim, and the
+ * other's lines are duplicates (an archive is at-least-once). */
+#include "dead_archive.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "job.h"
+#include "log.h"
+#include "sha1.h"
+#include "util.h"
+
+#define ROUND_ENTRIES 100
+#define MAX_ROUNDS 100
+
+struct round {
+	redisReply *tail;       /* LRANGE dead -n -1: oldest last */
+	struct cache_item *items; /* one per entry; key NULL when none */
+	char **keys;            /* cache keys to delete after the trim */
+	int nkeys;
+	char *buf;              /* the lines to append */
+	size_t len, cap;
+};
+
+static bool warned_unset, warned_file;
+
+static void
+put(struct round *r, const char *p, size_t n)
+{
+	if (r->len + n > r->cap) {
+		r->cap = (r->len + n) * 2;
+		r->buf = xrealloc(r->buf, r->cap);
+	}
+	memcpy(r->buf + r->len, p, n);
+	r->len += n;
+}
+
+/* The cache key named by the job inside a dead entry (malloc'd), or NULL. */
+static char *
+entry_cache_key(const redisReply *e, const char *prefix, const char *queue)
+{
+	json_t *doc = json_loadb(e->str, e->len, 0, NULL);
+	json_t *raw = json_object_get(doc, "job");
+	char *key = NULL;
+	struct job j;
+
+	if (json_is_string(raw)) {
+		job_parse(&j, json_string_value(raw), json_string_length(raw), 0);
+		if (j.cache_key != NULL &&
+		    !cache_key_foreign(j.cache_key, prefix, queue))
+			key = xstrdup(j.cache_key);
+		job_free(&j);
+	}
+	json_decref(doc);
+	return key;
+}
+
+/* A JSON object entry becomes {"queue":..,"archived":ms,<its members>
+ * [,"cache":<data>]}; anything else {"queue":..,..,"raw_hex":"..."}. */
+static void
+put_line(struct round *r, const char *queue, const redisReply *e,
+    const struct cache_item *it)
+{
+	json_t *doc = json_loadb(e->str, e->len, 0, NULL);
+	char head[160];
+
+	snprintf(head, sizeof(head), "{\"queue\":\"%s\",\"archived\":%lld,",
+	    queue, (long long)util_realtime_ms());
+	put(r, head, strlen(head));
+	if (json_is_object(doc) && json_object_size(doc) > 0) {
+		put(r, e->str + 1, e->len - 2);        /* without its braces */
+	} else {
+		static const char hex[] = "0123456789abcdef";
+		put(r, "\"raw_hex\":\"", 11);
+		for (size_t i = 0; i < e->len; i++) {
+			unsigned char b = (unsigned char)e->str[i];
+			char x[2] = { hex[b >> 4], hex[b & 15] };
+			put(r, x, 2);
+		}
+		put(r, "\"", 1);
+	}
+	if (it->key != NULL && it->state == CACHE_FOUND) {
+		put(r, ",\"cache\":", 9);
+		put(r, it->json, it->json_len);
+	} else if (it->key != NULL && it->state == CACHE_BAD) {
+		json_t *why = json_string(it->why);
+		char *text = json_dumps(why, JSON_ENCODE_ANY);
+		put(r, ",\"cache_kept\":", 14);
+		put(r, text, strlen(text));
+		free(text);
+		json_decref(why);
+	}
+	put(r, "}\n", 2);
+	json_decref(doc);
+}
+
+/* SHA-1 of the tail as dead_trim.lua computes it. */
+static void
+tail_sha1(const redisReply *tail, char out[41])
+{
+	size_t total = 0, off = 0;
+	char *buf;
+
+	for (size_t i = 0; i < tail->elements; i++)
+		total += 24 + tail->element[i]->len;
+	buf = xmalloc(total + 1);
+	for (size_t i = 0; i < tail->elements; i++) {
+		const redisReply *e = tail->element[i];
+		off += (size_t)snprintf(buf + off, 24, "%zu:", e->len);
+		memcpy(buf + off, e->str, e->len);
+		off += e->len;
+	}
+	job_sha1_hex(buf, off, out);
+	free(buf);
+}
+
+/* Append r->buf; on failure cut the file back to where it was. */
+static int
+append(int fd, const struct round *r, const char *path)
+{
+	off_t start = lseek(fd, 0, SEEK_END);
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < r->len) {
+		n = write(fd, r->buf + off, r->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	if (off == r->len && fsync(fd) == 0)
+		return 0;
+	log_error("dead-letter archive %s: %s; nothing trimmed", path,
+	    strerror(errno != 0 ? errno : EIO));
+	if (start != (off_t)-1 && ftruncate(fd, start) == -1)
+		log_error("dead-letter archive %s: cannot cut a partial line: %s",
+		    path, strerror(errno));
+	return -1;
+}
+
+static long long
+trim(redisContext *c, const struct queue_keys *k, struct round *r)
+{
+	int argc = 3 + r->nkeys;
+	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
+	char n[24], sha[41];
+	long long done;
+
+	snprintf(n, sizeof(n), "%zu", r->tail->elements);
+	tail_sha1(r->tail, sha);
+	argv[0] = k->dead;
+	argv[1] = n;
+	argv[2] = sha;
+	for (int i = 0; i < r->nkeys; i++)
+		argv[3 + i] = r->keys[i];
+	redisReply *rep = queue_script(c, LUA_DEAD_TRIM, 1, argc, argv, NULL);
+	free(argv);
+	if (rep == NULL)
+		return -1;
+	done = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	if (rep->type == REDIS_REPLY_ERROR)
+		log_error("dead-letter trim failed: %s", rep->str);
+	freeReplyObject(rep);
+	return done;
+}
+
+static void
+round_free(struct round *r)
+{
+	for (size_t i = 0; r->items != NULL && i < r->tail->elements; i++) {
+		free((char *)r->items[i].key);
+		cache_item_free(&r->items[i]);
+	}
+	free(r->items);
+	free(r->keys);
+	free(r->buf);
+	freeReplyObject(r->tail);
+}
+
+/* Read the cache data of the entries and build the lines, oldest first. */
+static int
+build(redisContext *c, const char *prefix, const struct queue_config *q,
+    struct round *r)
+{
+	size_t n = r->tail->elements, m = 0;
+	struct cache_item *want = xcalloc(n, sizeof(*want));
+	int rc;
+
+	r->items = xcalloc(n, sizeof(*r->items));
+	r->keys = xcalloc(n, sizeof(*r->keys));
+	for (size_t i = 0; i < n; i++) {
+		r->items[i].key = entry_cache_key(r->tail->element[i], prefix,
+		    q->name);
+		r->items[i].mode = CACHE_JSON;
+		if (r->items[i].key != NULL)
+			want[m++] = r->items[i];
+	}
+	rc = cache_read(c, want, (int)m);
+	for (size_t i = 0, w = 0; i < n; i++) {
+		if (r->items[i].key == NULL)
+			continue;
+		r->items[i] = want[w++];    /* takes its json */
+		if (rc == 0 && r->items[i].state == CACHE_FOUND)
+			r->keys[r->nkeys++] = (char *)r->items[i].key;
+	}
+	free(want);
+	for (size_t i = n; rc == 0 && i-- > 0; )
+		put_line(r, q->name, r->tail->element[i], &r->items[i]);
+	return rc;
+}
+
+/* One round of up to n entries: trimmed count, -1 connection failed, -2
+ * the file failed. */
+static long long
+archive_round(redisContext *c, const char *prefix,
+    const struct queue_config *q, const struct queue_keys *k, int fd,
+    long n)
+{
+	struct round r;
+	long long rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.tail = redisCommand(c, "LRANGE %s %ld -1", k->dead, -n);
+	if (r.tail == NULL)
+		return -1;
+	if (r.tail->type != REDIS_REPLY_ARRAY || r.tail->elements == 0)
+		rc = 0;
+	else if (build(c, prefix, q, &r) == 0)
+		rc = append(fd, &r, q->dead_archive) == 0 ? trim(c, k, &r) : -2;
+	round_free(&r);
+	return rc;
+}
+
+static int
+open_archive(const struct queue_config *q)
+{
+	int fd = open(q->dead_archive, O_WRONLY | O_APPEND | O_CREAT |
+	    O_CLOEXEC, 0640);
+
+	if (fd == -1) {
+		if (!warned_file)
+			log_error("queue %s: cannot open dead_archive %s: %s; the "
+			    "dead-letter list stays over dead_max", q->name,
+			    q->dead_archive, strerror(errno));
+		warned_file = true;
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		close(fd);      /* another worker of this host archives */
+		return -1;
+	}
+	return fd;
+}
+
+static long long
+over_max(redisContext *c, const struct queue_config *q,
+    const struct queue_keys *k)
+{
+	redisReply *r = redisCommand(c, "LLEN %s", k->dead);
+	long long excess;
+
+	if (r == NULL)
+		return -1;
+	excess = r->type == REDIS_REPLY_INTEGER ? r->integer - q->dead_max : 0;
+	if (excess > 0 && q->dead_archive[0] == '\0' && !warned_unset)
+		log_warn("queue %s: the dead-letter list holds %lld entries, over "
+		    "dead_max %ld; none is trimmed because dead_archive is not set "
+		    "(entries are never dropped unarchived): set dead_archive, or "
+		    "replay or purge them with ferryctl dead", q->name,
+		    r->integer, q->dead_max);
+	warned_unset = warned_unset || (excess > 0 && !q->dead_archive[0]);
+	freeReplyObject(r);
+	return excess > 0 ? excess : 0;
+}
+
+long long
+dead_archive_run(redisContext *c, const char *prefix,
+    const struct queue_config *q, const struct queue_keys *k)
+{
+	long long excess = over_max(c, q, k), total = 0, got = 0;
+	int fd;
+
+	if (excess <= 0 || q->dead_archive[0] == '\0')
+		return excess < 0 ? -1 : 0;
+	if ((fd = open_archive(q)) == -1)
+		return 0;
+	for (int i = 0; i < MAX_ROUNDS && excess > 0; i++) {
+		got = archive_round(c, prefix, q, k, fd, excess < ROUND_ENTRIES ?
+		    (long)excess : ROUND_ENTRIES);
+		if (got <= 0)
+			break;
+		excess -= got;
+		total += got;
+	}
+	close(fd);
+	if (total > 0)
+		log_notice("queue %s: archived %lld dead-letter entries to %s "
+		    "(dead_max %ld)", q->name, total, q->dead_archive, q->dead_max);
+	return got == -1 ? -1 : total;
+}

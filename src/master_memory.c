@@ -1,0 +1,299 @@
+/* master_memory.c - the Redis memory check: maxmemory-policy, persistence
+ * and used_memory / maxmemory, once synchronously at start (which may
+ * refuse to start) and then every memory_check_interval on the master's
+ * loop, over a connection of its own so a slow INFO never delays the
+ * heartbeat. Each finding is logged when it changes, not at every check. */
+#include "master_memory.h"
+
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "master.h"
+#include "memory_check.h"
+#include "queue.h"
+#include "util.h"
+
+#define START_TIMEOUT_MS 5000
+#define WATCHDOG_MS 10000
+#define MSG_MAX 512
+
+enum { ASK_POLICY, ASK_SAVE, ASK_INFO, ASK_COUNT };
+
+static struct {
+	struct master *m;
+	redisAsyncContext *ac;
+	ev_timer timer;
+	int pending;             /* replies of this round still due */
+	bool failed;             /* ... one of them was lost */
+	int64_t sent_ms;
+	struct redis_memory cur;
+	/* what was said last */
+	char eviction[MSG_MAX], persistence[MSG_MAX];
+	bool said_fallback;
+	bool above_warn;
+	bool said_unreachable;
+} mm;
+
+static const char *
+address(const struct ferry_config *cfg)
+{
+	static char addr[300];
+	return queue_address(cfg, addr, sizeof(addr));
+}
+
+static void
+say_fallback(const struct ferry_config *cfg, const struct redis_memory *r)
+{
+	if (!r->config_refused || mm.said_fallback)
+		return;
+	mm.said_fallback = true;
+	log_notice("redis at %s refuses CONFIG GET (%s): reading "
+	    "maxmemory-policy from INFO instead", address(cfg),
+	    r->config_error);
+}
+
+/* used / maxmemory crossing memory_warn_percent, either way. */
+static void
+say_watermark(const struct ferry_config *cfg, const struct redis_memory *r)
+{
+	int pct = memory_percent(r);
+	bool above = pct >= cfg->memory_warn_percent;
+	char used[32], max[32];
+
+	if (above == mm.above_warn)
+		return;
+	mm.above_warn = above;
+	memory_fmt_bytes(r->used, used, sizeof(used));
+	memory_fmt_bytes(r->max, max, sizeof(max));
+	if (above)
+		log_warn("redis at %s is %d%% full (used_memory %s of maxmemory "
+		    "%s; memory_warn_percent %d)%s", address(cfg), pct, used, max,
+		    cfg->memory_warn_percent, pct >= cfg->memory_refuse_percent ?
+		    "; ferryctl enqueue refuses until it drains" : "");
+	else
+		log_notice("redis at %s is below memory_warn_percent %d again "
+		    "(used_memory %s of maxmemory %s)", address(cfg),
+		    cfg->memory_warn_percent, used, max);
+}
+
+/* Log `msg` (verdict v) if it differs from what was said last, in `last`.
+ * running: ferryd is up already, a refusal can only be shouted. */
+static void
+say_change(const struct ferry_config *cfg, char *last, enum memory_verdict v,
+    const char *msg, const char *cleared, bool running)
+{
+	if (strcmp(last, msg) == 0)
+		return;
+	if (v == MEMORY_REFUSE && running)
+		log_error("redis at %s: %s; ferryd keeps running: fix it now",
+		    address(cfg), msg);
+	else if (v == MEMORY_WARN)
+		log_warn("redis at %s: %s", address(cfg), msg);
+	else if (v == MEMORY_OK && last[0] != '\0')
+		log_notice("redis at %s: %s", address(cfg), cleared);
+	snprintf(last, MSG_MAX, "%s", msg);
+}
+
+/* Judge r, log what changed; returns the worst verdict. */
+static enum memory_verdict
+judge(const struct ferry_config *cfg, const struct redis_memory *r,
+    bool running, char *refused, size_t size)
+{
+	char msg[MSG_MAX], cleared[MSG_MAX];
+	enum memory_verdict ev, pv;
+
+	say_fallback(cfg, r);
+	ev = memory_judge_eviction(r, cfg->allow_unsafe_eviction, msg,
+	    sizeof(msg));
+	snprintf(cleared, sizeof(cleared), "maxmemory-policy is %s now",
+	    r->policy);
+	if (ev == MEMORY_REFUSE && !running)
+		snprintf(refused, size, "%s", msg);
+	say_change(cfg, mm.eviction, ev, msg, cleared, running);
+	pv = memory_judge_persistence(r, cfg->require_persistence, msg,
+	    sizeof(msg));
+	if (pv == MEMORY_REFUSE && !running)
+		snprintf(refused + strlen(refused), size - strlen(refused),
+		    "%s%s", refused[0] != '\0' ? "; and " : "", msg);
+	say_change(cfg, mm.persistence, pv, msg, "persistence is on again",
+	    running);
+	say_watermark(cfg, r);
+	return ev > pv ? ev : pv;
+}
+
+int
+memory_check_start(const struct ferry_config *cfg)
+{
+	char err[512], refused[MSG_MAX * 2] = "";
+	struct redis_memory r;
+	redisContext *c = queue_connect(cfg, START_TIMEOUT_MS, err,
+	    sizeof(err));
+
+	/* the connection error itself is the master's to log */
+	if (c == NULL || memory_fetch(c, &r, true, err, sizeof(err)) == -1) {
+		log_warn("redis at %s does not answer%s%s: maxmemory-policy and "
+		    "persistence not checked at start; the master checks them "
+		    "every memory_check_interval", address(cfg), c ? ": " : "",
+		    c ? err : "");
+		mm.said_unreachable = true;
+		redisFree(c);
+		return 0;
+	}
+	redisFree(c);
+	if (judge(cfg, &r, false, refused, sizeof(refused)) != MEMORY_REFUSE)
+		return 0;
+	fprintf(stderr, "ferryd: redis at %s: %s; not started\n",
+	    address(cfg), refused);
+	if (log_fd() != STDERR_FILENO)
+		log_error("redis at %s: %s; not started", address(cfg), refused);
+	return -1;
+}
+
+static void
+round_done(void)
+{
+	const struct ferry_config *cfg;
+	char refused[MSG_MAX * 2];
+
+	if (mm.failed || mm.m == NULL)
+		return;         /* the connection went: next round */
+	cfg = mm.m->cfg;
+	if (mm.said_unreachable)
+		log_notice("redis at %s answers: checking its memory settings",
+		    address(cfg));
+	mm.said_unreachable = false;
+	judge(cfg, &mm.cur, true, refused, sizeof(refused));
+}
+
+static void
+on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	const redisReply *r = reply;
+	intptr_t ask = (intptr_t)privdata;
+
+	(void)ac;
+	if (r == NULL)
+		mm.failed = true;
+	else if (ask == ASK_POLICY || ask == ASK_SAVE)
+		memory_parse_config(&mm.cur, r, ask == ASK_POLICY);
+	else if (ask == ASK_INFO && r->type == REDIS_REPLY_STRING)
+		memory_parse_info(&mm.cur, r->str);
+	else if (ask == ASK_INFO)
+		mm.failed = true;
+	else if (r->type == REDIS_REPLY_ERROR)
+		log_error("redis %s failed (memory check connection): %s",
+		    ask == ASK_COUNT ? "AUTH" : "SELECT", r->str);
+	if (ask < ASK_COUNT && --mm.pending == 0)
+		round_done();
+}
+
+static void
+on_connect(const redisAsyncContext *ac, int status)
+{
+	(void)ac;
+	if (status != REDIS_OK)
+		mm.ac = NULL;   /* hiredis frees it */
+}
+
+static void
+on_disconnect(const redisAsyncContext *ac, int status)
+{
+	(void)ac;
+	(void)status;
+	mm.ac = NULL;
+}
+
+static bool
+connect_now(struct master *m)
+{
+	const struct ferry_config *cfg = m->cfg;
+	redisAsyncContext *ac = *cfg->redis_socket != '\0' ?
+	    redisAsyncConnectUnix(cfg->redis_socket) :
+	    redisAsyncConnect(cfg->redis_host, cfg->redis_port);
+	char db[16];
+
+	if (ac == NULL || ac->err) {
+		redisAsyncFree(ac);
+		return false;
+	}
+	redisLibevAttach(m->loop, ac);
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	mm.ac = ac;
+	if (*cfg->redis_password != '\0')
+		redisAsyncCommand(ac, on_reply, (void *)(intptr_t)ASK_COUNT,
+		    "AUTH %s", cfg->redis_password);
+	if (cfg->redis_db != 0) {
+		snprintf(db, sizeof(db), "%d", cfg->redis_db);
+		redisAsyncCommand(ac, on_reply, (void *)(intptr_t)(ASK_COUNT + 1),
+		    "SELECT %s", db);
+	}
+	return true;
+}
+
+static void
+send_round(void)
+{
+	static const char *const cmds[ASK_COUNT] = {
+		"CONFIG GET maxmemory-policy", "CONFIG GET save", "INFO",
+	};
+
+	memory_init(&mm.cur);
+	mm.failed = false;
+	mm.sent_ms = util_monotonic_ms();
+	for (int i = 0; i < ASK_COUNT && mm.ac != NULL; i++)
+		if (redisAsyncCommand(mm.ac, on_reply, (void *)(intptr_t)i, "%s",
+		    cmds[i]) == REDIS_OK)
+			mm.pending++;
+}
+
+static void
+timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct master *m = t->data;
+	(void)revents;
+
+	t->repeat = (double)m->cfg->memory_check_interval_ms / 1000.;
+	ev_timer_again(loop, t);
+	if (mm.pending > 0) {
+		if (mm.ac != NULL &&
+		    util_monotonic_ms() - mm.sent_ms > WATCHDOG_MS) {
+			log_warn("redis at %s: no answer to the memory check for %d "
+			    "s: reconnecting", address(m->cfg), WATCHDOG_MS / 1000);
+			redisAsyncFree(mm.ac);  /* replies come NULL */
+			mm.ac = NULL;
+		}
+		return;
+	}
+	if (mm.ac == NULL && !connect_now(m))
+		return;
+	send_round();
+}
+
+void
+master_memory_start(struct master *m)
+{
+	mm.m = m;
+	ev_init(&mm.timer, timer_cb);
+	mm.timer.data = m;
+	mm.timer.repeat = (double)m->cfg->memory_check_interval_ms / 1000.;
+	ev_timer_again(m->loop, &mm.timer);
+}
+
+void
+master_memory_stop(struct master *m)
+{
+	if (mm.m != m)
+		return;
+	ev_timer_stop(m->loop, &mm.timer);
+	if (mm.ac != NULL)
+		redisAsyncFree(mm.ac);  /* calls back with NULL replies */
+	mm.ac = NULL;
+	mm.m = NULL;
+}

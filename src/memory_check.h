@@ -1,0 +1,53 @@
+/* memory_check.h - what ferry must know about a Redis server's memory: read
+ * INFO and CONFIG GET replies, judge the eviction policy, persistence and
+ * fullness against the config (DESIGN.md "Cache lifecycle and memory"). */
+#ifndef FERRY_MEMORY_CHECK_H
+#define FERRY_MEMORY_CHECK_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum memory_verdict {
+	MEMORY_OK,
+	MEMORY_WARN,            /* start, but say so loudly */
+	MEMORY_REFUSE,          /* do not start */
+};
+
+struct redis_memory {
+	long long used;         /* used_memory */
+	long long max;          /* maxmemory; 0: no limit */
+	char policy[32];        /* maxmemory-policy; "" when unknown */
+	bool config_refused;    /* CONFIG GET failed: policy read from INFO */
+	char config_error[160]; /* ... and why */
+	int aof;                /* aof_enabled: 1, 0, or -1 unknown */
+	int save;               /* CONFIG GET save: 1 set, 0 empty, -1 unknown */
+	bool rdb_failed;        /* rdb_last_bgsave_status:err */
+	bool aof_failed;        /* aof_last_write_status:err */
+};
+
+/* Start from "nothing known". */
+void memory_init(struct redis_memory *m);
+/* The fields above found in an INFO reply's text (any sections). */
+void memory_parse_info(struct redis_memory *m, const char *info);
+/* A CONFIG GET maxmemory-policy (policy) or CONFIG GET save reply; an
+ * error reply marks CONFIG as refused. */
+void memory_parse_config(struct redis_memory *m, const redisReply *r,
+    bool policy);
+/* used / max in whole percent (rounded down), or -1 without maxmemory. */
+int memory_percent(const struct redis_memory *m);
+/* Judge the policy and persistence; msg gets the text (empty for OK). */
+enum memory_verdict memory_judge_eviction(const struct redis_memory *m,
+    bool allow_unsafe, char *msg, size_t size);
+enum memory_verdict memory_judge_persistence(const struct redis_memory *m,
+    bool require, char *msg, size_t size);
+/* "1.5 MiB", "512 B" */
+const char *memory_fmt_bytes(long long n, char *buf, size_t size);
+
+/* Synchronously: INFO memory; with `settings` INFO (all of it) and
+ * CONFIG GET maxmemory-policy and save (pipelined). -1 with err when the
+ * connection failed or INFO was refused. */
+int memory_fetch(redisContext *c, struct redis_memory *m, bool settings,
+    char *err, size_t errsize);
+
+#endif

@@ -1,0 +1,351 @@
+/* test_cache.c - cache keys and chunks through real ferryd workers: a job's
+ * cache key is read for its handler, deleted when it succeeds, made
+ * persistent when it dies, reported when gone; big row arrays are split
+ * into chunks that all arrive once; dead entries beyond dead_max are
+ * archived before they are trimmed. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct ferryd d;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(cache, .fini = teardown, .timeout = 600);
+
+/* Run `ferryctl -c d.config ARGS...` with `input` on stdin; its exit
+ * status, its stdout (malloc'd) when asked; stderr goes to ours. */
+static int
+ctl(const char *input, char **out, ...)
+{
+	char in_path[] = "/tmp/ferry-in-XXXXXX", out_path[] =
+	    "/tmp/ferry-out-XXXXXX";
+	const char *argv[16] = { "ferryctl", "-c", d.config }, *a;
+	int fin = mkstemp(in_path), fout = mkstemp(out_path), n = 3;
+	va_list ap;
+
+	cr_assert(fin != -1 && fout != -1);
+	va_start(ap, out);
+	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
+		argv[n++] = a;
+	va_end(ap);
+	if (input != NULL)
+		cr_assert_eq(write(fin, input, strlen(input)),
+		    (ssize_t)strlen(input));
+	lseek(fin, 0, SEEK_SET);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fin, 0);
+		dup2(fout, 1);
+		execv(getenv("FERRYCTL") ? getenv("FERRYCTL") :
+		    TEST_BUILDDIR "/ferryctl", (char *const *)argv);
+		_exit(127);
+	}
+	close(fin);
+	close(fout);
+	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
+	if (out != NULL)
+		*out = h_read_file(out_path);
+	unlink(in_path);
+	unlink(out_path);
+	cr_assert(status != -1 && WIFEXITED(status), "ferryctl did not exit");
+	return WEXITSTATUS(status);
+}
+
+/* An exec handler that records each line in DIR/lines.txt and fails the
+ * jobs whose line holds "fail-me" while DIR/fail exists (every job when
+ * `all`). */
+static void
+write_handler(char *cmd, size_t size, bool all)
+{
+	snprintf(cmd, size, "%s/handler.sh", d.dir);
+	h_write_file(cmd,
+	    "#!/bin/sh\n"
+	    "while IFS= read -r line; do\n"
+	    "  printf '%%s\\n' \"$line\" >> %s/lines.txt\n"
+	    "  id=${line#*\\\"id\\\":\\\"}; id=${id%%%%\\\"*}\n"
+	    "  case \"$line\" in *%s*) bad=1;; *) bad=0;; esac\n"
+	    "  if [ $bad = 1 ] && [ -e %s/fail ]; then echo \"fail $id boom\";\n"
+	    "  else echo \"ok $id\"; fi\n"
+	    "done\n", d.dir, all ? "" : "fail-me", d.dir);
+	chmod(cmd, 0755);
+}
+
+static const char *
+dead_reason(const char *id)
+{
+	static char reason[256];
+	json_t *dead = h_dead_entries(&d, "q");
+
+	reason[0] = '\0';
+	for (size_t i = 0; i < json_array_size(dead); i++) {
+		json_t *e = json_array_get(dead, i);
+		if (strcmp(json_string_value(json_object_get(e, "id")), id) == 0)
+			snprintf(reason, sizeof(reason), "%s",
+			    json_string_value(json_object_get(e, "reason")));
+	}
+	json_decref(dead);
+	return reason;
+}
+
+static void
+setup_exec(const char *extra, bool fail_all)
+{
+	char cmd[400], queues[800], flag[400];
+
+	h_setup(&d, NULL, "");
+	write_handler(cmd, sizeof(cmd), fail_all);
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "handler = exec\ncommand = %s\n%s", cmd, extra);
+	h_config(&d, NULL, queues);
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	h_write_file(flag, "\n");
+}
+
+Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
+{
+	char *out, flag[400], path[400];
+
+	setup_exec("", false);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "--cache", "q",
+	    "{\"id\":\"a\",\"data\":{\"x\":1}}", NULL), 0);
+	cr_assert_str_eq(out, "a\n");
+	free(out);
+	long long pttl = h_redis_int(&d, "PTTL ferry:{q}:cache:a");
+	cr_assert(pttl > 23 * 3600000LL && pttl <= 24 * 3600000LL, "%lld", pttl);
+	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache-ttl", "600", "q",
+	    "{\"id\":\"b\",\"data\":{\"fail-me\":1}}", NULL), 0);
+	cr_assert_leq(h_redis_int(&d, "TTL ferry:{q}:cache:b"), 600);
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:h f v"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s %s",
+	    "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}",
+	    "{\"id\":\"c\",\"cache_key\":\"ferry:{q}:cache:c\"}",
+	    "{\"id\":\"own\",\"cache_key\":\"ferry:{q}:ready\"}"));
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:a"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:h"), 0);
+	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:b"), -1);
+	cr_assert_str_eq(dead_reason("b"), "failed by the handler");
+	cr_assert_str_eq(dead_reason("c"), "cache key expired or evicted");
+	cr_assert(strstr(dead_reason("own"), "names a key of ferry's own") !=
+	    NULL, "%s", dead_reason("own"));
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
+	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":\"{\\\"x\\\":1}\"}"), 1);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":{\"f\":\"v\"}}"), 1);
+
+	/* replayed after the cause is fixed: succeeds, its key goes */
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	unlink(flag);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "retry", "q", "b", NULL), 0);
+	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:b"), 0);
+}
+
+/* {"id":ID,"data":[{"r":first},..,{"r":first+n-1}]} and a newline. */
+static char *
+rows_doc(const char *id, int first, int n)
+{
+	char *doc = malloc((size_t)n * 16 + 64), *p = doc;
+
+	p += sprintf(p, "{\"id\":\"%s\",\"data\":[", id);
+	for (int i = 0; i < n; i++)
+		p += sprintf(p, "%s{\"r\":%d}", i ? "," : "", first + i);
+	sprintf(p, "]}\n");
+	return doc;
+}
+
+/* Count each {"r":i} in `rows` (a JSON array) into seen. */
+static void
+count_rows(json_t *rows, int *seen, int n)
+{
+	for (size_t k = 0; k < json_array_size(rows); k++) {
+		json_int_t r = json_integer_value(json_object_get(
+		    json_array_get(rows, k), "r"));
+		if (r >= 0 && r < n)
+			seen[r]++;
+	}
+}
+
+/* 10,001 rows in chunks of 1000: 11 jobs, every row handled once; and
+ * 2,500 more with --cache: 3 jobs whose rows come from cache keys. */
+Test(cache, chunks_arrive_once)
+{
+	char *out, *doc, path[400];
+	static int seen[12501];
+
+	setup_exec("", false);
+	doc = rows_doc("big", 0, 10001);
+	cr_assert_eq(ctl(doc, &out, "enqueue", "--chunk-rows", "1000", "q", "-",
+	    NULL), 0);
+	free(doc);
+	cr_assert_eq(strncmp(out, "big:0\nbig:1\n", 12), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "big:10\n"));
+	cr_assert_null(strstr(out, "big:11"));
+	free(out);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 11);
+	doc = rows_doc("cached", 10001, 2500);
+	cr_assert_eq(ctl(doc, NULL, "enqueue", "--cache", "--chunk-rows", "1000",
+	    "q", "-", NULL), 0);
+	free(doc);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:cached:0 "
+	    "ferry:{q}:cache:cached:1 ferry:{q}:cache:cached:2"), 3);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 14, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 14);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:cached:0 "
+	    "ferry:{q}:cache:cached:1 ferry:{q}:cache:cached:2"), 0);
+	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
+	char *text = h_read_file(path);
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *l = json_loads(line, 0, NULL);
+		const char *cache = json_string_value(json_object_get(l, "cache"));
+		json_t *c = cache ? json_loads(cache, 0, NULL) : NULL;
+		count_rows(c ? c : json_object_get(json_object_get(l, "job"),
+		    "data"), seen, 12501);
+		json_decref(c);
+		json_decref(l);
+	}
+	free(text);
+	for (int i = 0; i < 12501; i++)
+		cr_assert_eq(seen[i], 1, "row %d arrived %d times", i, seen[i]);
+}
+
+/* dead_max 5: the 7 oldest of 12 dead jobs go to the archive with their
+ * cache data, fsynced, and only then leave Redis with their keys. */
+Test(cache, dead_entries_archived_beyond_dead_max)
+{
+	char extra[512], path[400], input[2048] = "", *p = input;
+
+	snprintf(path, sizeof(path), "/tmp/ferry-archive-%d.jsonl",
+	    (int)getpid());
+	unlink(path);
+	snprintf(extra, sizeof(extra), "dead_max = 5\ndead_archive = %s\n",
+	    path);
+	setup_exec(extra, true);
+	for (int i = 0; i < 12; i++)
+		p += sprintf(p, "{\"id\":\"j%d\",\"data\":{\"i\":%d}}\n", i, i);
+	cr_assert_eq(ctl(input, NULL, "enqueue", "--cache", "q", "-", NULL), 0);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 12, "HGET ferry:{q}:stats dead");
+	h_wait_redis_int(&d, 5, "LLEN ferry:{q}:dead");
+	h_wait_log(&d, "archived", 1);
+	char *text = h_read_file(path);
+	int lines = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *l = json_loads(line, 0, NULL);
+		cr_assert_not_null(l, "not JSON: %s", line);
+		cr_assert_str_eq(json_string_value(json_object_get(l, "queue")),
+		    "q");
+		cr_assert_str_eq(json_string_value(json_object_get(l, "reason")),
+		    "failed by the handler");
+		char want[32];
+		snprintf(want, sizeof(want), "{\"i\":%d}", lines);
+		cr_assert_str_eq(json_string_value(json_object_get(l, "cache")),
+		    want, "line %d: %s", lines, line);
+		json_decref(l);
+		lines++;
+	}
+	free(text);
+	unlink(path);
+	cr_assert_eq(lines, 7);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
+	    "ferry:{q}:cache:j6"), 0);
+	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j7"), -1);
+	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j11"), -1);
+}
+
+Test(cache, dead_entries_kept_without_archive)
+{
+	setup_exec("dead_max = 2\n", true);
+	cr_assert_eq(ctl("{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n{\"id\":4}\n",
+	    NULL, "enqueue", "q", "-", NULL), 0);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 4, "LLEN ferry:{q}:dead");
+	h_wait_log(&d, "over dead_max 2; none is trimmed because dead_archive "
+	    "is not set", 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 4);
+}
+
+/* handler = postgres: rows from a cached JSON string and from a hash; a
+ * cached list cannot be rows. */
+Test(cache, postgres_rows_from_cache_keys)
+{
+	h_setup(&d, NULL, "");
+	h_config(&d, h_pg_start(&d), "[queue q]\nworkers = 1\n"
+	    "handler = postgres\ntable = t\n");
+	h_pg_exec(&d, "CREATE TABLE t (a int, b text)");
+	cr_assert_eq(ctl(NULL, NULL, "init-db", NULL), 0);
+	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", "{\"id\":\"p\","
+	    "\"data\":[{\"a\":1,\"b\":\"x\"},{\"a\":2,\"b\":\"y\"}]}", NULL), 0);
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:h a 3 b z"));
+	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:cache:l {\"a\":4}"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s",
+	    "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}",
+	    "{\"id\":\"l\",\"cache_key\":\"ferry:{q}:cache:l\"}"));
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM t"), 3);
+	cr_assert_eq(h_pg_int(&d, "SELECT sum(a) FROM t"), 6);
+	char *b = h_pg_text(&d, "SELECT b FROM t WHERE a = 3");
+	cr_assert_str_eq(b, "z");
+	free(b);
+	cr_assert(strstr(dead_reason("l"), "cache key holds a list") != NULL);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p "
+	    "ferry:{q}:cache:h"), 0);
+	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:l"), -1);
+}
+
+/* Purging dead jobs deletes the cache keys they kept. */
+Test(cache, purge_deletes_cache_keys)
+{
+	setup_exec("", true);
+	cr_assert_eq(ctl("{\"id\":\"p0\",\"data\":0}\n{\"id\":\"p1\",\"data\":1}\n"
+	    "{\"id\":\"p2\",\"data\":2}\n", NULL, "enqueue", "--cache", "q", "-",
+	    NULL), 0);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:p0"), -1);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "p0", NULL), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p0"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p1 "
+	    "ferry:{q}:cache:p2"), 2);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "--all", NULL), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p1 "
+	    "ferry:{q}:cache:p2"), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+}
+
+/* A cache value the worker would refuse is refused at enqueue. */
+Test(cache, enqueue_refuses_oversized_cache_values)
+{
+	char doc[80] = "{\"id\":\"x\",\"data\":{\"q\":\"";
+
+	/* 64 bytes, but its data escaped as a JSON string is 90 */
+	for (int i = 0; i < 19; i++)
+		strcat(doc, "\\\"");
+	strcat(doc, "\"}}");
+	cr_assert_eq(strlen(doc), 64);
+	setup_exec("max_job_bytes = 64\n", false);
+	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", doc, NULL), 65);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:x"), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 0);
+	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", "{\"id\":\"y\","
+	    "\"data\":{\"pad\":\"01234567890123456789\"}}", NULL), 0);
+}

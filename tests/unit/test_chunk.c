@@ -1,0 +1,150 @@
+/* test_chunk.c - what ferryctl enqueue pushes for a document: as it is,
+ * split into chunks of rows, or with its data moved into a cache key. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "chunk.h"
+
+#define PREFIX "ferry:{q}:cache:"
+
+static struct chunk_jobs out;
+
+static void
+fini(void)
+{
+	chunk_jobs_free(&out);
+}
+
+TestSuite(chunk, .fini = fini);
+
+static int
+run(const char *doc, const char *id, int rows, const char *prefix,
+    char *err)
+{
+	return chunk_document(doc, strlen(doc), id, rows, prefix, &out, err,
+	    256);
+}
+
+static void
+expect_el(size_t i, const char *id, const char *el)
+{
+	cr_assert_lt(i, out.n);
+	cr_assert_str_eq(out.v[i].id, id);
+	cr_assert_eq(out.v[i].el_len, strlen(el), "%.*s", (int)out.v[i].el_len,
+	    out.v[i].el);
+	cr_assert_eq(memcmp(out.v[i].el, el, strlen(el)), 0, "%.*s",
+	    (int)out.v[i].el_len, out.v[i].el);
+}
+
+Test(chunk, small_documents_pass_untouched)
+{
+	const char *doc = "{\"id\":\"a\",\"data\":[1,2]}";
+	char err[256];
+
+	cr_assert_eq(run(doc, "a", 2, NULL, err), 0);
+	cr_assert_eq(out.n, 1);
+	cr_assert_eq(out.v[0].el, doc, "referenced, not copied");
+	cr_assert(!out.v[0].owned);
+	cr_assert_null(out.v[0].key);
+	cr_assert_eq(run("{\"x\":1}", "sha", 1, NULL, err), 0);
+	cr_assert_eq(out.n, 2);
+}
+
+Test(chunk, rows_split_with_the_other_members)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"kind\":\"o\", \"data\" : [{\"r\":1},2.50,\"x\"],"
+	    "\"id\":7,\"n\":{\"a\":[1]}}", "7", 2, NULL, err), 0);
+	cr_assert_eq(out.n, 2);
+	expect_el(0, "7:0", "{\"id\":\"7:0\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
+	    "\"data\":[{\"r\":1},2.50]}");
+	expect_el(1, "7:1", "{\"id\":\"7:1\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
+	    "\"data\":[\"x\"]}");
+	cr_assert(out.v[0].owned);
+}
+
+Test(chunk, exact_multiple_and_escaped_keys)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"d\\u0061ta\":[1,2,3,4],\"i\\u0064\":\"q\\\"x\"}",
+	    "q\"x", 2, NULL, err), 0);
+	cr_assert_eq(out.n, 2);
+	expect_el(0, "q\"x:0", "{\"id\":\"q\\\"x:0\",\"data\":[1,2]}");
+	expect_el(1, "q\"x:1", "{\"id\":\"q\\\"x:1\",\"data\":[3,4]}");
+}
+
+Test(chunk, cache_moves_the_data)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"id\":\"a\",\"v\":1,\"data\":{\"x\":[1, 2]}}", "a",
+	    1000, PREFIX, err), 0);
+	cr_assert_eq(out.n, 1);
+	expect_el(0, "a", "{\"id\":\"a\",\"v\":1,\"cache_key\":"
+	    "\"ferry:{q}:cache:a\"}");
+	cr_assert_str_eq(out.v[0].key, "ferry:{q}:cache:a");
+	cr_assert_str_eq(out.v[0].cache, "{\"x\":[1, 2]}");
+	cr_assert_eq(out.v[0].cache_len, 12);
+	/* no data: the document is the value */
+	cr_assert_eq(run("{\"v\":2}", "h", 1000, PREFIX, err), 0);
+	expect_el(1, "h", "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}");
+	cr_assert_str_eq(out.v[1].cache, "{\"v\":2}");
+}
+
+Test(chunk, cache_and_split)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"id\":\"b\",\"data\":[1,2,3]}", "b", 2, PREFIX, err),
+	    0);
+	cr_assert_eq(out.n, 2);
+	expect_el(1, "b:1", "{\"id\":\"b:1\",\"cache_key\":"
+	    "\"ferry:{q}:cache:b:1\"}");
+	cr_assert_str_eq(out.v[0].cache, "[1,2]");
+	cr_assert_str_eq(out.v[1].cache, "[3]");
+}
+
+Test(chunk, refusals)
+{
+	char err[256], id[JOB_ID_MAX + 1];
+
+	cr_assert_eq(run("{\"cache_key\":\"k\",\"data\":1}", "x", 5, PREFIX,
+	    err), -1);
+	cr_assert_str_eq(err, "the job names a cache_key already: it cannot be "
+	    "cached again (--cache)");
+	cr_assert_eq(run("{\"cache_key\":\"k\",\"data\":[1,2]}", "x", 1, NULL,
+	    err), -1);
+	cr_assert(strstr(err, "split into chunks"));
+	cr_assert_eq(run("{\"cache_key\":\"k\",\"data\":[1,2]}", "x", 2, NULL,
+	    err), 0);
+	memset(id, 'i', JOB_ID_MAX - 1);
+	id[JOB_ID_MAX - 1] = '\0';
+	cr_assert_eq(run("{\"data\":[1,2,3]}", id, 2, NULL, err), -1);
+	cr_assert(strstr(err, "too long to number its chunks"), "%s", err);
+	cr_assert_eq(run("[1]", "x", 2, PREFIX, err), -1);
+	cr_assert_str_eq(err, "the job is not a JSON object");
+	cr_assert_eq(out.n, 1);
+}
+
+/* Deeper than the scanner goes, but a valid job: pushed as it is, unless
+ * its data must move into a cache key. */
+Test(chunk, deep_documents)
+{
+	char doc[400], err[256];
+	int n = 0;
+
+	n += sprintf(doc, "{\"data\":");
+	for (int i = 0; i < 80; i++)
+		doc[n++] = '[';
+	for (int i = 0; i < 80; i++)
+		doc[n++] = ']';
+	strcpy(doc + n, "}");
+	cr_assert_eq(run(doc, "d", 1, NULL, err), 0);
+	cr_assert_eq(out.n, 1);
+	cr_assert_eq(out.v[0].el, doc);
+	cr_assert_eq(run(doc, "d", 1, PREFIX, err), -1);
+	cr_assert(strstr(err, "cannot read the job's rows"), "%s", err);
+}
