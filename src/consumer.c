@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "backoff.h"
@@ -174,8 +175,8 @@ fetch(struct consumer *c, int n, int held)
 
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(hbuf, sizeof(hbuf), "%d", held);
-	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%ld", c->worker_id,
-	    ++c->batch_seq);
+	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%s:%ld", c->worker_id,
+	    c->nonce, ++c->batch_seq);
 	return queue_script(c->redis, LUA_FETCH, 4, 9, argv, NULL);
 }
 
@@ -503,6 +504,21 @@ archive_dead(struct consumer *c, bool now)
 		drop_connection(c, "dead-letter archive");
 }
 
+/* Batch keys stay in ferry_batches for done_retention (days), and worker
+ * ids are made of pids, which the kernel reuses: a random part per process
+ * keeps a new worker's keys from ever matching an old committed batch
+ * (which would ack its jobs unwritten). */
+static void
+set_nonce(struct consumer *c)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = ((uint64_t)random() << 32) ^ (uint64_t)random() ^
+		    (uint64_t)util_realtime_ms();
+	snprintf(c->nonce, sizeof(c->nonce), "%016llx", (unsigned long long)r);
+}
+
 int
 consumer_run(struct consumer *c)
 {
@@ -512,6 +528,7 @@ consumer_run(struct consumer *c)
 	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
 	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
 	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
+	set_nonce(c);
 	while (!c->should_stop() && !c->evicted && connected(c)) {
 		/* quiet (TSTP) for all, paused for this queue (control) */
 		if (atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused)) {

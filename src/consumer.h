@@ -31,7 +31,8 @@ struct consumer {
 	bool resume;                    /* check our list after connecting */
 	bool evicted;                   /* handed back as dead: exit */
 	long batch_seq;
-	char batch_key[CONSUMER_ID_MAX + 24]; /* key of the batch in hand */
+	char nonce[17];                 /* random, per process: see consumer.c */
+	char batch_key[CONSUMER_ID_MAX + 48]; /* key of the batch in hand */
 	long jobs_done;
 	long long buried;               /* dead-lettered by the last settle */
 	int64_t archive_ms;             /* last dead_max check */

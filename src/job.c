@@ -1,6 +1,9 @@
 /* job.c - turn one Redis list element into a struct job: peel ferry's wrapper
  * (src/lua/common.lua) off the producer's document, check that document and
- * find its id. The document is checked in place, never copied or rewritten. */
+ * find its id. The document is checked in place, never copied or rewritten:
+ * by json_scan, and by jansson only when json_scan refuses it or it holds
+ * what the two may read differently (see job_unusual), so that jansson's
+ * verdict and wording stay the reference. */
 #include "job.h"
 
 #include <jansson.h>
@@ -9,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
+#include "json_scan.h"
 #include "sha1.h"
 #include "util.h"
 
@@ -23,6 +28,18 @@
 
 /* Integers beyond this are no longer exact as doubles. */
 #define JOB_EXACT_REAL 9007199254740992.0
+
+/* An escape is at most 6 bytes for each byte it stands for (\u00XX). */
+#define JOB_ESC_MAX 6
+#define JOB_KEY_MAX 9           /* "cache_key", the longest key read */
+#define JOB_DIGITS_MAX 18       /* digits that always fit an int64 */
+
+/* The members of a document that job_parse reads; p is NULL if absent. */
+struct job_members {
+	struct json_scan_span id;
+	struct json_scan_span cache_key;
+	bool has_data;
+};
 
 struct job_prefix {
 	const char *p;          /* the wrapper up to, not including, ,"job": */
@@ -277,10 +294,9 @@ job_take_cache_key(struct job *j, json_t *ck)
 	return 0;
 }
 
-/* Validate the document and take its id and cache key; 0 when the id is
- * usable (j->invalid may still be set, by the cache key). */
+/* job_check with jansson: the reference, and the source of its wording. */
 static int
-job_check(struct job *j)
+job_check_slow(struct job *j)
 {
 	int as_real, rc = -1;
 	json_t *doc = job_load(j, &as_real);
@@ -296,6 +312,159 @@ job_check(struct job *j)
 	    json_object_get(doc, "data") != NULL;
 	json_decref(doc);
 	return rc;
+}
+
+/* 1 if the document may hold what json_scan accepts but jansson does not
+ * ("\u0000", a number beyond a double: a long exponent or integer part) or
+ * an integer beyond 64 bits, which jansson reads as a real (see job_load).
+ * Conservative: digits inside strings count too. */
+static int
+job_unusual(const char *p, size_t n)
+{
+	const char *end = p + n;
+	size_t run = 0;
+	int exp = 0;
+
+	for (; p < end; p++) {
+		if (*p >= '0' && *p <= '9') {
+			if (++run > JOB_DIGITS_MAX || (exp && run > 2))
+				return 1;
+			continue;
+		}
+		run = 0;
+		if (*p == 'e' || *p == 'E')
+			exp = 1;
+		else if (*p != '+' && *p != '-')
+			exp = 0;
+		if (*p == '\\' && end - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The unescaped contents of string s into buf (size bytes): its length, or
+ * -1 when it cannot fit. s holds no "\u0000" (job_unusual). */
+static ssize_t
+job_unescape(const struct json_scan_span *s, char *buf, size_t size)
+{
+	struct json_scan_error e;
+	size_t n = s->len - 2;
+
+	if (n > size || json_scan_unescape(s->p + 1, n, buf, &n, &e) < 0)
+		return -1;
+	return (ssize_t)n;
+}
+
+/* The members job_check reads; the last of equal keys wins, as in jansson. */
+static void
+job_members(const struct json_scan_span *doc, struct job_members *m)
+{
+	char buf[JOB_KEY_MAX * JOB_ESC_MAX];
+	struct json_scan_iter it;
+	struct json_scan_span k, v;
+	const char *key;
+	ssize_t n;
+
+	memset(m, 0, sizeof(*m));
+	json_scan_iter_init(&it, doc);
+	while (json_scan_object_next(&it, &k, &v)) {
+		key = k.p + 1;
+		n = (ssize_t)k.len - 2;
+		if (memchr(key, '\\', (size_t)n) != NULL) {
+			key = buf;
+			n = job_unescape(&k, buf, sizeof(buf));
+		}
+		if (n == 2 && memcmp(key, "id", 2) == 0)
+			m->id = v;
+		else if (n == 9 && memcmp(key, "cache_key", 9) == 0)
+			m->cache_key = v;
+		else if (n == 4 && memcmp(key, "data", 4) == 0)
+			m->has_data = true;
+	}
+}
+
+/* job_take_id for a span. An integer has at most JOB_DIGITS_MAX digits
+ * (job_unusual) and is printed as jansson reads it ("-0" is "0"). */
+static int
+job_span_id(struct job *j, const struct json_scan_span *id)
+{
+	char buf[JOB_ID_MAX * JOB_ESC_MAX];
+	ssize_t n;
+
+	if (id->p == NULL)
+		return 0;
+	if (id->type == JSON_SCAN_STRING) {
+		if ((n = job_unescape(id, buf, sizeof(buf))) < 0 ||
+		    n > JOB_ID_MAX) {
+			job_set_invalid(j, "job id is longer than %d bytes",
+			    JOB_ID_MAX);
+			return -1;
+		}
+		memcpy(j->id, buf, (size_t)n);
+		j->id[n] = '\0';
+		return 0;
+	}
+	if (id->type != JSON_SCAN_NUMBER || id->len >= sizeof(buf) ||
+	    memchr(id->p, '.', id->len) != NULL ||
+	    memchr(id->p, 'e', id->len) != NULL ||
+	    memchr(id->p, 'E', id->len) != NULL) {
+		j->invalid = "job id is not a string or integer";
+		return -1;
+	}
+	memcpy(buf, id->p, id->len);
+	buf[id->len] = '\0';
+	snprintf(j->id, sizeof(j->id), "%lld", strtoll(buf, NULL, 10));
+	return 0;
+}
+
+/* job_take_cache_key for a span. */
+static int
+job_span_cache_key(struct job *j, const struct json_scan_span *ck)
+{
+	char buf[JOB_CACHE_KEY_MAX * JOB_ESC_MAX];
+	ssize_t n;
+
+	if (ck->p == NULL)
+		return 0;
+	if (ck->type != JSON_SCAN_STRING || ck->len == 2) {
+		j->invalid = "cache_key is not a non-empty string";
+		return -1;
+	}
+	if ((n = job_unescape(ck, buf, sizeof(buf))) < 0 ||
+	    n > JOB_CACHE_KEY_MAX) {
+		job_set_invalid(j, "cache_key is longer than %d bytes",
+		    JOB_CACHE_KEY_MAX);
+		return -1;
+	}
+	j->cache_key = xmalloc((size_t)n + 1);
+	memcpy(j->cache_key, buf, (size_t)n);
+	j->cache_key[n] = '\0';
+	return 0;
+}
+
+/* Validate the document and take its id and cache key; 0 when the id is
+ * usable (j->invalid may still be set, by the cache key). What json_scan
+ * refuses, or may read unlike jansson, goes to job_check_slow. */
+static int
+job_check(struct job *j)
+{
+	struct json_scan_error e;
+	struct json_scan_span doc;
+	struct job_members m;
+
+	if (job_unusual(j->raw, j->raw_len) ||
+	    json_scan_document(j->raw, j->raw_len, &doc, &e) < 0)
+		return job_check_slow(j);
+	if (doc.type != JSON_SCAN_OBJECT) {
+		j->invalid = "job is not a JSON object";
+		return -1;
+	}
+	job_members(&doc, &m);
+	j->has_data = m.has_data;
+	if (job_span_id(j, &m.id) < 0)
+		return -1;
+	job_span_cache_key(j, &m.cache_key);    /* a bad one keeps the id */
+	return 0;
 }
 
 /* The checks in order; only the first failure is reported. A job keeps the

@@ -2,6 +2,7 @@
  * pidfile, detach (unless -f), drop privileges and run the master. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,11 @@ main(int argc, char **argv)
 	}
 	if (*cfg->user != '\0')
 		log_notice("dropped privileges to user %s", cfg->user);
+	/* the master's signals stay pending until its loop handles them: a
+	 * TERM sent as soon as the pidfile exists must not kill it unlogged */
+	sigset_t managed;
+	master_signal_set(&managed);
+	sigprocmask(SIG_BLOCK, &managed, NULL);
 	daemon_ready(ready_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
 	int status = master_run(cfg);

@@ -506,6 +506,14 @@ static const int master_signals[] = {
 	SIGCONT,
 };
 
+void
+master_signal_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(master_signals); i++)
+		sigaddset(set, master_signals[i]);
+}
+
 static void
 free_all(struct master *m)
 {
@@ -555,6 +563,9 @@ master_run(struct ferry_config *cfg)
 		m->signals[i].data = m;
 		ev_signal_start(m->loop, &m->signals[i]);
 	}
+	sigset_t managed;             /* blocked by main until now */
+	master_signal_set(&managed);
+	sigprocmask(SIG_UNBLOCK, &managed, NULL);
 	ev_child_init(&m->child, child_cb, 0, 0);
 	m->child.data = m;
 	ev_child_start(m->loop, &m->child);

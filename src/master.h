@@ -4,6 +4,7 @@
 #define FERRY_MASTER_H
 
 #include <ev.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -85,6 +86,9 @@ void master_queue_set_config(struct master_queue *mq,
     const struct queue_config *qc);
 void master_retire(struct master *m, struct master_worker *w);
 int master_live_workers(const struct master_queue *mq);
+
+/* The signals the master acts on (main blocks them until the loop runs). */
+void master_signal_set(sigset_t *set);
 
 /* master_reload.c */
 void master_reload(struct master *m);

@@ -538,3 +538,73 @@ Test(job, handler_line_with_cache)
 	job_free(&j);
 	cr_assert_null(j.cache);
 }
+
+/* --- json_scan fast path reads documents as jansson does --- */
+
+Test(job, escaped_and_repeated_keys)
+{
+	struct job j;
+
+	PARSE(&j, "{\"i\\u0064\":\"x\",\"cache\\u005fkey\":\"k\",\"d\\u0061ta\":1}");
+	cr_assert_null(j.invalid, "%s", j.invalid);
+	cr_assert_str_eq(j.id, "x");
+	cr_assert_str_eq(j.cache_key, "k");
+	cr_assert(j.has_data);
+	job_free(&j);
+	expect_valid("{\"id\":\"a\",\"id\":\"b\"}", "b");
+	expect_valid("{\"id\":[],\"id\":7}", "7");
+	expect_invalid("{\"id\":1,\"id\":[]}", "job id is not a string or integer",
+	    "24b94d8b96c6d7532bfde1d3c99e6035b1908036");
+}
+
+Test(job, integer_ids_as_jansson_reads_them)
+{
+	expect_valid("{\"id\":-0}", "0");
+	expect_valid("{\"id\":123456789012345678}", "123456789012345678");
+	/* a big integer elsewhere makes jansson read numbers as reals */
+	expect_valid("{\"id\":1.0,\"n\":123456789012345678901}", "1");
+	expect_invalid("{\"id\":1e2}", "job id is not a string or integer",
+	    "9ac3d891f0c9c39412e8593746f7ba5b61342adf");
+}
+
+Test(job, escaped_id_and_cache_key_lengths)
+{
+	char doc[4096], id[JOB_ID_MAX + 2];
+	size_t n;
+
+	memset(id, 'a', sizeof(id) - 1);
+	id[JOB_ID_MAX] = '\0';
+	n = (size_t)sprintf(doc, "{\"id\":\"");
+	for (int k = 0; k < JOB_ID_MAX; k++)
+		n += (size_t)sprintf(doc + n, "\\u0061");
+	sprintf(doc + n, "\"}");
+	expect_valid(doc, id);
+	sprintf(doc + n, "a\"}");
+	expect_invalid(doc, "job id is longer than 128 bytes",
+	    "88f0918f5baa2ed50b713fa0eab044ce718b46d8");
+}
+
+Test(job, nesting_beyond_json_scan_depth)
+{
+	char doc[256];
+	size_t n = (size_t)sprintf(doc, "{\"id\":\"deep\",\"a\":");
+
+	for (int k = 0; k < 70; k++)
+		doc[n++] = '[';
+	for (int k = 0; k < 70; k++)
+		doc[n++] = ']';
+	strcpy(doc + n, "}");
+	expect_valid(doc, "deep");
+}
+
+Test(job, overflowing_reals_anywhere_are_refused)
+{
+	struct job j;
+
+	PARSE(&j, "{\"id\":\"x\",\"a\":[1E+400]}");
+	cr_assert_not_null(j.invalid);
+	cr_assert(strncmp(j.invalid, "malformed JSON: real number overflow",
+	    36) == 0, "%s", j.invalid);
+	job_free(&j);
+	expect_valid("{\"id\":\"x\",\"a\":1e99,\"b\":1e-99}", "x");
+}
