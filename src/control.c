@@ -202,15 +202,6 @@ client_free(struct client *cl)
 	free(cl);
 }
 
-static struct master_queue *
-find_queue(struct master *m, const char *name)
-{
-	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
-		if (!mq->removed && strcmp(mq->cfg.name, name) == 0)
-			return mq;
-	return NULL;
-}
-
 static void
 cmd_reload(struct master *m, char **argv, struct control_out *o)
 {
@@ -255,7 +246,7 @@ static void
 cmd_pause(struct master *m, char **argv, struct control_out *o)
 {
 	bool pause = strcmp(argv[0], "pause") == 0;
-	struct master_queue *mq = find_queue(m, argv[1]);
+	struct master_queue *mq = master_find_queue(m, argv[1]);
 
 	if (mq == NULL) {
 		control_out_printf(o, "error: unknown queue %s\n", argv[1]);
@@ -278,7 +269,7 @@ cmd_pause(struct master *m, char **argv, struct control_out *o)
 static void
 cmd_workers(struct master *m, char **argv, struct control_out *o)
 {
-	struct master_queue *mq = find_queue(m, argv[1]);
+	struct master_queue *mq = master_find_queue(m, argv[1]);
 	char *end;
 	long n = strtol(argv[2], &end, 10);
 

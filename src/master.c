@@ -71,6 +71,15 @@ queue_free(struct master *m, struct master_queue *mq)
 	free(mq);
 }
 
+struct master_queue *
+master_find_queue(struct master *m, const char *name)
+{
+	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
+		if (!mq->removed && strcmp(mq->cfg.name, name) == 0)
+			return mq;
+	return NULL;
+}
+
 int
 master_live_workers(const struct master_queue *mq)
 {

@@ -86,6 +86,8 @@ void master_queue_set_config(struct master_queue *mq,
     const struct queue_config *qc);
 void master_retire(struct master *m, struct master_worker *w);
 int master_live_workers(const struct master_queue *mq);
+/* The queue of that name still in the config, or NULL. */
+struct master_queue *master_find_queue(struct master *m, const char *name);
 
 /* The signals the master acts on (main blocks them until the loop runs). */
 void master_signal_set(sigset_t *set);

@@ -18,15 +18,6 @@ warn_static(const char *key, const char *old_value, const char *new_value)
 	    new_value);
 }
 
-static struct master_queue *
-find_queue(struct master *m, const char *name)
-{
-	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
-		if (!mq->removed && strcmp(mq->cfg.name, name) == 0)
-			return mq;
-	return NULL;
-}
-
 /* Replace every running worker of mq: start the new ones, then retire the
  * old ones (they finish their batch). */
 static void
@@ -54,7 +45,7 @@ static void
 apply_queue(struct master *m, const struct ferry_config *fresh,
     const struct queue_config *qc)
 {
-	struct master_queue *mq = find_queue(m, qc->name);
+	struct master_queue *mq = master_find_queue(m, qc->name);
 
 	if (mq == NULL) {
 		log_notice("reload: new queue %s with %d workers", qc->name,
