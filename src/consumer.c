@@ -363,8 +363,10 @@ prepare(struct consumer *c, struct batch *b)
 
 	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
 	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
+	/* the sink names the jobs it fails (job_id), others need all names */
 	for (int i = 0; i < b->n; i++)
-		job_parse(&b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
+		(h == CONFIG_HANDLER_POSTGRES ? job_parse_unnamed : job_parse)(
+		    &b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
 	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix,
 	    c->q->name, mode, c->q->max_job_bytes) == -1)
 		return false;
@@ -395,28 +397,30 @@ run_handler(struct consumer *c, struct batch *b)
 	return true;
 }
 
-/* The five settle.lua arguments of one job. */
+/* The settle.lua arguments of a job that is not simply done. */
 static void
-outcome_args(struct consumer *c, const struct job *j,
+outcome_args(struct consumer *c, struct job *j,
     const struct handler_result *res, const char **argv, char *num,
     size_t numsize, char *reason, size_t reasonsize)
 {
 	int attempts = j->attempts + 1;
 
-	argv[1] = j->id;
+	argv[1] = "ok";
 	argv[2] = "";
-	argv[3] = res->message;
-	argv[4] = j->cache_key != NULL ? j->cache_key : "";
-	if (res->outcome == HANDLER_OK) {
-		argv[0] = "ok";
-	} else if (res->outcome == HANDLER_RETRY && attempts < c->q->max_attempts) {
-		argv[0] = "retry";
+	argv[3] = "";
+	argv[4] = res->message;
+	argv[5] = j->cache_key != NULL ? j->cache_key : "";
+	if (res->outcome == HANDLER_OK)
+		return;
+	argv[2] = job_id(j);
+	if (res->outcome == HANDLER_RETRY && attempts < c->q->max_attempts) {
+		argv[1] = "retry";
 		snprintf(num, numsize, "%ld", backoff_retry_delay(attempts,
 		    c->q->backoff_base_ms, c->q->backoff_max_ms,
 		    (uint32_t)random()));
-		argv[2] = num;
+		argv[3] = num;
 	} else {
-		argv[0] = j->cache_missing ? "missing" : "dead";
+		argv[1] = j->cache_missing ? "missing" : "dead";
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
 		else if (res->outcome == HANDLER_FAIL)
@@ -424,19 +428,26 @@ outcome_args(struct consumer *c, const struct job *j,
 		else
 			snprintf(reason, reasonsize, "failed %d attempts (max_attempts)",
 			    attempts);
-		argv[2] = reason;
+		argv[3] = reason;
 	}
 }
 
+/* One settle.lua call: jobs done without a cache key are not named. */
 static redisReply *
 settle_once(struct consumer *c, struct batch *b)
 {
-	int argc = 7 + 5 * b->n;
-	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
-	char (*nums)[24] = xcalloc((size_t)b->n, sizeof(*nums));
-	char (*reasons)[300] = xcalloc((size_t)b->n, sizeof(*reasons));
+	struct named {
+		char pos[12], num[24], reason[300];
+	} *named;
+	int listed = 0;
 	char count[16];
 
+	for (int i = 0; i < b->n; i++)
+		listed += b->results[i].outcome != HANDLER_OK ||
+		    b->jobs[i].cache_key != NULL;
+	int argc = 7 + 6 * listed;
+	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
+	named = listed > 0 ? xcalloc((size_t)listed, sizeof(*named)) : NULL;
 	snprintf(count, sizeof(count), "%d", b->n);
 	argv[0] = c->proc;
 	argv[1] = c->keys.delayed;
@@ -445,13 +456,21 @@ settle_once(struct consumer *c, struct batch *b)
 	argv[4] = c->keys.bkeys;
 	argv[5] = c->worker_id;
 	argv[6] = count;
-	for (int i = 0; i < b->n; i++)
-		outcome_args(c, &b->jobs[i], &b->results[i], argv + 7 + 5 * i,
-		    nums[i], sizeof(nums[i]), reasons[i], sizeof(reasons[i]));
+	for (int i = 0, k = 0; i < b->n; i++) {
+		if (b->results[i].outcome == HANDLER_OK &&
+		    b->jobs[i].cache_key == NULL)
+			continue;
+		const char **a = argv + 7 + 6 * k;
+		snprintf(named[k].pos, sizeof(named[k].pos), "%d", i + 1);
+		a[0] = named[k].pos;
+		outcome_args(c, &b->jobs[i], &b->results[i], a, named[k].num,
+		    sizeof(named[k].num), named[k].reason,
+		    sizeof(named[k].reason));
+		k++;
+	}
 	redisReply *r = queue_script(c->redis, LUA_SETTLE, 5, argc, argv, NULL);
 	free(argv);
-	free(nums);
-	free(reasons);
+	free(named);
 	return r;
 }
 

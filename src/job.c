@@ -475,7 +475,8 @@ job_check(struct job *j)
  * j->invalid may point into j (invalid_buf): do not move a parsed job by
  * copying the struct. */
 void
-job_parse(struct job *j, const char *el, size_t len, long max_job_bytes)
+job_parse_unnamed(struct job *j, const char *el, size_t len,
+    long max_job_bytes)
 {
 	memset(j, 0, sizeof(*j));
 	j->el = j->raw = el;
@@ -487,9 +488,24 @@ job_parse(struct job *j, const char *el, size_t len, long max_job_bytes)
 	else if (max_job_bytes > 0 && j->raw_len > (size_t)max_job_bytes)
 		job_set_invalid(j, "job is %zu bytes, over max_job_bytes %ld",
 		    j->raw_len, max_job_bytes);
-	else if (job_check(j) == 0 && j->id[0] != '\0')
+	else if (job_check(j) == 0)
 		return;
-	job_sha1_hex(j->raw, j->raw_len, j->id);
+	j->id[0] = '\0';        /* an invalid document is named by its SHA-1 */
+}
+
+const char *
+job_id(struct job *j)
+{
+	if (j->id[0] == '\0')
+		job_sha1_hex(j->raw, j->raw_len, j->id);
+	return j->id;
+}
+
+void
+job_parse(struct job *j, const char *el, size_t len, long max_job_bytes)
+{
+	job_parse_unnamed(j, el, len, max_job_bytes);
+	job_id(j);
 }
 
 void

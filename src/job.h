@@ -45,6 +45,13 @@ struct job {
 /* Parse element `el` (not NUL-terminated, len bytes) into j. Never fails:
  * a job that cannot be processed has j->invalid set (and still an id). */
 void job_parse(struct job *j, const char *el, size_t len, long max_job_bytes);
+/* job_parse, except that a job without an id of its own is named (the
+ * SHA-1 of its document) only when job_id asks: a worker needs the name of
+ * a failed job only. j->id is "" until then. */
+void job_parse_unnamed(struct job *j, const char *el, size_t len,
+    long max_job_bytes);
+/* The job's id: its own, or the SHA-1 of its document in hex. */
+const char *job_id(struct job *j);
 void job_free(struct job *j);
 
 /* The line an exec handler reads for this job, with a trailing newline:

@@ -1,9 +1,12 @@
 /* sink_pg.c - one transaction per batch: the batch's ferry_batches row
  * first (a key already there means this batch committed before, or was
  * fenced by a worker that took its jobs over), fences for recovered jobs,
- * then COPY under a savepoint, split in halves until rows that violate the
- * table are isolated, then COMMIT. Errors are sorted by SQLSTATE: data
- * errors dead-letter their job, an unreachable server keeps the batch. */
+ * COPY, COMMIT. Without recovered jobs the statements go as one query
+ * string (two round trips a batch); when the COPY refuses a row the batch
+ * is redone statement by statement, the COPY under a savepoint split in
+ * halves until the bad rows are isolated. Errors are sorted by SQLSTATE:
+ * data errors dead-letter their job, an unreachable server keeps the
+ * batch. */
 #include "sink_pg.h"
 
 #include <jansson.h>
@@ -16,6 +19,7 @@
 #include "util.h"
 
 #define PRUNE_EVERY_MS 60000
+#define SINK_ROWS_KEEP (4 << 20)   /* larger row buffers are not kept */
 
 struct sink_pg {
 	const struct ferry_config *cfg;
@@ -25,6 +29,12 @@ struct sink_pg {
 	struct copy_columns cols;
 	int64_t last_prune_ms;
 	json_t *failed;           /* job id -> error, for the batch row */
+	/* the batch's rows, encoded (src/copy.c) and kept between batches */
+	struct copy_buf rows;
+	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
+	int *idx, nidx;           /* the jobs to COPY */
+	bool *skip;               /* jobs a fence found written */
+	int cap;                  /* room in off, len, idx, skip */
 };
 
 /* Why the current statement failed; its class in *cls. */
@@ -215,6 +225,11 @@ sink_pg_free(struct sink_pg *s)
 	copy_columns_free(&s->cols);
 	free(s->copy_sql);
 	json_decref(s->failed);
+	copy_buf_free(&s->rows);
+	free(s->off);
+	free(s->len);
+	free(s->idx);
+	free(s->skip);
 	free(s);
 }
 
@@ -229,23 +244,85 @@ set_result(struct handler_result *r, int outcome, const char *msg)
 	r->message[n] = '\0';
 }
 
-/* COPY the encoded rows of jobs idx[0..n) under a savepoint; rows that
- * violate the table are isolated by halving. False (with f) when the whole
+/* Grow the per-job arrays to hold a batch of n. */
+static void
+reserve(struct sink_pg *s, int n)
+{
+	if (n <= s->cap)
+		return;
+	s->off = xrealloc(s->off, sizeof(*s->off) * (size_t)n);
+	s->len = xrealloc(s->len, sizeof(*s->len) * (size_t)n);
+	s->idx = xrealloc(s->idx, sizeof(*s->idx) * (size_t)n);
+	s->skip = xrealloc(s->skip, sizeof(*s->skip) * (size_t)n);
+	s->cap = n;
+}
+
+/* Encode the rows of every job to write into s->rows (job i's rows at
+ * off[i], len[i] bytes; idx lists the jobs, in order). A job whose rows
+ * cannot be encoded fails here and is named in s->failed. skip: jobs a
+ * fence found written already (NULL: none). */
+static void
+encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const bool *skip)
+{
+	char why[256];
+
+	json_decref(s->failed);
+	s->failed = json_object();
+	s->rows.len = 0;
+	s->nidx = 0;
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
+			continue;
+		size_t at = s->rows.len;
+		/* rows from the job's cache key (src/cache.c) when it has one */
+		if (copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
+		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len, &s->cols,
+		    &s->rows, why, sizeof(why)) == -1) {
+			set_result(&res[i], HANDLER_FAIL, why);
+			json_object_set_new(s->failed, job_id(&jobs[i]),
+			    json_string(why));
+			continue;
+		}
+		set_result(&res[i], HANDLER_OK, "");
+		s->off[i] = at;
+		s->len[i] = s->rows.len - at;
+		s->idx[s->nidx++] = i;
+	}
+}
+
+/* Send the rows of jobs idx[0..n) as COPY data, adjacent ones in one
+ * message of at most 1 MB. */
+static bool
+put_rows(struct sink_pg *s, const int *idx, int n)
+{
+	for (int i = 0; i < n;) {
+		size_t from = s->off[idx[i]], to = from + s->len[idx[i]];
+		for (i++; i < n && s->off[idx[i]] == to &&
+		    to - from + s->len[idx[i]] <= (1 << 20); i++)
+			to += s->len[idx[i]];
+		if (to > from && PQputCopyData(s->conn, s->rows.data + from,
+		    (int)(to - from)) != 1)
+			return false;
+	}
+	return true;
+}
+
+/* COPY the rows of jobs idx[0..n) under a savepoint; rows that violate
+ * the table are isolated by halving. False (with f) when the whole
  * transaction must be abandoned. */
 static bool
-copy_part(struct sink_pg *s, struct copy_buf *bufs, const int *idx, int n,
-    struct job *jobs, struct handler_result *res, struct pg_failure *f)
+copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
+    struct handler_result *res, struct pg_failure *f)
 {
 	if (!run(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
 		return false;
 	PGresult *r = PQexec(s->conn, s->copy_sql);
 	bool in = PQresultStatus(r) == PGRES_COPY_IN;
 	PQclear(r);
-	for (int i = 0; in && i < n; i++)
-		in = bufs[idx[i]].len == 0 || PQputCopyData(s->conn,
-		    bufs[idx[i]].data, (int)bufs[idx[i]].len) == 1;
 	if (in)
-		PQputCopyEnd(s->conn, NULL);
+		PQputCopyEnd(s->conn, put_rows(s, idx, n) ? NULL :
+		    "ferry: sending the rows failed");
 	r = PQgetResult(s->conn);
 	if (PQresultStatus(r) == PGRES_COMMAND_OK) {
 		PQclear(r);
@@ -264,11 +341,12 @@ copy_part(struct sink_pg *s, struct copy_buf *bufs, const int *idx, int n,
 		return false;
 	if (n == 1) {
 		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
-		json_object_set_new(s->failed, jobs[idx[0]].id, json_string(f->msg));
+		json_object_set_new(s->failed, job_id(&jobs[idx[0]]),
+		    json_string(f->msg));
 		return true;
 	}
-	return copy_part(s, bufs, idx, n / 2, jobs, res, f) &&
-	    copy_part(s, bufs, idx + n / 2, n - n / 2, jobs, res, f);
+	return copy_part(s, idx, n / 2, jobs, res, f) &&
+	    copy_part(s, idx + n / 2, n - n / 2, jobs, res, f);
 }
 
 /* The batch row already exists: this batch committed before (its reply
@@ -288,7 +366,8 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
 			continue;
-		json_t *why = json_object_get(failed, jobs[i].id);
+		json_t *why = failed ? json_object_get(failed, job_id(&jobs[i])) :
+		    NULL;
 		set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
 		    why ? json_string_value(why) : "");
 	}
@@ -319,7 +398,7 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 	} else {
 		json_t *failed = PQgetisnull(r, 0, 1) ? NULL :
 		    json_loads(PQgetvalue(r, 0, 1), 0, NULL);
-		json_t *why = json_object_get(failed, j->id);
+		json_t *why = failed ? json_object_get(failed, job_id(j)) : NULL;
 		set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
 		    why ? json_string_value(why) : "");
 		json_decref(failed);
@@ -328,18 +407,97 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 	return true;
 }
 
-/* BEGIN .. COMMIT of one batch. False with f when it did not commit. */
-static bool
-write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+/* How the one-round-trip attempt ended. */
+enum fast_result {
+	FAST_DONE,          /* committed, or replayed from the batch row */
+	FAST_FAILED,        /* not committed: f says why */
+	FAST_SLOW_PATH,     /* a row was refused: isolate it the slow way */
+};
+
+/* BEGIN; the batch row (with the jobs that failed encoding); COPY; COMMIT
+ * as one simple query, which the server abandons at the first error. */
+static char *
+fast_sql(struct sink_pg *s, const char *key)
+{
+	char *k = PQescapeLiteral(s->conn, key, strlen(key));
+	char *text = json_object_size(s->failed) > 0 ?
+	    json_dumps(s->failed, JSON_COMPACT) : NULL;
+	char *failed = text ? PQescapeLiteral(s->conn, text, strlen(text)) :
+	    NULL;
+	char *sql = NULL;
+
+	if (k != NULL && (text == NULL || failed != NULL))
+		sql = xasprintf("BEGIN;INSERT INTO ferry_batches (key, state, "
+		    "failed) VALUES (%s, 'committed', %s);%s%sCOMMIT", k,
+		    failed ? failed : "NULL", s->nidx > 0 ? s->copy_sql : "",
+		    s->nidx > 0 ? ";" : "");
+	PQfreemem(k);
+	PQfreemem(failed);
+	free(text);
+	return sql;
+}
+
+/* The common case, a batch without recovered jobs, in two round trips
+ * (the statements, then the rows and the COMMIT's reply), like a bare
+ * COPY in autocommit. */
+static enum fast_result
+write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f)
 {
-	struct copy_buf *bufs = xcalloc((size_t)n, sizeof(*bufs));
-	int *idx = xmalloc(sizeof(*idx) * (size_t)n), nidx = 0;
-	bool ok = false, write;
-	char why[256];
+	/* the statements in the query string, in order */
+	const int insert_stage = 1, copy_stage = s->nidx > 0 ? 2 : -1;
+	int stage = 0, failed_stage = -1;
+	char *sql = fast_sql(s, key);
+	PGresult *r;
 
-	json_decref(s->failed);
-	s->failed = json_object();
+	if (sql == NULL)
+		return FAST_SLOW_PATH;     /* text the escaping refused */
+	bool sent = PQsendQuery(s->conn, sql) == 1;
+	free(sql);
+	if (!sent) {
+		failure_from(s, NULL, f);
+		return FAST_FAILED;
+	}
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st != PGRES_COPY_IN && st != PGRES_COMMAND_OK &&
+		    failed_stage < 0) {
+			failure_from(s, r, f);
+			failed_stage = stage;
+		}
+		PQclear(r);
+		if (st == PGRES_COPY_IN) {
+			if (PQputCopyEnd(s->conn, put_rows(s, s->idx, s->nidx) ?
+			    NULL : "ferry: sending the rows failed") != 1) {
+				failure_from(s, NULL, f);
+				f->cls = COPY_ERR_UNAVAILABLE;   /* connection lost */
+				return FAST_FAILED;
+			}
+			continue;
+		}
+		stage++;
+	}
+	if (failed_stage < 0)
+		return FAST_DONE;
+	if (PQstatus(s->conn) != CONNECTION_OK)
+		return FAST_FAILED;
+	PQclear(PQexec(s->conn, "ROLLBACK"));
+	if (failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
+		return replay_results(s, key, jobs, res, n, f) ? FAST_DONE :
+		    FAST_FAILED;
+	if (failed_stage == copy_stage && f->cls == COPY_ERR_DATA)
+		return FAST_SLOW_PATH;
+	return FAST_FAILED;
+}
+
+/* Statement by statement: fences for recovered jobs, the COPY under a
+ * savepoint that is split until the refused rows are isolated. */
+static bool
+write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f)
+{
+	bool ok = false, write;
+
 	if (!run(s, "BEGIN", 0, NULL, NULL, f, NULL))
 		goto out;
 	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
@@ -351,24 +509,15 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
+		s->skip[i] = false;
 		if (jobs[i].invalid != NULL)
 			continue;
 		if (!fence(s, &jobs[i], &res[i], &write, f))
 			goto out;
-		if (!write)
-			continue;
-		/* rows from the job's cache key (src/cache.c) when it has one */
-		if (copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
-		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len, &s->cols,
-		    &bufs[i], why, sizeof(why)) == -1) {
-			set_result(&res[i], HANDLER_FAIL, why);
-			json_object_set_new(s->failed, jobs[i].id, json_string(why));
-			continue;
-		}
-		set_result(&res[i], HANDLER_OK, "");
-		idx[nidx++] = i;
+		s->skip[i] = !write;
 	}
-	if (nidx > 0 && !copy_part(s, bufs, idx, nidx, jobs, res, f))
+	encode(s, jobs, res, n, s->skip);
+	if (s->nidx > 0 && !copy_part(s, s->idx, s->nidx, jobs, res, f))
 		goto out;
 	if (json_object_size(s->failed) > 0) {
 		char *text = json_dumps(s->failed, JSON_COMPACT);
@@ -382,10 +531,36 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 out:
 	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
 		PQclear(PQexec(s->conn, "ROLLBACK"));
-	for (int i = 0; i < n; i++)
-		copy_buf_free(&bufs[i]);
-	free(bufs);
-	free(idx);
+	return ok;
+}
+
+/* BEGIN .. COMMIT of one batch. False with f when it did not commit. */
+static bool
+write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f)
+{
+	bool fences = false, ok;
+
+	reserve(s, n);
+	for (int i = 0; i < n && !fences; i++)
+		fences = jobs[i].invalid == NULL && jobs[i].batch != NULL;
+	if (!fences) {
+		encode(s, jobs, res, n, NULL);
+		switch (write_fast(s, jobs, res, n, key, f)) {
+		case FAST_DONE:
+			ok = true;
+			goto out;
+		case FAST_FAILED:
+			ok = false;
+			goto out;
+		case FAST_SLOW_PATH:
+			break;
+		}
+	}
+	ok = write_slow(s, jobs, res, n, key, f);
+out:
+	if (s->rows.cap > SINK_ROWS_KEEP)
+		copy_buf_free(&s->rows);   /* do not hold a huge batch's memory */
 	return ok;
 }
 

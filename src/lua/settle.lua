@@ -5,30 +5,35 @@
 -- the worker, "" for none) is deleted with a done job and made persistent
 -- with a dead one, so it cannot expire while an operator decides.
 -- KEYS: proc, delayed, dead, stats, bkeys
--- ARGV: worker id, job count, then per job: outcome (ok|retry|dead|missing),
---       id, delay ms (retry) or reason (dead, missing), error message,
---       cache key. missing = dead because its cache key was gone.
+-- ARGV: worker id, job count, then for each job that is not simply done
+--       (failed, or done with a cache key): its position in the processing
+--       list (1 = the left end), outcome (ok|retry|dead|missing), id, delay
+--       ms (retry) or reason (dead, missing), error message, cache key.
+--       missing = dead because its cache key was gone. Jobs not named are
+--       done, so a batch that went well costs a few commands, not one per
+--       job.
 -- Returns 0 when the list is already empty (a settle repeated after a lost
 -- reply), else {done, retried, dead}.
 -- allow-oom: it only deletes and moves data (a retry's counters grow a job
 -- by a few bytes), so the queue drains at maxmemory.
-local jobs = redis.call('LRANGE', KEYS[1], 0, -1)
-if #jobs == 0 then return 0 end
-if #jobs ~= tonumber(ARGV[2]) then
+local held = redis.call('LLEN', KEYS[1])
+if held == 0 then return 0 end
+if held ~= tonumber(ARGV[2]) then
 	return redis.error_reply('ERR ferry: processing list of ' .. ARGV[1] ..
-		' holds ' .. #jobs .. ' jobs, the worker settles ' .. ARGV[2])
+		' holds ' .. held .. ' jobs, the worker settles ' .. ARGV[2])
 end
 local now = now_ms()
-local done, retried, buried, missing = 0, 0, 0, 0
-for i, el in ipairs(jobs) do
-	local b = 3 + (i - 1) * 5
-	local outcome, id, p, err, ck = ARGV[b], ARGV[b + 1], ARGV[b + 2],
-		ARGV[b + 3], ARGV[b + 4]
+local jobs = nil
+local done, retried, buried, missing = held, 0, 0, 0
+for b = 3, #ARGV, 6 do
+	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
+		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
 	if outcome == 'ok' then
-		done = done + 1
 		if ck ~= '' then redis.call('DEL', ck) end
 	else
-		local meta, raw = unwrap(el)
+		done = done - 1
+		jobs = jobs or redis.call('LRANGE', KEYS[1], 0, -1)
+		local meta, raw = unwrap(jobs[pos])
 		meta.attempts = meta.attempts + 1
 		meta.first_error = meta.first_error or err
 		meta.last_error = err

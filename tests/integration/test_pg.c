@@ -81,7 +81,9 @@ Test(pg, init_db_then_rows_arrive)
 }
 
 /* 50,000 jobs, 4 workers, one killed with SIGKILL every 300 ms: exactly
- * 50,000 rows. */
+ * 50,000 rows. Each COPY is made to take 10 ms longer (a statement
+ * trigger), so that the run lasts long enough for kills to land inside
+ * transactions, between COMMIT and ack, and between batches. */
 Test(pg, exactly_once_while_workers_are_killed)
 {
 	pid_t pids[H_MAX_PIDS];
@@ -89,6 +91,10 @@ Test(pg, exactly_once_while_workers_are_killed)
 
 	setup("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
 	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n");
+	h_pg_exec(&d, "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql "
+	    "AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER slow AFTER INSERT ON events "
+	    "FOR EACH STATEMENT EXECUTE FUNCTION slow()");
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	h_push_jobs(&d, "q", 0, 50000);
 	h_start(&d, 4);
@@ -104,8 +110,9 @@ Test(pg, exactly_once_while_workers_are_killed)
 		}
 	}
 	h_wait_redis_int(&d, 50000, "HGET ferry:{q}:stats done");
-	cr_assert_gt(kills, 3);
+	cr_assert_geq(kills, 10, "only %d kills: the run was too short", kills);
 	assert_rows_once(50000);
+	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 }
 
 /* The worker dies right after COMMIT, before the Redis ack (test hook):
