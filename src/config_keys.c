@@ -38,6 +38,7 @@ struct config_key {
 
 static const char *check_log(const char *, char *, size_t);
 static const char *check_abs_path(const char *, char *, size_t);
+static const char *check_pidfile(const char *, char *, size_t);
 static const char *check_prefix(const char *, char *, size_t);
 static const char *check_table(const char *, char *, size_t);
 static const char *check_columns(const char *, char *, size_t);
@@ -58,11 +59,11 @@ static const char *const handler_names[] = {
 #define BOOL(s, k, off, def) { s, k, T_BOOL, off, def, 0, 0, NULL, NULL }
 
 static const struct config_key config_keys[] = {
-	STR(S_FERRYD, "pidfile", F(pidfile), "/run/ferryd.pid", NULL),
+	STR(S_FERRYD, "pidfile", F(pidfile), "/run/ferryd.pid", check_pidfile),
 	STR(S_FERRYD, "user", F(user), "", NULL),
 	STR(S_FERRYD, "group", F(group), "", NULL),
 	STR(S_FERRYD, "control_socket", F(control_socket), "/run/ferryd.sock",
-	    NULL),
+	    check_abs_path),
 	STR(S_FERRYD, "log", F(log), "stderr", check_log),
 	ENUM(S_FERRYD, "log_level", F(log_level), "info", log_level_names),
 	STR(S_FERRYD, "redis_host", F(redis_host), "127.0.0.1", NULL),
@@ -168,6 +169,15 @@ check_abs_path(const char *v, char *buf, size_t size)
 	(void)size;
 	return v[0] == '\0' || v[0] == '/' ? NULL :
 	    "is not an absolute path (allowed: empty or /path)";
+}
+
+/* the daemon runs in /, and removes its pidfile by name at exit */
+static const char *
+check_pidfile(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return v[0] == '/' ? NULL : "is not an absolute path (allowed: /path)";
 }
 
 static const char *

@@ -104,7 +104,7 @@ daemon_ready(int ready_fd)
 
 int
 daemon_drop_privileges(const char *user, const char *group, int pidfile_fd,
-    char *err, size_t errsize)
+    const char *socket_path, char *err, size_t errsize)
 {
 	uid_t uid = getuid();
 	gid_t gid = getgid();
@@ -132,6 +132,11 @@ daemon_drop_privileges(const char *user, const char *group, int pidfile_fd,
 		return 0;
 	if (pidfile_fd != -1 && fchown(pidfile_fd, uid, gid) == -1) {
 		snprintf(err, errsize, "cannot chown pidfile: %s", strerror(errno));
+		return -1;
+	}
+	if (socket_path != NULL && lchown(socket_path, uid, gid) == -1) {
+		snprintf(err, errsize, "cannot chown control socket %s: %s",
+		    socket_path, strerror(errno));
 		return -1;
 	}
 	if (setgid(gid) == -1 ||

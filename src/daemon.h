@@ -19,9 +19,10 @@ void daemon_pidfile_remove(const char *path, int fd);
 int daemon_detach(int keep_stderr, int *ready_fd);
 void daemon_ready(int ready_fd);
 
-/* Switch to user/group (either may be empty). On failure -1 and a message
- * in err. */
+/* Switch to user/group (either may be empty), first handing them the
+ * pidfile (by descriptor) and the control socket (by path, or NULL), which
+ * were made as root. On failure -1 and a message in err. */
 int daemon_drop_privileges(const char *user, const char *group,
-    int pidfile_fd, char *err, size_t errsize);
+    int pidfile_fd, const char *socket_path, char *err, size_t errsize);
 
 #endif

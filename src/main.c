@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "control.h"
 #include "daemon.h"
 #include "log.h"
 #include "master.h"
@@ -152,9 +153,19 @@ main(int argc, char **argv)
 	}
 	if (getuid() == 0 && *cfg->user == '\0')
 		log_notice("running as root; set [ferryd] user to drop privileges");
-	if (daemon_drop_privileges(cfg->user, cfg->group, pidfd, err,
+	/* made as root, so that it may live in a root-owned folder (/run) */
+	struct control *control = control_open(cfg->control_socket, err,
+	    sizeof(err));
+	if (control == NULL && err[0] != '\0') {
+		log_error("%s; not started", err);
+		daemon_pidfile_remove(cfg->pidfile, pidfd);
+		return 1;
+	}
+	if (daemon_drop_privileges(cfg->user, cfg->group, pidfd,
+	    control != NULL ? cfg->control_socket : NULL, err,
 	    sizeof(err)) == -1) {
 		log_error("%s", err);
+		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return 1;
 	}
@@ -167,7 +178,7 @@ main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &managed, NULL);
 	daemon_ready(ready_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
-	int status = master_run(cfg);
+	int status = master_run(cfg, control);
 	daemon_pidfile_remove(pidfile, pidfd);
 	free(pidfile);
 	log_close();

@@ -543,25 +543,20 @@ free_all(struct master *m)
 }
 
 int
-master_run(struct ferry_config *cfg)
+master_run(struct ferry_config *cfg, struct control *control)
 {
 	struct master master, *m = &master;
 	int workers = 0;
 
 	memset(m, 0, sizeof(*m));
 	m->cfg = cfg;
+	m->control = control;
 	m->started_ms = util_monotonic_ms();
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
+		control_close(control);
 		config_free(cfg);
 		free(cfg);
-		return 1;
-	}
-	char err[512];
-	if ((m->control = control_open(cfg->control_socket, err,
-	    sizeof(err))) == NULL && err[0] != '\0') {
-		log_error("%s; not started", err);
-		free_all(m);
 		return 1;
 	}
 	m->loop = ev_default_loop(EVFLAG_AUTO);

@@ -75,8 +75,8 @@ struct master {
 };
 
 /* Run until stopped; returns the process exit status. Takes ownership of
- * cfg (heap-allocated). */
-int master_run(struct ferry_config *cfg);
+ * cfg (heap-allocated) and of control (control_open's, or NULL). */
+int master_run(struct ferry_config *cfg, struct control *control);
 
 /* master.c, used by master_reload.c */
 void master_reconcile(struct master *m, struct master_queue *mq);

@@ -126,6 +126,8 @@ figures_counters(struct metrics_figures *v, const redisReply *rep)
 			v->deadlettered = n;
 		else if (strcmp(f, "recovered") == 0)
 			v->recovered = n;
+		else if (strcmp(f, "cache_missing") == 0)
+			v->cache_missing = n;
 	}
 }
 
@@ -339,10 +341,11 @@ status_queue(struct master *m, struct master_queue *mq, struct control_out *o)
 	}
 	control_out_printf(o, " ready=%lld processing=%lld delayed=%lld "
 	    "dead=%lld done=%lld retried=%lld deadlettered=%lld recovered=%lld "
-	    "age_ms=%lld\n", (long long)f->ready, (long long)f->processing,
-	    (long long)f->delayed, (long long)f->dead, (long long)f->done,
-	    (long long)f->retried, (long long)f->deadlettered,
-	    (long long)f->recovered,
+	    "cache_missing=%lld age_ms=%lld\n", (long long)f->ready,
+	    (long long)f->processing, (long long)f->delayed, (long long)f->dead,
+	    (long long)f->done, (long long)f->retried,
+	    (long long)f->deadlettered, (long long)f->recovered,
+	    (long long)f->cache_missing,
 	    (long long)(util_monotonic_ms() - f->updated_ms));
 }
 
@@ -408,6 +411,9 @@ static const struct {
 	{ "ferry_jobs_recovered_total", "counter", "Jobs handed back after "
 	    "their worker or host died.",
 	    offsetof(struct metrics_figures, recovered) },
+	{ "ferry_jobs_cache_missing_total", "counter", "Jobs dead-lettered "
+	    "because their cache key had expired or been evicted.",
+	    offsetof(struct metrics_figures, cache_missing) },
 	{ "ferry_queue_ready", "gauge", "Jobs waiting in the ready list.",
 	    offsetof(struct metrics_figures, ready) },
 	{ "ferry_queue_processing", "gauge", "Jobs held in processing lists, "

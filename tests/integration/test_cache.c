@@ -145,6 +145,18 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	cr_assert(strstr(dead_reason("own"), "names a key of ferry's own") !=
 	    NULL, "%s", dead_reason("own"));
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
+	/* and in the metrics (refreshed every second) */
+	char *m = NULL;
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	do {
+		free(m);
+		h_sleep_ms(200);
+		cr_assert_eq(ctl(NULL, &m, "metrics", NULL), 0);
+	} while (strstr(m, "\nferry_jobs_cache_missing_total{queue=\"q\"} 1\n")
+	    == NULL && h_now_ms() < end);
+	cr_assert_not_null(strstr(m, "\nferry_jobs_cache_missing_total{queue="
+	    "\"q\"} 1\n"), "%s", m);
+	free(m);
 	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
 	cr_assert_eq(h_count_in_file(path, "\"cache\":\"{\\\"x\\\":1}\"}"), 1);
 	cr_assert_eq(h_count_in_file(path, "\"cache\":{\"f\":\"v\"}}"), 1);

@@ -3,6 +3,7 @@
  * metrics parsed back, and the errors when ferryd is not (or not) there. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pwd.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -366,6 +367,7 @@ Test(control, metrics_parse_and_count)
 	    "ferry_jobs_done_total{queue=\"q\"} 500",
 	    "ferry_jobs_done_total{queue=\"other\"} 0",
 	    "ferry_jobs_dead_total{queue=\"q\"} 0",
+	    "ferry_jobs_cache_missing_total{queue=\"q\"} 0",
 	    "ferry_queue_ready{queue=\"q\"} 0",
 	    "ferry_queue_processing{queue=\"q\"} 0",
 	    "ferry_worker_jobs_done_total{queue=\"q\"} 500",
@@ -499,4 +501,47 @@ Test(control, stale_socket_does_not_stop_a_new_ferryd)
 	char *a = ask("status\n");
 	cr_assert_not_null(strstr(a, "\nok\n"), "%s", a);
 	free(a);
+}
+
+/* With [ferryd] user, the socket is made before privileges are dropped (so
+ * it may live in a root-owned folder such as /run) and handed to the user.
+ * Here the test's folder is root's, mode 0755: the dropped master could not
+ * create a file in it. */
+Test(control, socket_made_before_privileges_are_dropped)
+{
+	struct stat st;
+	struct passwd *pw = getpwnam("nobody");
+
+	cr_assert_not_null(pw, "no user nobody on this machine");
+	h_setup(&d, "user = nobody\n", "[queue q]\nworkers = 1\n");
+	chmod(d.config, 0644);    /* read again on HUP, as nobody */
+	if (getuid() != 0) {      /* only root can switch users */
+		char *out = NULL;
+		int status = h_run_ferryd((const char *const[]){ "-f", "-c",
+		    d.config, NULL }, &out);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
+		free(out);
+		cr_assert_gt(h_count_in_file(d.log, "cannot switch to user"), 0);
+		return;
+	}
+	h_start(&d, 1);
+	h_wait_log(&d, "dropped privileges to user nobody", 1);
+	cr_assert_eq(lstat(sock_path(), &st), 0, "no %s", sock_path());
+	cr_assert_eq(st.st_uid, pw->pw_uid, "socket owned by uid %d",
+	    (int)st.st_uid);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	char *a = ask("status\n");
+	cr_assert_not_null(strstr(a, "\nok\n"), "%s", a);
+	free(a);
+	struct run r;
+	CTL(&r, "status");
+	expect(&r, 0, NULL);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)d.pid);
+	cr_assert_eq(stat(proc, &st), 0);
+	cr_assert_eq(st.st_uid, pw->pw_uid, "master runs as uid %d",
+	    (int)st.st_uid);
+	/* a reload still works (the file is read as nobody) */
+	kill(d.pid, SIGHUP);
+	h_wait_log(&d, "reload: done", 1);
 }

@@ -611,6 +611,19 @@ Test(config_errors, strings)
 	    "(allowed: empty or /path)\n"
 	    "F:4: [ferryd] redis_prefix: \"a:b\" is not valid (allowed: 1..32 "
 	    "characters of A-Z a-z 0-9 _ . -)\n");
+	expect_errors("[ferryd]\npidfile = ferryd.pid\ncontrol_socket = c.sock\n"
+	    Q1,
+	    "F:2: [ferryd] pidfile: \"ferryd.pid\" is not an absolute path "
+	    "(allowed: /path)\n"
+	    "F:3: [ferryd] control_socket: \"c.sock\" is not an absolute path "
+	    "(allowed: empty or /path)\n");
+	expect_errors("[ferryd]\npidfile =\n" Q1,
+	    "F:2: [ferryd] pidfile: \"\" is not an absolute path (allowed: "
+	    "/path)\n");
+	struct ferry_config cfg;
+	load_ok("[ferryd]\ncontrol_socket =\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.control_socket, "");
+	config_free(&cfg);
 	expect_errors("[ferryd]\nredis_prefix =\n" Q1,
 	    "F:2: [ferryd] redis_prefix: \"\" is not valid (allowed: 1..32 "
 	    "characters of A-Z a-z 0-9 _ . -)\n");
