@@ -414,38 +414,31 @@ enum fast_result {
 	FAST_SLOW_PATH,     /* a row was refused: isolate it the slow way */
 };
 
-/* BEGIN; the batch row (with the jobs that failed encoding); COPY; COMMIT
- * as one simple query, which the server abandons at the first error. */
+/* BEGIN; the batch row; COPY; COMMIT as one simple query, which the
+ * server abandons at the first error. The batch key is ferry's own text
+ * (worker id, random part, sequence); nothing from a job goes into SQL. */
 static char *
 fast_sql(struct sink_pg *s, const char *key)
 {
 	char *k = PQescapeLiteral(s->conn, key, strlen(key));
-	char *text = json_object_size(s->failed) > 0 ?
-	    json_dumps(s->failed, JSON_COMPACT) : NULL;
-	char *failed = text ? PQescapeLiteral(s->conn, text, strlen(text)) :
-	    NULL;
 	char *sql = NULL;
 
-	if (k != NULL && (text == NULL || failed != NULL))
-		sql = xasprintf("BEGIN;INSERT INTO ferry_batches (key, state, "
-		    "failed) VALUES (%s, 'committed', %s);%s%sCOMMIT", k,
-		    failed ? failed : "NULL", s->nidx > 0 ? s->copy_sql : "",
-		    s->nidx > 0 ? ";" : "");
+	if (k != NULL)
+		sql = xasprintf("BEGIN;INSERT INTO ferry_batches (key, state) "
+		    "VALUES (%s, 'committed');%s;COMMIT", k, s->copy_sql);
 	PQfreemem(k);
-	PQfreemem(failed);
-	free(text);
 	return sql;
 }
 
-/* The common case, a batch without recovered jobs, in two round trips
- * (the statements, then the rows and the COMMIT's reply), like a bare
- * COPY in autocommit. */
+/* The common case, a batch without recovered jobs whose rows all encoded,
+ * in two round trips (the statements, then the rows and the COMMIT's
+ * reply), like a bare COPY in autocommit. */
 static enum fast_result
 write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f)
 {
 	/* the statements in the query string, in order */
-	const int insert_stage = 1, copy_stage = s->nidx > 0 ? 2 : -1;
+	const int insert_stage = 1, copy_stage = 2;
 	int stage = 0, failed_stage = -1;
 	char *sql = fast_sql(s, key);
 	PGresult *r;
@@ -544,8 +537,11 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	reserve(s, n);
 	for (int i = 0; i < n && !fences; i++)
 		fences = jobs[i].invalid == NULL && jobs[i].batch != NULL;
-	if (!fences) {
+	if (!fences)
 		encode(s, jobs, res, n, NULL);
+	/* a job that failed to encode is recorded in the batch row: that
+	 * text goes as a parameter, on the slow path */
+	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0) {
 		switch (write_fast(s, jobs, res, n, key, f)) {
 		case FAST_DONE:
 			ok = true;

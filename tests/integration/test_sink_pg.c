@@ -154,3 +154,57 @@ Test(sink_pg, fence_finds_committed_batch)
 	free_jobs(stamped, 3);
 	sink_pg_free(s);
 }
+
+/* A job whose rows cannot be encoded fails before any SQL, a row the table
+ * refuses fails by SQLSTATE, the rest commit; both failures are recorded
+ * in the batch row, so a repeat of the batch (its ack lost) gives the same
+ * answers without writing anything. The same again for a batch where only
+ * the table refuses a row (the one-query-string attempt is abandoned and
+ * redone statement by statement). */
+Test(sink_pg, failures_are_recorded_and_replayed)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[6];
+	struct handler_result res[6];
+	char els[6][128], err[256];
+
+	h_pg_exec(&d, "ALTER TABLE events ADD CHECK (n <> 3)");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 6, NULL);
+	job_free(&jobs[1]);
+	snprintf(els[1], 128, "{\"id\":\"bad\",\"data\":5}");
+	job_parse(&jobs[1], els[1], strlen(els[1]), 1 << 20);
+	for (int round = 0; round < 2; round++) {
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:9", err,
+		    sizeof(err)), SINK_OK, "%s", err);
+		for (int i = 0; i < 6; i++)
+			cr_assert_eq(res[i].outcome, i == 1 || i == 3 ?
+			    HANDLER_FAIL : HANDLER_OK, "round %d job %d: %s", round,
+			    i, res[i].message);
+		cr_assert_str_eq(res[1].message,
+		    "data is not an object or an array of objects");
+		cr_assert_eq(strncmp(res[3].message, "23514: ", 7), 0, "%s",
+		    res[3].message);
+		cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4);
+	}
+	char *failed = h_pg_text(&d, "SELECT failed FROM ferry_batches WHERE "
+	    "key = 'w1:9'");
+	cr_assert_not_null(strstr(failed, "\"bad\":"), "%s", failed);
+	free(failed);
+
+	/* only a refused row: the fast attempt rolls back, nothing half done */
+	memset(res, 0, sizeof(res));
+	free_jobs(jobs, 6);
+	make_jobs(jobs, els, 0, 6, NULL);
+	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:10", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
+		    "job %d: %s", i, res[i].message);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 9);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	    "key = 'w1:10' AND failed IS NOT NULL"), 1);
+	free_jobs(jobs, 6);
+	sink_pg_free(s);
+}
