@@ -65,11 +65,12 @@ struct queue_config {
 struct ferry_config {
 	char *path;              /* the file this was loaded from */
 
-	/* [ferryd]; the first four are read at start only (not reloadable) */
+	/* [ferryd]; the first five are read at start only (not reloadable) */
 	char *pidfile;
 	char *user;              /* empty: keep the starting user */
 	char *group;
 	char *control_socket;
+	char *metrics_listen;    /* "IPV4:PORT", or empty: no HTTP endpoint */
 	char *log;               /* "stderr", "syslog" or a file path */
 	int log_level;           /* enum config_log_level */
 	char *redis_host;
@@ -152,7 +153,13 @@ bool config_queue_sink_changed(const struct ferry_config *ca,
 char *config_pg_conninfo(const struct ferry_config *cfg,
     const struct queue_config *q);
 
-/* Keys that are read only at start (pidfile, user, group, control_socket):
+/* "IPV4:PORT" (port 1..65535) into addr and port. Returns 0, or -1 with
+ * what is wrong in err. */
+int config_parse_listen(const char *listen, char *addr, size_t addrsize,
+    int *port, char *err, size_t errsize);
+
+/* Keys that are read only at start (pidfile, user, group, control_socket,
+ * metrics_listen):
  * copy their old values into `fresh` and call `warn` for each that differed. */
 void config_keep_static(const struct ferry_config *old,
     struct ferry_config *fresh, void (*warn)(const char *key,

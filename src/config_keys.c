@@ -6,6 +6,7 @@
 #include "copy.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +40,7 @@ struct config_key {
 static const char *check_log(const char *, char *, size_t);
 static const char *check_abs_path(const char *, char *, size_t);
 static const char *check_pidfile(const char *, char *, size_t);
+static const char *check_listen(const char *, char *, size_t);
 static const char *check_prefix(const char *, char *, size_t);
 static const char *check_table(const char *, char *, size_t);
 static const char *check_columns(const char *, char *, size_t);
@@ -64,6 +66,7 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "group", F(group), "", NULL),
 	STR(S_FERRYD, "control_socket", F(control_socket), "/run/ferryd.sock",
 	    check_abs_path),
+	STR(S_FERRYD, "metrics_listen", F(metrics_listen), "", check_listen),
 	STR(S_FERRYD, "log", F(log), "stderr", check_log),
 	ENUM(S_FERRYD, "log_level", F(log_level), "info", log_level_names),
 	STR(S_FERRYD, "redis_host", F(redis_host), "127.0.0.1", NULL),
@@ -142,6 +145,13 @@ static const struct config_key config_keys[] = {
 #define NKEYS FERRY_ARRAY_LEN(config_keys)
 const size_t config_nkeys = NKEYS;
 
+const char *
+config_key_name(int key, int *sect)
+{
+	*sect = config_keys[key].sect;
+	return config_keys[key].name;
+}
+
 bool
 config_valid_name(const char *s, size_t max)
 {
@@ -178,6 +188,44 @@ check_pidfile(const char *v, char *buf, size_t size)
 	(void)buf;
 	(void)size;
 	return v[0] == '/' ? NULL : "is not an absolute path (allowed: /path)";
+}
+
+static const char *
+check_listen(const char *v, char *buf, size_t size)
+{
+	char addr[64];
+	int port;
+
+	if (*v == '\0' ||
+	    config_parse_listen(v, addr, sizeof(addr), &port, buf, size) == 0)
+		return NULL;
+	return buf;
+}
+
+int
+config_parse_listen(const char *listen, char *addr, size_t addrsize,
+    int *port, char *err, size_t errsize)
+{
+	const char *colon = strrchr(listen, ':');
+	struct in_addr a;
+	char *end;
+
+	if (colon == NULL || (size_t)(colon - listen) >= addrsize) {
+		snprintf(err, errsize, "is not valid (allowed: empty, or IPV4:PORT "
+		    "such as 127.0.0.1:9187)");
+		return -1;
+	}
+	memcpy(addr, listen, (size_t)(colon - listen));
+	addr[colon - listen] = '\0';
+	long p = strtol(colon + 1, &end, 10);
+	if (inet_pton(AF_INET, addr, &a) != 1 || colon[1] == '\0' ||
+	    *end != '\0' || p < 1 || p > 65535) {
+		snprintf(err, errsize, "is not valid (allowed: empty, or IPV4:PORT "
+		    "with a port in 1..65535, such as 127.0.0.1:9187)");
+		return -1;
+	}
+	*port = (int)p;
+	return 0;
 }
 
 static const char *

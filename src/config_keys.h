@@ -12,6 +12,9 @@ enum config_section { CONFIG_SECT_FERRYD, CONFIG_SECT_QUEUE };
 
 extern const size_t config_nkeys;
 
+/* The name of key `key` (0 <= key < config_nkeys); its section in *sect. */
+const char *config_key_name(int key, int *sect);
+
 /* Index of `name` in the rows of `sect`, or -1. */
 int config_key_find(int sect, const char *name);
 /* Store `value` into the field of key `key` in the struct at `base` (a

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "master.h"
 #include "master_memory.h"
+#include "metrics_http.h"
 #include "sink_pg.h"
 #include "util.h"
 
@@ -161,10 +162,15 @@ main(int argc, char **argv)
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return 1;
 	}
-	if (daemon_drop_privileges(cfg->user, cfg->group, pidfd,
+	/* and the metrics port, which may be below 1024 */
+	struct metrics_http *http = metrics_http_open(cfg->metrics_listen, err,
+	    sizeof(err));
+	if ((http == NULL && err[0] != '\0') ||
+	    daemon_drop_privileges(cfg->user, cfg->group, pidfd,
 	    control != NULL ? cfg->control_socket : NULL, err,
 	    sizeof(err)) == -1) {
-		log_error("%s", err);
+		log_error("%s; not started", err);
+		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return 1;
@@ -178,7 +184,7 @@ main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &managed, NULL);
 	daemon_ready(ready_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
-	int status = master_run(cfg, control);
+	int status = master_run(cfg, control, http);
 	daemon_pidfile_remove(pidfile, pidfd);
 	free(pidfile);
 	log_close();

@@ -27,6 +27,7 @@
 
 #include "backoff.h"
 #include "control.h"
+#include "metrics_http.h"
 #include "log.h"
 #include "util.h"
 #include "worker.h"
@@ -543,7 +544,8 @@ free_all(struct master *m)
 }
 
 int
-master_run(struct ferry_config *cfg, struct control *control)
+master_run(struct ferry_config *cfg, struct control *control,
+    struct metrics_http *http)
 {
 	struct master master, *m = &master;
 	int workers = 0;
@@ -551,10 +553,12 @@ master_run(struct ferry_config *cfg, struct control *control)
 	memset(m, 0, sizeof(*m));
 	m->cfg = cfg;
 	m->control = control;
+	m->http = http;
 	m->started_ms = util_monotonic_ms();
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
 		control_close(control);
+		metrics_http_close(http);
 		config_free(cfg);
 		free(cfg);
 		return 1;
@@ -582,6 +586,7 @@ master_run(struct ferry_config *cfg, struct control *control)
 	master_redis_start(m);
 	metrics_start(m);
 	control_start(m->control, m);
+	metrics_http_start(m->http, m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
@@ -591,6 +596,7 @@ master_run(struct ferry_config *cfg, struct control *control)
 	    PACKAGE_VERSION, m->master_id, cfg->nqueues, workers, cfg->path);
 	ev_run(m->loop, 0);
 	control_close(m->control);
+	metrics_http_close(m->http);
 	master_redis_finish(m);
 	metrics_stop(m);
 	log_notice("ferryd stopped");

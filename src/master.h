@@ -70,13 +70,16 @@ struct master {
 	char master_id[128];      /* hostname:pid, names us in Redis */
 	struct master_redis *redis;
 	struct control *control;  /* NULL when control_socket is empty */
+	struct metrics_http *http; /* NULL when metrics_listen is empty */
 	struct metrics *metrics;  /* the Redis figures behind metrics */
 	int64_t started_ms;
 };
 
 /* Run until stopped; returns the process exit status. Takes ownership of
- * cfg (heap-allocated) and of control (control_open's, or NULL). */
-int master_run(struct ferry_config *cfg, struct control *control);
+ * cfg (heap-allocated), control and http (control_open's and
+ * metrics_http_open's, either NULL). */
+int master_run(struct ferry_config *cfg, struct control *control,
+    struct metrics_http *http);
 
 /* master.c, used by master_reload.c */
 void master_reconcile(struct master *m, struct master_queue *mq);

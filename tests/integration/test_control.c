@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -544,4 +546,81 @@ Test(control, socket_made_before_privileges_are_dropped)
 	/* a reload still works (the file is read as nobody) */
 	kill(d.pid, SIGHUP);
 	h_wait_log(&d, "reload: done", 1);
+}
+
+/* GET HTTP/1.0 `request` from 127.0.0.1:port; the whole answer. */
+static char *
+http(int port, const char *request)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0,
+	    "connect 127.0.0.1:%d: %s", port, strerror(errno));
+	cr_assert_eq(write(fd, request, strlen(request)),
+	    (ssize_t)strlen(request));
+	return read_all(fd);
+}
+
+/* metrics_listen: the same exposition over HTTP, for a Prometheus scraper;
+ * only GET /metrics; a port in use stops ferryd at start. */
+Test(control, metrics_over_http)
+{
+	char extra[64], *a, *out = NULL;
+	int port = test_free_port();
+
+	snprintf(extra, sizeof(extra), "metrics_listen = 127.0.0.1:%d\n", port);
+	h_setup(&d, extra, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	h_wait_log(&d, "metrics served over HTTP", 1);
+	h_push_jobs(&d, "q", 0, 50);
+	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	for (a = NULL; a == NULL || (strstr(a, "\nferry_jobs_done_total{queue="
+	    "\"q\"} 50\n") == NULL && h_now_ms() < end);) {
+		free(a);
+		h_sleep_ms(200);
+		a = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	}
+	cr_assert_eq(strncmp(a, "HTTP/1.1 200 OK\r\n", 17), 0, "%.200s", a);
+	cr_assert_not_null(strstr(a, "Content-Type: text/plain; version=0.0.4"),
+	    "%.400s", a);
+	char *body = strstr(a, "\r\n\r\n");
+	cr_assert_not_null(body);
+	cr_assert_not_null(strstr(body, "\nferry_jobs_done_total{queue=\"q\"} "
+	    "50\n"), "%s", body);
+	cr_assert_null(strstr(body, "\nok\n"), "no control-socket ok line");
+	check_exposition(body + 4);
+	free(a);
+	a = http(port, "GET / HTTP/1.0\r\n\r\n");
+	cr_assert_eq(strncmp(a, "HTTP/1.1 404 ", 13), 0, "%.200s", a);
+	free(a);
+	a = http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi");
+	cr_assert_eq(strncmp(a, "HTTP/1.1 405 ", 13), 0, "%.200s", a);
+	free(a);
+	/* a scraper that connects and says nothing does not stop the master */
+	int silent = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(connect(silent, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	a = ask("status\n");
+	cr_assert_not_null(strstr(a, "\nok\n"), "%s", a);
+	free(a);
+	close(silent);
+
+	/* the port is taken (by this ferryd): a second one refuses to start */
+	char config2[400];
+	snprintf(config2, sizeof(config2), "%s/second.ini", d.dir);
+	h_write_file(config2, "[ferryd]\npidfile = %s/second.pid\nlog = stderr\n"
+	    "control_socket =\nredis_port = %d\nmetrics_listen = 127.0.0.1:%d\n"
+	    "[queue q]\n", d.dir, d.redis.port, port);
+	int st = h_run_ferryd((const char *const[]){ "-f", "-c", config2, NULL },
+	    &out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st,
+	    out);
+	cr_assert_not_null(strstr(out, "cannot listen on 127.0.0.1:"), "%s", out);
+	free(out);
 }

@@ -1,6 +1,7 @@
 /* test_config.c - ferryd.ini loading: defaults, every value type, and the
  * exact text of every error message (the temporary path is shown as "F"). */
 #include "config.h"
+#include "config_keys.h"
 #include "copy.h"
 #include "util.h"
 
@@ -617,12 +618,29 @@ Test(config_errors, strings)
 	    "(allowed: /path)\n"
 	    "F:3: [ferryd] control_socket: \"c.sock\" is not an absolute path "
 	    "(allowed: empty or /path)\n");
+	const char *listens[] = { "9187", "localhost:9187", "127.0.0.1:",
+		"127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:80x", "::1:9187",
+		"1.2.3:80" };
+	for (size_t i = 0; i < sizeof(listens) / sizeof(*listens); i++) {
+		char text[128], want[256];
+		snprintf(text, sizeof(text), "[ferryd]\nmetrics_listen = %s\n" Q1,
+		    listens[i]);
+		snprintf(want, sizeof(want), "F:2: [ferryd] metrics_listen: \"%s\" "
+		    "is not valid (allowed: empty, or IPV4:PORT%s such as "
+		    "127.0.0.1:9187)\n", listens[i], strchr(listens[i], ':') ?
+		    " with a port in 1..65535," : "");
+		expect_errors(text, want);
+	}
 	expect_errors("[ferryd]\npidfile =\n" Q1,
 	    "F:2: [ferryd] pidfile: \"\" is not an absolute path (allowed: "
 	    "/path)\n");
 	struct ferry_config cfg;
 	load_ok("[ferryd]\ncontrol_socket =\n" Q1, &cfg);
 	cr_assert_str_eq(cfg.control_socket, "");
+	cr_assert_str_eq(cfg.metrics_listen, "");
+	config_free(&cfg);
+	load_ok("[ferryd]\nmetrics_listen = 0.0.0.0:9187\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.metrics_listen, "0.0.0.0:9187");
 	config_free(&cfg);
 	expect_errors("[ferryd]\nredis_prefix =\n" Q1,
 	    "F:2: [ferryd] redis_prefix: \"\" is not valid (allowed: 1..32 "
@@ -1259,4 +1277,60 @@ Test(config, example_postgres_queue)
 	    "connect_timeout=5 application_name=ferryd");
 	free(conninfo);
 	config_free(&c);
+}
+
+/* A whole file, NUL-terminated (malloc'd). */
+static char *
+read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "cannot read %s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	char *s = malloc((size_t)n + 1);
+	cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+	s[n] = '\0';
+	fclose(f);
+	return s;
+}
+
+/* A line of text that starts with `prefix` followed by one of `ends`. */
+static bool
+has_line(const char *text, const char *prefix, const char *ends)
+{
+	size_t n = strlen(prefix);
+
+	for (const char *p = text; p != NULL; p = strchr(p, '\n')) {
+		p += *p == '\n';
+		if (strncmp(p, prefix, n) == 0 && p[n] != '\0' &&
+		    strchr(ends, p[n]) != NULL)
+			return true;
+	}
+	return false;
+}
+
+/* Every key the loader knows is in etc/ferryd.ini (set or commented out,
+ * with its comment) and in ferryd.ini(5). */
+Test(config, every_key_is_documented)
+{
+	char *ini = read_text(TEST_SRCDIR "/etc/ferryd.ini");
+	char *man = read_text(TEST_SRCDIR "/doc/ferryd.ini.5");
+
+	for (int k = 0; k < (int)config_nkeys; k++) {
+		int sect;
+		const char *name = config_key_name(k, &sect);
+		char plain[80], commented[80], man_b[80], man_br[80];
+		snprintf(plain, sizeof(plain), "%s =", name);
+		snprintf(commented, sizeof(commented), ";%s =", name);
+		snprintf(man_b, sizeof(man_b), ".B %s", name);
+		snprintf(man_br, sizeof(man_br), ".BR %s", name);
+		cr_expect(has_line(ini, plain, " \n") ||
+		    has_line(ini, commented, " \n"),
+		    "key %s is not in etc/ferryd.ini", name);
+		cr_expect(has_line(man, man_b, "\n") || has_line(man, man_br, " "),
+		    "key %s is not in doc/ferryd.ini.5", name);
+	}
+	free(ini);
+	free(man);
 }
