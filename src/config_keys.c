@@ -218,7 +218,7 @@ config_parse_listen(const char *listen, char *addr, size_t addrsize,
 	memcpy(addr, listen, (size_t)(colon - listen));
 	addr[colon - listen] = '\0';
 	long p = strtol(colon + 1, &end, 10);
-	if (inet_pton(AF_INET, addr, &a) != 1 || colon[1] == '\0' ||
+	if (inet_pton(AF_INET, addr, &a) != 1 || !isdigit((unsigned char)colon[1]) ||
 	    *end != '\0' || p < 1 || p > 65535) {
 		snprintf(err, errsize, "is not valid (allowed: empty, or IPV4:PORT "
 		    "with a port in 1..65535, such as 127.0.0.1:9187)");

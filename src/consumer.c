@@ -445,7 +445,7 @@ settle_once(struct consumer *c, struct batch *b)
 	for (int i = 0; i < b->n; i++)
 		listed += b->results[i].outcome != HANDLER_OK ||
 		    b->jobs[i].cache_key != NULL;
-	int argc = 7 + 6 * listed;
+	int argc = 9 + 6 * listed;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
 	named = listed > 0 ? xcalloc((size_t)listed, sizeof(*named)) : NULL;
 	snprintf(count, sizeof(count), "%d", b->n);
@@ -454,13 +454,15 @@ settle_once(struct consumer *c, struct batch *b)
 	argv[2] = c->keys.dead;
 	argv[3] = c->keys.stats;
 	argv[4] = c->keys.bkeys;
-	argv[5] = c->worker_id;
-	argv[6] = count;
+	argv[5] = c->keys.owners;
+	argv[6] = c->worker_id;
+	argv[7] = c->master_id;
+	argv[8] = count;
 	for (int i = 0, k = 0; i < b->n; i++) {
 		if (b->results[i].outcome == HANDLER_OK &&
 		    b->jobs[i].cache_key == NULL)
 			continue;
-		const char **a = argv + 7 + 6 * k;
+		const char **a = argv + 9 + 6 * k;
 		snprintf(named[k].pos, sizeof(named[k].pos), "%d", i + 1);
 		a[0] = named[k].pos;
 		outcome_args(c, &b->jobs[i], &b->results[i], a, named[k].num,
@@ -468,7 +470,7 @@ settle_once(struct consumer *c, struct batch *b)
 		    sizeof(named[k].reason));
 		k++;
 	}
-	redisReply *r = queue_script(c->redis, LUA_SETTLE, 5, argc, argv, NULL);
+	redisReply *r = queue_script(c->redis, LUA_SETTLE, 6, argc, argv, NULL);
 	free(argv);
 	free(named);
 	return r;
@@ -491,8 +493,7 @@ settle(struct consumer *c, struct batch *b)
 		c->buried = r->type == REDIS_REPLY_ARRAY && r->elements == 3 ?
 		    r->element[2]->integer : 0;
 		if (!ok) {
-			log_error("queue %s: settling a batch of %d failed: %s",
-			    c->q->name, b->n, r->str);
+			handed_back(c, "settle", r);
 			scoreboard_set_error(c->slot, r->str);
 		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
@@ -561,6 +562,12 @@ consumer_run(struct consumer *c)
 			batch_clear(&b);
 			continue;
 		}
+		if (c->evicted) {
+			/* a job BLMOVE moved in after the hand-back is not ours:
+			 * the reaper sweeps it back from the tombstoned list */
+			batch_clear(&b);
+			break;
+		}
 		if (b.n == 0) {
 			archive_dead(c, false);
 			continue;
@@ -580,7 +587,7 @@ consumer_run(struct consumer *c)
 		c->jobs_done += settled ? b.n : 0;
 		batch_clear(&b);
 		if (!settled)
-			return c->should_stop() ? 0 : 1;
+			return c->should_stop() || c->evicted ? 0 : 1;
 		archive_dead(c, c->buried > 0);
 		if (c->q->max_jobs_per_worker > 0 &&
 		    c->jobs_done >= c->q->max_jobs_per_worker) {

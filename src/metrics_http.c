@@ -48,8 +48,11 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body,
 	    mode);
-	if (r == NULL)
+	if (r == NULL) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
 		return MHD_NO;
+	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "log.h"
 #include "util.h"
 
 #define PRUNE_EVERY_MS 60000
@@ -55,6 +56,18 @@ failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
 	snprintf(f->msg, sizeof(f->msg), "%s: %s", state ? state : "no SQLSTATE",
 	    text ? text : PQerrorMessage(s->conn));
 	f->msg[strcspn(f->msg, "\n")] = '\0';
+}
+
+/* libpq could not send: the connection is unusable even if its status
+ * still says OK. Unavailable: sink_pg_run closes it, and the batch is
+ * kept without spending an attempt. */
+static void
+lost_connection(struct sink_pg *s, struct pg_failure *f)
+{
+	snprintf(f->msg, sizeof(f->msg), "08006: sending to the server failed: "
+	    "%s", PQerrorMessage(s->conn));
+	f->msg[strcspn(f->msg, "\n")] = '\0';
+	f->cls = COPY_ERR_UNAVAILABLE;
 }
 
 /* Run sql (with up to 2 text parameters); true when it worked. */
@@ -318,11 +331,12 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	if (!run(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
 		return false;
 	PGresult *r = PQexec(s->conn, s->copy_sql);
-	bool in = PQresultStatus(r) == PGRES_COPY_IN;
+	bool in = PQresultStatus(r) == PGRES_COPY_IN, sent = true;
 	PQclear(r);
-	if (in)
-		PQputCopyEnd(s->conn, put_rows(s, idx, n) ? NULL :
-		    "ferry: sending the rows failed");
+	if (in) {
+		sent = put_rows(s, idx, n);
+		PQputCopyEnd(s->conn, sent ? NULL : "ferry: sending the rows failed");
+	}
 	r = PQgetResult(s->conn);
 	if (PQresultStatus(r) == PGRES_COMMAND_OK) {
 		PQclear(r);
@@ -335,6 +349,8 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	PQclear(r);
 	while ((r = PQgetResult(s->conn)) != NULL)
 		PQclear(r);
+	if (!sent)
+		lost_connection(s, f);
 	if (f->cls != COPY_ERR_DATA)
 		return false;
 	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
@@ -362,6 +378,12 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 		return false;
 	json_t *failed = PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) ?
 	    json_loads(PQgetvalue(r, 0, 1), 0, NULL) : NULL;
+	/* Fenced: another worker took these jobs over, so this worker was
+	 * handed back as dead; its settle is refused (settle.lua checks the
+	 * owner), so the answers below are never used. */
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "fenced") == 0)
+		log_warn("batch %s was fenced by another worker: its jobs were "
+		    "handed back, this worker will stop", key);
 	PQclear(r);
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
@@ -445,10 +467,10 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 	if (sql == NULL)
 		return FAST_SLOW_PATH;     /* text the escaping refused */
-	bool sent = PQsendQuery(s->conn, sql) == 1;
+	bool sent = PQsendQuery(s->conn, sql) == 1, rows_sent = true;
 	free(sql);
 	if (!sent) {
-		failure_from(s, NULL, f);
+		lost_connection(s, f);
 		return FAST_FAILED;
 	}
 	while ((r = PQgetResult(s->conn)) != NULL) {
@@ -460,15 +482,19 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		}
 		PQclear(r);
 		if (st == PGRES_COPY_IN) {
-			if (PQputCopyEnd(s->conn, put_rows(s, s->idx, s->nidx) ?
-			    NULL : "ferry: sending the rows failed") != 1) {
-				failure_from(s, NULL, f);
-				f->cls = COPY_ERR_UNAVAILABLE;   /* connection lost */
+			rows_sent = put_rows(s, s->idx, s->nidx);
+			if (PQputCopyEnd(s->conn, rows_sent ? NULL :
+			    "ferry: sending the rows failed") != 1) {
+				lost_connection(s, f);
 				return FAST_FAILED;
 			}
 			continue;
 		}
 		stage++;
+	}
+	if (!rows_sent) {
+		lost_connection(s, f);
+		return FAST_FAILED;
 	}
 	if (failed_stage < 0)
 		return FAST_DONE;

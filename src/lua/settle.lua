@@ -4,8 +4,9 @@
 -- or to dead; the processing list is emptied. A job's cache key (named by
 -- the worker, "" for none) is deleted with a done job and made persistent
 -- with a dead one, so it cannot expire while an operator decides.
--- KEYS: proc, delayed, dead, stats, bkeys
--- ARGV: worker id, job count, then for each job that is not simply done
+-- KEYS: proc, delayed, dead, stats, bkeys, owners
+-- ARGV: worker id, master id, job count, then for each job that is not
+--       simply done
 --       (failed, or done with a cache key): its position in the processing
 --       list (1 = the left end), outcome (ok|retry|dead|missing), id, delay
 --       ms (retry) or reason (dead, missing), error message, cache key.
@@ -13,19 +14,25 @@
 --       done, so a batch that went well costs a few commands, not one per
 --       job.
 -- Returns 0 when the list is already empty (a settle repeated after a lost
--- reply), else {done, retried, dead}.
+-- reply), else {done, retried, dead}. A worker the master has handed back
+-- (owners holds its tombstone, or another master) gets an error and
+-- settles nothing: what its list holds now arrived after the hand-back.
 -- allow-oom: it only deletes and moves data (a retry's counters grow a job
 -- by a few bytes), so the queue drains at maxmemory.
+if redis.call('HGET', KEYS[6], ARGV[1]) ~= ARGV[2] then
+	return redis.error_reply('ERR ferry: worker ' .. ARGV[1] ..
+		' is not registered: it was handed back as dead')
+end
 local held = redis.call('LLEN', KEYS[1])
 if held == 0 then return 0 end
-if held ~= tonumber(ARGV[2]) then
+if held ~= tonumber(ARGV[3]) then
 	return redis.error_reply('ERR ferry: processing list of ' .. ARGV[1] ..
-		' holds ' .. held .. ' jobs, the worker settles ' .. ARGV[2])
+		' holds ' .. held .. ' jobs, the worker settles ' .. ARGV[3])
 end
 local now = now_ms()
 local jobs = nil
 local done, retried, buried, missing = held, 0, 0, 0
-for b = 3, #ARGV, 6 do
+for b = 4, #ARGV, 6 do
 	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
 		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
 	if outcome == 'ok' then

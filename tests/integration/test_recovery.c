@@ -289,3 +289,43 @@ Test(recovery, frozen_host_wakes_up_and_its_workers_step_down)
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 }
+
+/* The master handed a live worker back (as if its host had frozen) while
+ * the worker waited in BLMOVE; a job pushed then lands in its list. The
+ * worker learns it was handed back from its next fetch and must exit
+ * without running that job: the reaper sweeps it back and a new worker
+ * runs it, once. */
+Test(recovery, handed_back_worker_does_not_run_what_blmove_gave_it)
+{
+	char cmd[400], queues[600];
+
+	h_setup(&d, "reaper_interval = 200ms\n", "");
+	h_write_recorder(&d, cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "handler = exec\ncommand = %s\n", cmd);
+	h_config(&d, "reaper_interval = 200ms\n", queues);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 1, "HLEN ferry:{q}:owners");
+	redisReply *keys = h_redis(&d, "HKEYS ferry:{q}:owners");
+	cr_assert_eq(keys->elements, 1);
+	char wid[128];
+	snprintf(wid, sizeof(wid), "%s", keys->element[0]->str);
+	freeReplyObject(keys);
+	h_sleep_ms(300);                 /* the worker is in BLMOVE now */
+	long long now = h_redis_int(&d, "EVAL %s 0",
+	    "local t = redis.call('TIME') return t[1] * 1000");
+	freeReplyObject(h_redis(&d, "MULTI"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:owners %s dead:%lld", wid,
+	    now));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready {\"n\":7}"));
+	freeReplyObject(h_redis(&d, "EXEC"));
+	h_wait_log(&d, "is not registered", 1);
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	h_sleep_ms(500);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
+	cr_assert_eq(h_count_in_file(path, "{\"n\":7}"), 1,
+	    "the job ran %d times", h_count_in_file(path, "{\"n\":7}"));
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 1);
+	h_assert_queue_empty(&d, "q");
+}

@@ -1,7 +1,8 @@
 /* test_scripts.c - the worker's two Lua scripts run directly on a real
  * redis-server, without ferryd: fetch.lua takes a batch with one RPOP but
  * still takes a recovered job alone, and settle.lua, which is told only
- * about the jobs that are not simply done, finds them by position. */
+ * about the jobs that are not simply done, finds them by position; both
+ * refuse a worker that was handed back as dead. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -124,12 +125,13 @@ static redisReply *
 settle(int count, int nargs, const char **args)
 {
 	char cbuf[16];
-	const char *argv[64] = { PROC, DELAYED, DEAD, STATS, BKEYS, "w1", cbuf };
+	const char *argv[64] = { PROC, DELAYED, DEAD, STATS, BKEYS, OWNERS, "w1",
+		"m1", cbuf };
 
 	snprintf(cbuf, sizeof(cbuf), "%d", count);
 	for (int i = 0; i < nargs; i++)
-		argv[7 + i] = args[i];
-	redisReply *r = queue_script(d.rc, LUA_SETTLE, 5, 7 + nargs, argv, NULL);
+		argv[9 + i] = args[i];
+	redisReply *r = queue_script(d.rc, LUA_SETTLE, 6, 9 + nargs, argv, NULL);
 	cr_assert_not_null(r, "settle: %s", d.rc->errstr);
 	return r;
 }
@@ -140,6 +142,7 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1} {\"n\":2} "
 	    "{\"n\":3} {\"n\":4} {\"n\":5}"));
 	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 w1:x:1"));
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:5 rows"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:4 rows EX 100"));
 
@@ -199,5 +202,16 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 0);
 	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 3);
+
+	/* handed back as dead, then a job moved in (its BLMOVE was still
+	 * queued): the worker settles nothing, the reaper sweeps the job */
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 dead:1"));
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":6}"));
+	r = settle(1, 0, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert_not_null(strstr(r->str, "is not registered"), "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 1);
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 3);
 }

@@ -620,7 +620,7 @@ Test(config_errors, strings)
 	    "(allowed: empty or /path)\n");
 	const char *listens[] = { "9187", "localhost:9187", "127.0.0.1:",
 		"127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:80x", "::1:9187",
-		"1.2.3:80" };
+		"1.2.3:80", "127.0.0.1: 80", "127.0.0.1:+80" };
 	for (size_t i = 0; i < sizeof(listens) / sizeof(*listens); i++) {
 		char text[128], want[256];
 		snprintf(text, sizeof(text), "[ferryd]\nmetrics_listen = %s\n" Q1,
