@@ -2,9 +2,10 @@
  * first (a key already there means this batch committed before, or was
  * fenced by a worker that took its jobs over), fences for recovered jobs,
  * COPY, COMMIT. Without recovered jobs the statements go as one query
- * string (two round trips a batch); when the COPY refuses a row the batch
- * is redone statement by statement, the COPY under a savepoint split in
- * halves until the bad rows are isolated. Errors are sorted by SQLSTATE:
+ * string (two round trips a batch); when the COPY refuses a row (or a
+ * deferred constraint fails at COMMIT) the batch is redone statement by
+ * statement, constraints checked immediately, the COPY under a savepoint
+ * split in halves until the bad rows are isolated. Errors are sorted by SQLSTATE:
  * data errors dead-letter their job, an unreachable server keeps the
  * batch. */
 #include "sink_pg.h"
@@ -460,7 +461,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f)
 {
 	/* the statements in the query string, in order */
-	const int insert_stage = 1, copy_stage = 2;
+	const int insert_stage = 1, copy_stage = 2, commit_stage = 3;
 	int stage = 0, failed_stage = -1;
 	char *sql = fast_sql(s, key);
 	PGresult *r;
@@ -504,7 +505,9 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	if (failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
 		return replay_results(s, key, jobs, res, n, f) ? FAST_DONE :
 		    FAST_FAILED;
-	if (failed_stage == copy_stage && f->cls == COPY_ERR_DATA)
+	/* a refused row, or a deferred constraint that failed at COMMIT */
+	if ((failed_stage == copy_stage || failed_stage == commit_stage) &&
+	    f->cls == COPY_ERR_DATA)
 		return FAST_SLOW_PATH;
 	return FAST_FAILED;
 }
@@ -517,7 +520,10 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 {
 	bool ok = false, write;
 
-	if (!run(s, "BEGIN", 0, NULL, NULL, f, NULL))
+	/* deferred constraints are checked after each statement here, so
+	 * that the halving finds the rows that break them */
+	if (!run(s, "BEGIN", 0, NULL, NULL, f, NULL) ||
+	    !run(s, "SET CONSTRAINTS ALL IMMEDIATE", 0, NULL, NULL, f, NULL))
 		goto out;
 	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
 	    "'committed')", 1, key, NULL, f, NULL)) {

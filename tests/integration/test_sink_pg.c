@@ -208,3 +208,32 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
 }
+
+/* A deferred foreign key fails only at COMMIT: the batch is redone with
+ * constraints checked at once, and the job whose parent is missing is
+ * isolated like any refused row. */
+Test(sink_pg, deferred_constraint_is_isolated)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[6];
+	struct handler_result res[6];
+	char els[6][128], err[256];
+
+	h_pg_exec(&d, "CREATE TABLE parents (id bigint PRIMARY KEY)");
+	h_pg_exec(&d, "INSERT INTO parents VALUES (0), (1), (2), (4), (5)");
+	h_pg_exec(&d, "ALTER TABLE events ADD FOREIGN KEY (n) REFERENCES "
+	    "parents (id) DEFERRABLE INITIALLY DEFERRED");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 6, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:20", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
+		    "job %d: %s", i, res[i].message);
+	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
+	    res[3].message);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	free_jobs(jobs, 6);
+	sink_pg_free(s);
+}
