@@ -61,6 +61,8 @@ ctl_usage(FILE *out)
 	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
 	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
 	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
+	    "  dead restore QUEUE FILE    push the jobs archived in FILE (dead_max)\n"
+	    "                             back to ready, with their cache keys\n"
 	    "  status                     ferryd's workers and queues (control "
 	    "socket)\n"
 	    "  metrics                    Prometheus text format\n"

@@ -42,6 +42,10 @@ redisContext *ctl_redis(struct ctl *c);
 int ctl_redis_fail(struct ctl *c, const char *what, redisReply *r);
 /* True (and r left alone) when r is a reply and not an error. */
 bool ctl_reply_ok(const redisReply *r);
+/* Backpressure: 0 below memory_refuse_percent of maxmemory (or when INFO
+ * is refused: Redis still refuses at maxmemory), else CTL_EX_TEMPFAIL (or
+ * CTL_EX_UNAVAILABLE), after a message. */
+int ctl_memory_allows(struct ctl *c);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
@@ -50,6 +54,9 @@ void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_enqueue(struct ctl *c, int argc, char **argv);
 int ctl_dead(struct ctl *c, int argc, char **argv);
+/* dead restore QUEUE FILE (src/ctl_restore.c) */
+int ctl_dead_restore(struct ctl *c, const struct queue_config *q,
+    const char *path);
 int ctl_init_db(struct ctl *c, int argc, char **argv);
 /* status, metrics, reload, pause, resume, workers: ferryd's control socket */
 int ctl_control(struct ctl *c, int argc, char **argv);

@@ -461,8 +461,9 @@ parse_args(struct dead_cmd *d, int argc, char **argv)
 	id_cmd = strcmp(d->sub, "retry") == 0 || strcmp(d->sub, "purge") == 0;
 	if (strcmp(d->sub, "list") == 0 && n == 2 && !all)
 		return optind + 1;
-	if (strcmp(d->sub, "show") == 0 && n == 3 && !all)
-		d->id = argv[optind + 2];
+	if ((strcmp(d->sub, "show") == 0 || strcmp(d->sub, "restore") == 0) &&
+	    n == 3 && !all)
+		d->id = argv[optind + 2];     /* restore: the archive file */
 	else if (id_cmd && n == 3 && !all)
 		d->id = argv[optind + 2];
 	else if (!(id_cmd && n == 2 && all))
@@ -470,7 +471,7 @@ parse_args(struct dead_cmd *d, int argc, char **argv)
 	return optind + 1;
 }
 
-/* ferryctl dead list|show|retry|purge QUEUE [ID|--all] */
+/* ferryctl dead list|show|retry|purge QUEUE [ID|--all], restore QUEUE FILE */
 int
 ctl_dead(struct ctl *c, int argc, char **argv)
 {
@@ -480,11 +481,14 @@ ctl_dead(struct ctl *c, int argc, char **argv)
 	if (at < 0) {
 		fprintf(stderr, "usage: ferryctl dead list QUEUE\n"
 		    "       ferryctl dead show QUEUE ID\n"
-		    "       ferryctl dead retry|purge QUEUE ID|--all\n");
+		    "       ferryctl dead retry|purge QUEUE ID|--all\n"
+		    "       ferryctl dead restore QUEUE ARCHIVE_FILE\n");
 		return CTL_EX_USAGE;
 	}
 	if ((d.q = ctl_queue(c, argv[at])) == NULL)
 		return CTL_EX_USAGE;
+	if (strcmp(d.sub, "restore") == 0)
+		return ctl_dead_restore(c, d.q, d.id);
 	if (ctl_redis(c) == NULL)
 		return CTL_EX_UNAVAILABLE;
 	queue_keys_init(&d.k, c->cfg->redis_prefix, d.q->name);

@@ -315,8 +315,8 @@ chunk_end(const struct input *in, size_t from)
 /* Backpressure: EX_TEMPFAIL when Redis is at or above
  * memory_refuse_percent of maxmemory (no limit: never). Where INFO is
  * refused (ACL), say so once and push anyway: Redis still refuses (OOM). */
-static int
-memory_allows(struct ctl *c)
+int
+ctl_memory_allows(struct ctl *c)
 {
 	static bool refused;
 	struct redis_memory m;
@@ -352,7 +352,7 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 	queue_keys_init(&k, c->cfg->redis_prefix, q->name);
 	for (; from < total && rc == 0; from = to) {
 		to = chunk_end(in, from);
-		if ((rc = memory_allows(c)) != 0 || (rc = push_chunk(c, &k, in,
+		if ((rc = ctl_memory_allows(c)) != 0 || (rc = push_chunk(c, &k, in,
 		    from, to, o->cache_ttl_ms, &lost)) != 0)
 			break;
 		chunks++;

@@ -361,3 +361,69 @@ Test(cache, enqueue_refuses_oversized_cache_values)
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", "{\"id\":\"y\","
 	    "\"data\":{\"pad\":\"01234567890123456789\"}}", NULL), 0);
 }
+
+/* Entries archived beyond dead_max come back with `dead restore`: the jobs
+ * with fresh counters, their cache keys recreated from the archive (a
+ * string, a hash, a list), a key that exists again left alone; lines of
+ * other queues skipped; a file with a line that is not an entry restores
+ * nothing. */
+Test(cache, archived_entries_are_restored)
+{
+	char extra[512], path[400], bad[420], input[2048] = "", *p = input, *out;
+
+	/* the archive goes in a folder of its own (setup makes d.dir) */
+	snprintf(path, sizeof(path), "/tmp/ferry-restore-%d.jsonl", (int)getpid());
+	unlink(path);
+	snprintf(extra, sizeof(extra), "dead_max = 2\ndead_archive = %s\n",
+	    path);
+	setup_exec(extra, true);
+	/* first two jobs whose cache keys are a hash and a list */
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:h f v g w"));
+	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:cache:l a b"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s",
+	    "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}",
+	    "{\"id\":\"l\",\"cache_key\":\"ferry:{q}:cache:l\"}"));
+	for (int i = 0; i < 6; i++)
+		p += sprintf(p, "{\"id\":\"j%d\",\"data\":{\"i\":%d}}\n", i, i);
+	cr_assert_eq(ctl(input, NULL, "enqueue", "--cache", "q", "-", NULL), 0);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 8, "HGET ferry:{q}:stats dead");
+	h_wait_log(&d, "archived", 1);
+	h_wait_redis_int(&d, 2, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_count_in_file(path, "\"queue\":\"q\""), 6);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
+	    "ferry:{q}:cache:h ferry:{q}:cache:l"), 0, "trimmed keys are gone");
+
+	/* a line that is not an entry: nothing is restored */
+	snprintf(bad, sizeof(bad), "%s.bad", path);
+	char *text = h_read_file(path);
+	h_write_file(bad, "%snot json\n", text);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "restore", "q", bad, NULL), 65);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 0);
+	/* another queue's line is skipped; an existing key is left alone */
+	h_write_file(bad, "%s{\"queue\":\"other\",\"job\":\"{}\"}\n", text);
+	free(text);
+	unlink(path);
+	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:j1 newer"));
+	char flag[400];                 /* the handler fails no more */
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	unlink(flag);
+	cr_assert_eq(ctl(NULL, &out, "dead", "restore", "q", bad, NULL), 0);
+	unlink(bad);
+	cr_assert_str_eq(out, "restored 6 jobs to queue q (5 cache keys "
+	    "recreated, 1 already there); 1 entry of other queues skipped\n");
+	free(out);
+	h_wait_redis_int(&d, 6, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 6);
+	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":\"{\\\"i\\\":0}\"}"), 2,
+	    "j0 ran with its recreated cache (once dead, once restored)");
+	cr_assert_eq(h_count_in_file(path, "\"cache\":\"newer\"}"), 1);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":{\"f\":\"v\",\"g\":\"w\"}}"),
+	    2);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":[\"a\",\"b\"]}"), 2);
+	/* done jobs took their keys with them */
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
+	    "ferry:{q}:cache:j1 ferry:{q}:cache:h ferry:{q}:cache:l"), 0);
+	h_assert_queue_empty(&d, "q");
+}
