@@ -36,7 +36,7 @@ static struct {
 	/* what was said last */
 	char eviction[MSG_MAX], persistence[MSG_MAX];
 	bool said_fallback;
-	bool above_warn;
+	enum memory_mark level;  /* last said */
 	bool said_unreachable;
 } mm;
 
@@ -58,28 +58,39 @@ say_fallback(const struct ferry_config *cfg, const struct redis_memory *r)
 	    r->config_error);
 }
 
-/* used / maxmemory crossing memory_warn_percent, either way. */
+/* used / maxmemory crossing memory_warn_percent or memory_refuse_percent,
+ * either way. */
 static void
 say_watermark(const struct ferry_config *cfg, const struct redis_memory *r)
 {
 	int pct = memory_percent(r);
-	bool above = pct >= cfg->memory_warn_percent;
+	enum memory_mark level = memory_mark(pct, cfg->memory_warn_percent,
+	    cfg->memory_refuse_percent, mm.level);
 	char used[32], max[32];
 
-	if (above == mm.above_warn)
+	if (level == mm.level)
 		return;
-	mm.above_warn = above;
 	memory_fmt_bytes(r->used, used, sizeof(used));
 	memory_fmt_bytes(r->max, max, sizeof(max));
-	if (above)
+	if (level == MEMORY_ABOVE_REFUSE)
 		log_warn("redis at %s is %d%% full (used_memory %s of maxmemory "
-		    "%s; memory_warn_percent %d)%s", address(cfg), pct, used, max,
-		    cfg->memory_warn_percent, pct >= cfg->memory_refuse_percent ?
-		    "; ferryctl enqueue refuses until it drains" : "");
+		    "%s; memory_refuse_percent %d): ferryctl enqueue refuses until "
+		    "it drains", address(cfg), pct, used, max,
+		    cfg->memory_refuse_percent);
+	else if (level == MEMORY_ABOVE_WARN && mm.level == MEMORY_BELOW_WARN)
+		log_warn("redis at %s is %d%% full (used_memory %s of maxmemory "
+		    "%s; memory_warn_percent %d)", address(cfg), pct, used, max,
+		    cfg->memory_warn_percent);
+	else if (level == MEMORY_ABOVE_WARN)
+		log_notice("redis at %s is down to %d%% (used_memory %s of "
+		    "maxmemory %s): below memory_refuse_percent %d, ferryctl "
+		    "enqueue accepts jobs again", address(cfg), pct, used, max,
+		    cfg->memory_refuse_percent);
 	else
 		log_notice("redis at %s is below memory_warn_percent %d again "
 		    "(used_memory %s of maxmemory %s)", address(cfg),
 		    cfg->memory_warn_percent, used, max);
+	mm.level = level;
 }
 
 /* Log `msg` (verdict v) if it differs from what was said last, in `last`.

@@ -212,3 +212,17 @@ memory_fetch(redisContext *c, struct redis_memory *m, bool settings,
 		freeReplyObject(r[i]);
 	return rc;
 }
+
+enum memory_mark
+memory_mark(int pct, int warn, int refuse, enum memory_mark was)
+{
+	enum memory_mark up = pct >= refuse ? MEMORY_ABOVE_REFUSE :
+	    pct >= warn ? MEMORY_ABOVE_WARN : MEMORY_BELOW_WARN;
+
+	if (pct < 0 || up >= was)
+		return up;
+	enum memory_mark down = pct >= refuse - MEMORY_MARK_HYSTERESIS ?
+	    MEMORY_ABOVE_REFUSE : pct >= warn - MEMORY_MARK_HYSTERESIS ?
+	    MEMORY_ABOVE_WARN : MEMORY_BELOW_WARN;
+	return down < was ? down : was;
+}

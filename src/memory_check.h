@@ -41,6 +41,15 @@ enum memory_verdict memory_judge_eviction(const struct redis_memory *m,
     bool allow_unsafe, char *msg, size_t size);
 enum memory_verdict memory_judge_persistence(const struct redis_memory *m,
     bool require, char *msg, size_t size);
+/* Where used / maxmemory stands against memory_warn_percent and
+ * memory_refuse_percent. */
+enum memory_mark { MEMORY_BELOW_WARN, MEMORY_ABOVE_WARN, MEMORY_ABOVE_REFUSE };
+#define MEMORY_MARK_HYSTERESIS 5
+/* The mark for pct (-1: no maxmemory) coming from `was`: up at once, down
+ * only once pct is MEMORY_MARK_HYSTERESIS points below the mark it
+ * leaves, so that usage hovering at a mark does not fill the log. */
+enum memory_mark memory_mark(int pct, int warn, int refuse,
+    enum memory_mark was);
 /* "1.5 MiB", "512 B" */
 const char *memory_fmt_bytes(long long n, char *buf, size_t size);
 

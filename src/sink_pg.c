@@ -366,6 +366,34 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	    copy_part(s, idx + n / 2, n - n / 2, jobs, res, f);
 }
 
+/* A row refused only because of a row after it (a foreign key to a later
+ * row of the batch, checked per part when halving) goes in once the others
+ * are in: COPY the refused rows again while that lets some in. */
+static bool
+copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    struct pg_failure *f)
+{
+	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
+	bool ok = true;
+
+	for (still = -1; ok; ) {
+		n = 0;
+		for (int k = 0; k < s->nidx; k++)
+			if (res[s->idx[k]].outcome == HANDLER_FAIL)
+				again[n++] = s->idx[k];
+		if (n == 0 || n == still)
+			break;          /* all in, or no progress */
+		for (int k = 0; k < n; k++) {
+			set_result(&res[again[k]], HANDLER_OK, "");
+			json_object_del(s->failed, job_id(&jobs[again[k]]));
+		}
+		ok = copy_part(s, again, n, jobs, res, f);
+		still = n;
+	}
+	free(again);
+	return ok;
+}
+
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
 static bool
@@ -542,7 +570,8 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		s->skip[i] = !write;
 	}
 	encode(s, jobs, res, n, s->skip);
-	if (s->nidx > 0 && !copy_part(s, s->idx, s->nidx, jobs, res, f))
+	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
+	    !copy_again(s, jobs, res, f)))
 		goto out;
 	if (json_object_size(s->failed) > 0) {
 		char *text = json_dumps(s->failed, JSON_COMPACT);

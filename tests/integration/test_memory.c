@@ -119,11 +119,12 @@ fill(const char *queue, long limit)
 }
 
 /* Full Redis (noeviction) with a backlog: ferryd drains it to empty, with
- * no job recovered, retried or dead, and used_memory falls. */
+ * no job recovered, retried or dead, and used_memory falls; the master
+ * says it is full, then that it is below memory_warn_percent again. */
 Test(memory, drains_at_maxmemory)
 {
-	h_setup_redis(&d, NULL, "[queue q]\nworkers = 2\nbatch_size = 100\n",
-	    maxmem);
+	h_setup_redis(&d, "memory_check_interval = 1s\n",
+	    "[queue q]\nworkers = 2\nbatch_size = 100\n", maxmem);
 	long pushed = fill("q", 10000000);
 	long long full = info_int("used_memory");
 	cr_assert_gt(pushed, 10000);
@@ -139,6 +140,8 @@ Test(memory, drains_at_maxmemory)
 	cr_assert_lt(after, full / 2, "used_memory %lld after, %lld full",
 	    after, full);
 	h_wait_log(&d, "% full (used_memory", 1);
+	h_wait_log(&d, "ferryctl enqueue refuses until it drains", 1);
+	h_wait_log(&d, "below memory_warn_percent 80 again", 1);
 }
 
 /* Above memory_refuse_percent: exit 75, nothing pushed. */

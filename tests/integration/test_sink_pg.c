@@ -2,6 +2,7 @@
  * directly against a real PostgreSQL: a batch committed twice is written
  * once, and a zombie whose batch was fenced cannot commit. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <string.h>
 
 #include "harness.h"
@@ -234,6 +235,48 @@ Test(sink_pg, deferred_constraint_is_isolated)
 	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
 	    res[3].message);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	free_jobs(jobs, 6);
+	sink_pg_free(s);
+}
+
+/* A deferred foreign key to a row later in the same batch: when the batch
+ * is split, the part with the child is checked before the parent is in;
+ * the child is tried again after the others and goes in. Only the orphan
+ * is refused. */
+Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[6];
+	struct handler_result res[6];
+	char els[6][128], err[256];
+	const char *docs[6] = {
+		"{\"n\":0,\"parent\":5}", "{\"n\":1}", "{\"n\":2,\"parent\":1}",
+		"{\"n\":3,\"parent\":99}", "{\"n\":4}", "{\"n\":5}",
+	};
+
+	h_pg_exec(&d, "ALTER TABLE events ADD PRIMARY KEY (n), ADD COLUMN "
+	    "parent bigint REFERENCES events (n) DEFERRABLE INITIALLY DEFERRED");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	for (int i = 0; i < 6; i++) {
+		snprintf(els[i], 128, "%s", docs[i]);
+		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
+	}
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:30", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
+		    "job %d: %s", i, res[i].message);
+	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
+	    res[3].message);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	char *failed = h_pg_text(&d, "SELECT failed FROM ferry_batches WHERE "
+	    "key = 'w1:30'");
+	cr_assert_not_null(failed);
+	json_t *f = json_loads(failed, 0, NULL);
+	cr_assert_eq(json_object_size(f), 1, "%s", failed);
+	json_decref(f);
+	free(failed);
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
 }

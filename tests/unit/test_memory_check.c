@@ -169,3 +169,29 @@ Test(lua_scripts, names_follow_the_enum)
 		    lua_script_source[i]);
 	}
 }
+
+/* Up at once, down only 5 points below the mark it leaves. */
+Test(memory_check, marks_have_hysteresis)
+{
+	enum memory_mark m = MEMORY_BELOW_WARN;
+	const struct { int pct; enum memory_mark want; } steps[] = {
+		{ 79, MEMORY_BELOW_WARN }, { 80, MEMORY_ABOVE_WARN },
+		{ 79, MEMORY_ABOVE_WARN }, { 75, MEMORY_ABOVE_WARN },
+		{ 74, MEMORY_BELOW_WARN }, { 95, MEMORY_ABOVE_REFUSE },
+		{ 86, MEMORY_ABOVE_REFUSE }, { 85, MEMORY_ABOVE_REFUSE },
+		{ 84, MEMORY_ABOVE_WARN }, { 90, MEMORY_ABOVE_REFUSE },
+		{ 10, MEMORY_BELOW_WARN }, { -1, MEMORY_BELOW_WARN },
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
+		m = memory_mark(steps[i].pct, 80, 90, m);
+		cr_assert_eq(m, steps[i].want, "step %zu: %d%% -> %d", i,
+		    steps[i].pct, m);
+	}
+	/* warn = refuse: one mark */
+	cr_assert_eq(memory_mark(90, 90, 90, MEMORY_BELOW_WARN),
+	    MEMORY_ABOVE_REFUSE);
+	cr_assert_eq(memory_mark(86, 90, 90, MEMORY_ABOVE_REFUSE),
+	    MEMORY_ABOVE_REFUSE);
+	cr_assert_eq(memory_mark(84, 90, 90, MEMORY_ABOVE_REFUSE),
+	    MEMORY_BELOW_WARN);
+}
