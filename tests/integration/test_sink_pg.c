@@ -210,6 +210,25 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	sink_pg_free(s);
 }
 
+/* Six jobs under `key`: all but job 3 written, job 3 refused by a foreign
+ * key (23503). */
+static void
+run_six_job_3_refused(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, const char *key)
+{
+	char err[256];
+
+	memset(res, 0, 6 * sizeof(*res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 6, key, err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
+		    "job %d: %s", i, res[i].message);
+	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
+	    res[3].message);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+}
+
 /* A deferred foreign key fails only at COMMIT: the batch is redone with
  * constraints checked at once, and the job whose parent is missing is
  * isolated like any refused row. */
@@ -218,7 +237,7 @@ Test(sink_pg, deferred_constraint_is_isolated)
 	const struct queue_config *q = setup();
 	struct job jobs[6];
 	struct handler_result res[6];
-	char els[6][128], err[256];
+	char els[6][128];
 
 	h_pg_exec(&d, "CREATE TABLE parents (id bigint PRIMARY KEY)");
 	h_pg_exec(&d, "INSERT INTO parents VALUES (0), (1), (2), (4), (5)");
@@ -226,15 +245,7 @@ Test(sink_pg, deferred_constraint_is_isolated)
 	    "parents (id) DEFERRABLE INITIALLY DEFERRED");
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 6, NULL);
-	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:20", err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	for (int i = 0; i < 6; i++)
-		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
-		    "job %d: %s", i, res[i].message);
-	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
-	    res[3].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	run_six_job_3_refused(s, jobs, res, "w1:20");
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
 }
@@ -248,7 +259,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	const struct queue_config *q = setup();
 	struct job jobs[6];
 	struct handler_result res[6];
-	char els[6][128], err[256];
+	char els[6][128];
 	const char *docs[6] = {
 		"{\"n\":0,\"parent\":5}", "{\"n\":1}", "{\"n\":2,\"parent\":1}",
 		"{\"n\":3,\"parent\":99}", "{\"n\":4}", "{\"n\":5}",
@@ -261,15 +272,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 		snprintf(els[i], 128, "%s", docs[i]);
 		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
 	}
-	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:30", err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	for (int i = 0; i < 6; i++)
-		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
-		    "job %d: %s", i, res[i].message);
-	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
-	    res[3].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	run_six_job_3_refused(s, jobs, res, "w1:30");
 	char *failed = h_pg_text(&d, "SELECT failed FROM ferry_batches WHERE "
 	    "key = 'w1:30'");
 	cr_assert_not_null(failed);
