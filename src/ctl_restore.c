@@ -1,31 +1,50 @@
 /* ctl_restore.c - ferryctl dead restore QUEUE FILE: put the dead-letter
  * entries that workers archived (dead_max, src/dead_archive.c) back in the
  * queue's ready list with fresh counters, like `dead retry`, recreating
- * the cache keys whose data the archive lines carry. The file is read
- * twice: first every line is checked (one line that is not an archive
- * entry, and nothing is pushed), then the jobs go in whole transactions
- * of up to CTL_CHUNK. The file is not changed: restoring it again
- * enqueues the jobs again. */
+ * the cache keys whose data the archive lines carry (restore.lua: a key
+ * that exists again is left alone). The file is locked as the workers
+ * lock it, then read twice: first every line is checked (one line that is
+ * not an archive entry, and nothing is pushed), then the jobs go in
+ * atomic chunks. An archive is at-least-once: a line repeated (apart from
+ * its "archived" time) is restored once. The file is not changed:
+ * restoring it again enqueues the jobs again. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "ctl.h"
 #include "job.h"
+#include "lua_scripts.h"
+#include "sha1.h"
 #include "util.h"
 
 #define RESTORE_ERRORS_SHOWN 20
+#define RESTORE_CHUNK_BYTES (16 << 20)
 
 /* One archive line to push: the original document and, when the line
- * carries it, the data of the job's cache key. */
+ * carries it, the data of the job's cache key (both held by doc). */
 struct entry {
-	char *job;
+	json_t *doc;
+	const char *job;
 	size_t job_len;
+	const char *batch;      /* the batch it was in, or "" */
+	size_t batch_len;
 	char *key;              /* NULL: nothing to recreate */
-	json_t *cache;
+	json_t *cache;          /* a string, or an object or array of them */
+};
+
+/* Entries seen, by the first 8 bytes of the SHA-1 of the entry without
+ * its "archived" time: open addressing, 0 = empty. */
+struct seen {
+	uint64_t *v;
+	size_t n, cap;
 };
 
 struct restore {
@@ -34,30 +53,102 @@ struct restore {
 	const char *path;
 	struct queue_keys k;
 	long lineno;
-	long errors, other_queue, unreplayable, restored, keys_made, keys_kept;
+	long errors, other_queue, unreplayable, repeated;
+	long restored, keys_made, keys_kept;
+	struct seen seen;
 	struct entry v[CTL_CHUNK];
 	int n;
+	size_t bytes;
 };
 
 static void
-line_error(struct restore *r, const char *fmt, const char *what)
+line_error(struct restore *r, const char *what)
 {
-	if (++r->errors <= RESTORE_ERRORS_SHOWN) {
-		fprintf(stderr, "ferryctl: %s:%ld: ", r->path, r->lineno);
-		fprintf(stderr, fmt, what);
-		fprintf(stderr, "\n");
-	}
+	if (++r->errors <= RESTORE_ERRORS_SHOWN)
+		fprintf(stderr, "ferryctl: %s:%ld: not an archive entry: %s\n",
+		    r->path, r->lineno, what);
 }
 
-/* Check one line; with `take`, add its job to r->v. 1: a job of this
- * queue; 0: skipped (another queue, blank, or not replayable); -1: not an
- * archive line. */
+/* Add h; true when it was there already. */
+static bool
+seen_add(struct seen *s, uint64_t h)
+{
+	if (s->n * 2 >= s->cap) {
+		struct seen bigger = { NULL, 0, s->cap ? s->cap * 2 : 1024 };
+		bigger.v = xcalloc(bigger.cap, sizeof(*bigger.v));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i] != 0)
+				seen_add(&bigger, s->v[i]);
+		free(s->v);
+		*s = bigger;
+	}
+	size_t i = (size_t)(h % s->cap);
+	while (s->v[i] != 0 && s->v[i] != h)
+		i = (i + 1) % s->cap;
+	if (s->v[i] == h)
+		return true;
+	s->v[i] = h;
+	s->n++;
+	return false;
+}
+
+/* True when this entry (apart from its "archived" time) came before. */
+static bool
+repeated(struct restore *r, json_t *doc)
+{
+	json_t *copy = json_copy(doc);
+	unsigned char digest[20];
+	struct sha1_ctx ctx;
+	uint64_t h;
+
+	json_object_del(copy, "archived");
+	char *text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	sha1_init(&ctx);
+	sha1_update(&ctx, text, strlen(text));
+	sha1_final(&ctx, digest);
+	free(text);
+	json_decref(copy);
+	memcpy(&h, digest, sizeof(h));
+	return seen_add(&r->seen, h + (h == 0));
+}
+
+/* The archived data of a cache key: a string, or a non-empty object or
+ * array of strings (what src/cache.c reads); NULL when it is one. */
+static const char *
+cache_invalid(json_t *cache)
+{
+	const char *field;
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(cache))
+		return NULL;
+	if (json_is_object(cache) && json_object_size(cache) > 0) {
+		json_object_foreach(cache, field, v)
+			if (!json_is_string(v))
+				return "\"cache\" holds a hash value that is not a string";
+		return NULL;
+	}
+	if (json_is_array(cache) && json_array_size(cache) > 0) {
+		json_array_foreach(cache, i, v)
+			if (!json_is_string(v))
+				return "\"cache\" holds a list value that is not a string";
+		return NULL;
+	}
+	return "\"cache\" is not a string, a hash or a list";
+}
+
+/* Check one line; with `take`, add its job to r->v. 1: a job to restore;
+ * 0: skipped (blank, another queue, repeated, not replayable); -1: not an
+ * archive entry. */
 static int
 entry_read(struct restore *r, const char *line, size_t len, bool take)
 {
 	json_error_t err;
 	json_t *doc, *queue, *job, *cache;
-	int rc = -1;
+	const char *why = NULL;
+	struct job j;
+	char *key = NULL;
 
 	if (strspn(line, " \t\r\n") == len)
 		return 0;
@@ -66,210 +157,225 @@ entry_read(struct restore *r, const char *line, size_t len, bool take)
 	job = json_object_get(doc, "job");
 	cache = json_object_get(doc, "cache");
 	if (!json_is_object(doc) || !json_is_string(queue)) {
-		line_error(r, "not an archive entry (%s)", doc == NULL ? err.text :
-		    "no \"queue\" string");
-	} else if (strcmp(json_string_value(queue), r->q->name) != 0) {
+		line_error(r, doc == NULL ? err.text : "no \"queue\" string");
+		json_decref(doc);
+		return -1;
+	}
+	if (json_string_length(queue) != strlen(r->q->name) ||
+	    strcmp(json_string_value(queue), r->q->name) != 0) {
 		r->other_queue += take;
-		rc = 0;
-	} else if (json_object_get(doc, "raw_hex") != NULL && job == NULL) {
+		json_decref(doc);
+		return 0;
+	}
+	if (json_object_get(doc, "raw_hex") != NULL && job == NULL) {
 		if (take)
 			fprintf(stderr, "ferryctl: %s:%ld: the dead entry was not a "
 			    "JSON object (raw_hex): not replayable, skipped\n",
 			    r->path, r->lineno);
 		r->unreplayable += take;
-		rc = 0;
-	} else if (!json_is_string(job)) {
-		line_error(r, "not an archive entry (%s)", "no \"job\" string");
-	} else {
-		rc = 1;
+		json_decref(doc);
+		return 0;
 	}
-	if (rc == 1 && take) {
-		struct entry *e = &r->v[r->n++];
-		struct job j;
-		e->job_len = json_string_length(job);
-		e->job = xmalloc(e->job_len + 1);
-		memcpy(e->job, json_string_value(job), e->job_len + 1);
-		e->key = NULL;
-		e->cache = NULL;
-		job_parse(&j, e->job, e->job_len, 0);
-		if (cache != NULL && j.cache_key != NULL &&
-		    !cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
-		    r->q->name)) {
-			e->key = xstrdup(j.cache_key);
-			e->cache = json_incref(cache);
-		}
+	if (!json_is_string(job)) {
+		line_error(r, "no \"job\" string");
+		json_decref(doc);
+		return -1;
+	}
+	if (cache != NULL) {
+		job_parse(&j, json_string_value(job), json_string_length(job), 0);
+		if (j.cache_key == NULL)
+			why = "\"cache\" data for a job that names no cache key";
+		else if (cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
+		    r->q->name))
+			why = "\"cache\" data for a key outside the queue's cache "
+			    "space";
+		else if ((why = cache_invalid(cache)) == NULL)
+			key = xstrdup(j.cache_key);
 		job_free(&j);
 	}
-	json_decref(doc);
-	return rc;
+	if (why != NULL) {
+		line_error(r, why);
+		json_decref(doc);
+		return -1;
+	}
+	if (repeated(r, doc)) {
+		r->repeated += take;
+		free(key);
+		json_decref(doc);
+		return 0;
+	}
+	if (!take) {
+		free(key);
+		json_decref(doc);
+		return 1;
+	}
+	struct entry *e = &r->v[r->n++];
+	e->doc = doc;
+	e->job = json_string_value(job);
+	e->job_len = json_string_length(job);
+	e->key = key;
+	e->cache = key != NULL ? cache : NULL;
+	json_t *batch = json_object_get(doc, "batch");
+	e->batch = json_is_string(batch) ? json_string_value(batch) : "";
+	e->batch_len = json_is_string(batch) ? json_string_length(batch) : 0;
+	r->bytes += len;
+	return 1;
 }
 
 static void
 entries_free(struct restore *r)
 {
 	for (int i = 0; i < r->n; i++) {
-		free(r->v[i].job);
 		free(r->v[i].key);
-		json_decref(r->v[i].cache);
+		json_decref(r->v[i].doc);
 	}
 	r->n = 0;
+	r->bytes = 0;
 }
 
-/* Argument `i` of a command: a value of the archived cache data as Redis
- * text, a string as itself (NUL bytes included), anything else as its
- * JSON. */
+/* The restore.lua arguments of the chunk: KEYS ready, stats, cache keys;
+ * ARGV per job. */
+struct args {
+	const char **v;
+	size_t *len;
+	char (*num)[24];
+	size_t n, cap, nnum;
+};
+
 static void
-put_arg(const char **argv, size_t *lens, char **owned, size_t i, json_t *v)
+arg(struct args *a, const char *s, size_t len)
 {
-	if (json_is_string(v)) {
-		argv[i] = json_string_value(v);
-		lens[i] = json_string_length(v);
-	} else {
-		owned[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		argv[i] = owned[i];
-		lens[i] = strlen(owned[i]);
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 256;
+		a->v = xrealloc(a->v, a->cap * sizeof(*a->v));
+		a->len = xrealloc(a->len, a->cap * sizeof(*a->len));
 	}
+	a->v[a->n] = s;
+	a->len[a->n++] = len;
 }
 
-/* Queue the command that recreates key from its archived data (a string:
- * SET; an object: HSET; an array: RPUSH); false when it cannot be (an
- * empty hash or list does not exist in Redis). */
-static bool
-append_cache(redisContext *redis, const char *key, json_t *data)
+static void
+arg_num(struct args *a, long v)
 {
-	size_t n = json_is_object(data) ? 2 + 2 * json_object_size(data) :
-	    json_is_array(data) ? 2 + json_array_size(data) : 3;
-	const char **argv = xcalloc(n, sizeof(*argv));
-	size_t *lens = xcalloc(n, sizeof(*lens));
-	char **owned = xcalloc(n, sizeof(*owned));
-	size_t argc = 2, i;
+	char *s = a->num[a->nnum++];
+	snprintf(s, 24, "%ld", v);
+	arg(a, s, strlen(s));
+}
+
+static void
+arg_json_string(struct args *a, json_t *s)
+{
+	arg(a, json_string_value(s), json_string_length(s));
+}
+
+static void
+build_args(struct restore *r, struct args *a)
+{
+	int nkeys = 0;
 	const char *field;
 	json_t *v;
+	size_t i;
 
-	argv[1] = key;
-	lens[1] = strlen(key);
-	if (json_is_object(data)) {
-		argv[0] = "HSET";
-		json_object_foreach(data, field, v) {
-			argv[argc] = field;
-			lens[argc++] = strlen(field);
-			put_arg(argv, lens, owned, argc++, v);
+	arg(a, r->k.ready, strlen(r->k.ready));
+	arg(a, r->k.stats, strlen(r->k.stats));
+	for (int e = 0; e < r->n; e++)
+		if (r->v[e].key != NULL)
+			arg(a, r->v[e].key, strlen(r->v[e].key));
+	for (int e = 0; e < r->n; e++) {
+		struct entry *en = &r->v[e];
+		json_t *c = en->cache;
+		arg(a, en->job, en->job_len);
+		arg(a, en->batch, en->batch_len);
+		arg_num(a, en->key != NULL ? 3 + nkeys++ : 0);
+		if (c == NULL) {
+			arg(a, "", 0);
+			arg_num(a, 0);
+		} else if (json_is_string(c)) {
+			arg(a, "string", 6);
+			arg_num(a, 1);
+			arg_json_string(a, c);
+		} else if (json_is_object(c)) {
+			arg(a, "hash", 4);
+			arg_num(a, 2 * (long)json_object_size(c));
+			json_object_foreach(c, field, v) {
+				arg(a, field, strlen(field));
+				arg_json_string(a, v);
+			}
+		} else {
+			arg(a, "list", 4);
+			arg_num(a, (long)json_array_size(c));
+			json_array_foreach(c, i, v)
+				arg_json_string(a, v);
 		}
-	} else if (json_is_array(data)) {
-		argv[0] = "RPUSH";
-		json_array_foreach(data, i, v)
-			put_arg(argv, lens, owned, argc++, v);
-	} else {
-		argv[0] = "SET";
-		put_arg(argv, lens, owned, argc++, data);
 	}
-	lens[0] = strlen(argv[0]);
-	if (argc > 2)
-		redisAppendCommandArgv(redis, (int)argc, argv, lens);
-	for (i = 0; i < n; i++)
-		free(owned[i]);
-	free(argv);
-	free(lens);
-	free(owned);
-	return argc > 2;
 }
 
-/* Which cache keys of r->v do not exist (missing[i] = 1). */
-static int
-missing_keys(struct restore *r, char *missing)
-{
-	redisReply *rep;
-
-	for (int i = 0; i < r->n; i++)
-		if (r->v[i].key != NULL)
-			redisAppendCommand(r->c->rc, "EXISTS %s", r->v[i].key);
-	for (int i = 0; i < r->n; i++) {
-		missing[i] = 0;
-		if (r->v[i].key == NULL)
-			continue;
-		if (redisGetReply(r->c->rc, (void **)&rep) != REDIS_OK ||
-		    !ctl_reply_ok(rep))
-			return ctl_redis_fail(r->c, "EXISTS of a cache key",
-			    r->c->rc->err ? NULL : rep);
-		missing[i] = rep->integer == 0;
-		freeReplyObject(rep);
-	}
-	return 0;
-}
-
-/* MULTI, the missing cache keys, LPUSH of the jobs, the counter, EXEC. */
+/* restore.lua on the chunk in r->v. */
 static int
 push_chunk(struct restore *r)
 {
-	char missing[CTL_CHUNK];
-	redisContext *rc = r->c->rc;
-	redisReply *rep;
-	int status = ctl_memory_allows(r->c), sent = 0, made = 0;
+	struct args a = { 0 };
+	int rc = ctl_memory_allows(r->c);
 
-	if (status != 0 || (status = missing_keys(r, missing)) != 0)
-		return status;
-	redisAppendCommand(rc, "MULTI");
-	sent++;
-	for (int i = 0; i < r->n; i++) {
-		if (r->v[i].key == NULL)
-			continue;
-		if (!missing[i]) {
-			r->keys_kept++;   /* newer data is there: left alone */
-		} else if (append_cache(rc, r->v[i].key, r->v[i].cache)) {
-			sent++;
-			made++;
-		}
+	if (rc != 0)
+		return rc;
+	a.num = xcalloc((size_t)r->n * 2, sizeof(*a.num));
+	build_args(r, &a);
+	int nkeys = 2;
+	for (int e = 0; e < r->n; e++)
+		nkeys += r->v[e].key != NULL;
+	redisReply *rep = queue_script(r->c->rc, LUA_RESTORE, nkeys, (int)a.n,
+	    a.v, a.len);
+	free(a.v);
+	free(a.len);
+	free(a.num);
+	if (rep == NULL) {
+		fprintf(stderr, "ferryctl: the connection to redis at %s was lost "
+		    "after a chunk of %d jobs was sent: it may or may not have "
+		    "gone in (see `ferryctl stats %s`, counter replayed)\n",
+		    r->c->addr, r->n, r->q->name);
+		return CTL_EX_UNAVAILABLE;
 	}
-	for (int i = 0; i < r->n; i++) {
-		redisAppendCommand(rc, "LPUSH %s %b", r->k.ready, r->v[i].job,
-		    r->v[i].job_len);
-		sent++;
-	}
-	redisAppendCommand(rc, "HINCRBY %s replayed %d", r->k.stats, r->n);
-	redisAppendCommand(rc, "EXEC");
-	sent += 2;
-	for (int i = 0; i < sent; i++) {
-		if (redisGetReply(rc, (void **)&rep) != REDIS_OK)
-			return ctl_redis_fail(r->c, "the restore transaction", NULL);
-		bool bad = !ctl_reply_ok(rep) || (i == sent - 1 &&
-		    rep->type != REDIS_REPLY_ARRAY);
-		for (size_t e = 0; !bad && i == sent - 1 && e < rep->elements; e++)
-			bad = rep->element[e]->type == REDIS_REPLY_ERROR;
-		if (bad)
-			return ctl_redis_fail(r->c, "the restore transaction", rep);
+	if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "OOM", 3) == 0) {
+		fprintf(stderr, "ferryctl: redis at %s is full (%s): the next %d "
+		    "jobs were not restored; drain the queue or raise maxmemory, "
+		    "then restore again\n", r->c->addr, rep->str, r->n);
 		freeReplyObject(rep);
+		return CTL_EX_TEMPFAIL;
 	}
-	r->restored += r->n;
-	r->keys_made += made;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
+		return ctl_redis_fail(r->c, "restore.lua", rep);
+	r->restored += rep->element[0]->integer;
+	r->keys_made += rep->element[1]->integer;
+	r->keys_kept += rep->element[2]->integer;
+	freeReplyObject(rep);
 	return 0;
 }
 
 /* One pass over the file: check (take = false) or push (take = true). */
 static int
-pass(struct restore *r, bool take, long *jobs)
+pass(struct restore *r, FILE *f, bool take, long *jobs)
 {
-	FILE *f = fopen(r->path, "r");
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
 	int rc = 0;
-
-	if (f == NULL) {
-		fprintf(stderr, "ferryctl: cannot read %s: %s\n", r->path,
-		    strerror(errno));
-		return CTL_EX_IOERR;
-	}
 	bool progress = take && *jobs > CTL_CHUNK && ctl_progress_wanted(true);
+
+	rewind(f);
+	free(r->seen.v);
+	memset(&r->seen, 0, sizeof(r->seen));
 	for (r->lineno = 1; rc == 0 && (len = getline(&line, &cap, f)) != -1;
 	    r->lineno++) {
 		if (entry_read(r, line, (size_t)len, take) == 1 && !take)
 			(*jobs)++;
-		if (take && r->n == CTL_CHUNK && (rc = push_chunk(r)) == 0 &&
-		    progress)
+		if (!take || (r->n < CTL_CHUNK && r->bytes < RESTORE_CHUNK_BYTES))
+			continue;
+		rc = push_chunk(r);
+		entries_free(r);
+		if (rc == 0 && progress)
 			fprintf(stderr, "\rferryctl: restored %ld of %ld jobs",
 			    r->restored, *jobs);
-		if (take && r->n == CTL_CHUNK)
-			entries_free(r);
 	}
 	if (rc == 0 && ferror(f)) {
 		fprintf(stderr, "ferryctl: reading %s: %s\n", r->path,
@@ -282,8 +388,51 @@ pass(struct restore *r, bool take, long *jobs)
 	if (progress)
 		fprintf(stderr, "\n");
 	free(line);
-	fclose(f);
 	return rc;
+}
+
+/* The file, locked as a worker locks dead_archive: a worker of this host
+ * writing to it is waited for, and none starts while we read. */
+static FILE *
+open_locked(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	FILE *f;
+
+	if (fd == -1) {
+		fprintf(stderr, "ferryctl: cannot read %s: %s\n", path,
+		    strerror(errno));
+		return NULL;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		fprintf(stderr, "ferryctl: %s is being written by a worker: "
+		    "waiting for it\n", path);
+		flock(fd, LOCK_EX);
+	}
+	if ((f = fdopen(fd, "r")) == NULL)
+		close(fd);
+	return f;
+}
+
+static void
+report(struct restore *r)
+{
+	printf("restored %ld job%s to queue %s (%ld cache key%s recreated, %ld "
+	    "already there)", r->restored, r->restored == 1 ? "" : "s",
+	    r->q->name, r->keys_made, r->keys_made == 1 ? "" : "s",
+	    r->keys_kept);
+	if (r->repeated > 0)
+		printf("; %ld repeated line%s restored once", r->repeated,
+		    r->repeated == 1 ? "" : "s");
+	if (r->other_queue > 0)
+		printf("; %ld entr%s of other queues skipped", r->other_queue,
+		    r->other_queue == 1 ? "y" : "ies");
+	if (r->unreplayable > 0)
+		printf("; %ld not replayable", r->unreplayable);
+	printf("\n");
+	if (r->restored > 0)
+		fprintf(stderr, "ferryctl: %s is unchanged: restoring it again "
+		    "would enqueue these jobs again\n", r->path);
 }
 
 int
@@ -291,14 +440,17 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
     const char *path)
 {
 	struct restore *r = xcalloc(1, sizeof(*r));
+	FILE *f = open_locked(path);
 	long jobs = 0;
-	int rc;
+	int rc = f == NULL ? CTL_EX_IOERR : 0;
 
 	r->c = c;
 	r->q = q;
 	r->path = path;
 	queue_keys_init(&r->k, c->cfg->redis_prefix, q->name);
-	if ((rc = pass(r, false, &jobs)) == 0 && r->errors > 0) {
+	if (rc == 0)
+		rc = pass(r, f, false, &jobs);
+	if (rc == 0 && r->errors > 0) {
 		if (r->errors > RESTORE_ERRORS_SHOWN)
 			fprintf(stderr, "ferryctl: ... and %ld more\n",
 			    r->errors - RESTORE_ERRORS_SHOWN);
@@ -311,26 +463,21 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 	if (rc == 0 && ctl_redis(c) == NULL)
 		rc = CTL_EX_UNAVAILABLE;
 	if (rc == 0)
-		rc = pass(r, true, &jobs);
+		rc = pass(r, f, true, &jobs);
+	if (rc == 0 && r->errors > 0) {    /* the file changed under us */
+		fprintf(stderr, "ferryctl: %s changed while it was restored\n",
+		    path);
+		rc = CTL_EX_DATAERR;
+	}
 	if (rc != 0 && r->restored > 0)
 		fprintf(stderr, "ferryctl: %ld of %ld jobs were restored to queue "
-		    "%s in whole transactions of %d; the others were not\n",
-		    r->restored, jobs, q->name, CTL_CHUNK);
-	if (rc == 0) {
-		printf("restored %ld job%s to queue %s (%ld cache key%s "
-		    "recreated, %ld already there)", r->restored,
-		    r->restored == 1 ? "" : "s", q->name, r->keys_made,
-		    r->keys_made == 1 ? "" : "s", r->keys_kept);
-		if (r->other_queue > 0)
-			printf("; %ld entr%s of other queues skipped",
-			    r->other_queue, r->other_queue == 1 ? "y" : "ies");
-		if (r->unreplayable > 0)
-			printf("; %ld not replayable", r->unreplayable);
-		printf("\n");
-		if (r->restored > 0)
-			fprintf(stderr, "ferryctl: %s is unchanged: restoring it "
-			    "again would enqueue these jobs again\n", path);
-	}
+		    "%s (in whole chunks, oldest first); the others were not\n",
+		    r->restored, jobs, q->name);
+	if (rc == 0)
+		report(r);
+	if (f != NULL)
+		fclose(f);              /* and the lock */
+	free(r->seen.v);
 	free(r);
 	return rc;
 }

@@ -13,11 +13,12 @@ enum lua_script {
 	LUA_DEAD_RETRY,
 	LUA_DEAD_TRIM,
 	LUA_HEARTBEAT,
+	LUA_RESTORE,
 	LUA_SCRIPT_COUNT,
 };
 
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
-	dead_trim heartbeat
+	dead_trim heartbeat restore
 
 extern const char *const lua_script_source[LUA_SCRIPT_COUNT];
 extern const char *const lua_script_name[LUA_SCRIPT_COUNT];

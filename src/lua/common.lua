@@ -56,6 +56,11 @@ local function dead_entry(meta, raw, id, reason, worker, now)
 		',"worker":', cjson.encode(worker),
 	}
 	if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. cjson.encode(id) end
+	-- the batch the job was in when its worker died: a replay must still
+	-- fence it, or a late commit of that batch would write the job twice
+	if meta.batch ~= nil then
+		e[#e + 1] = ',"batch":' .. cjson.encode(meta.batch)
+	end
 	if meta.first_error ~= nil then
 		e[#e + 1] = ',"first_error":' .. cjson.encode(meta.first_error)
 	end

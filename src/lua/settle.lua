@@ -44,7 +44,8 @@ for b = 4, #ARGV, 6 do
 		meta.attempts = meta.attempts + 1
 		meta.first_error = meta.first_error or err
 		meta.last_error = err
-		meta.batch = nil
+		-- a batch stamp stays: the fence this attempt made may have
+		-- rolled back, and that batch could still commit late
 		if outcome == 'retry' then
 			meta.seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
 			redis.call('ZADD', KEYS[2], now + tonumber(p), wrap(meta, raw))

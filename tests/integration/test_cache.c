@@ -394,14 +394,24 @@ Test(cache, archived_entries_are_restored)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
 	    "ferry:{q}:cache:h ferry:{q}:cache:l"), 0, "trimmed keys are gone");
 
-	/* a line that is not an entry: nothing is restored */
+	/* lines that are not entries: nothing is restored */
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	char *text = h_read_file(path);
-	h_write_file(bad, "%snot json\n", text);
+	h_write_file(bad, "%snot json\n{\"queue\":\"q\",\"job\":"
+	    "\"{\\\"cache_key\\\":\\\"ferry:{q}:cache:z\\\"}\",\"cache\":5}\n",
+	    text);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "restore", "q", bad, NULL), 65);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 0);
-	/* another queue's line is skipped; an existing key is left alone */
-	h_write_file(bad, "%s{\"queue\":\"other\",\"job\":\"{}\"}\n", text);
+	/* another queue's line is skipped; a line archived twice (by two
+	 * hosts) is restored once; an existing key is left alone */
+	char *again = strdup(text), *at = strstr(again, "\"archived\":");
+	cr_assert_not_null(at);
+	at[11] = at[11] == '9' ? '8' : '9';     /* another archive time */
+	*strchr(again, '\n') = '\0';
+	h_write_file(bad, "%s%s\n{\"queue\":\"other\",\"job\":\"{}\"}\n"
+	    "{\"queue\":\"q\",\"archived\":1,\"batch\":\"old:9\",\"job\":"
+	    "\"{\\\"id\\\":\\\"b9\\\"}\"}\n", text, again);
+	free(again);
 	free(text);
 	unlink(path);
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:j1 newer"));
@@ -410,11 +420,12 @@ Test(cache, archived_entries_are_restored)
 	unlink(flag);
 	cr_assert_eq(ctl(NULL, &out, "dead", "restore", "q", bad, NULL), 0);
 	unlink(bad);
-	cr_assert_str_eq(out, "restored 6 jobs to queue q (5 cache keys "
-	    "recreated, 1 already there); 1 entry of other queues skipped\n");
+	cr_assert_str_eq(out, "restored 7 jobs to queue q (5 cache keys "
+	    "recreated, 1 already there); 1 repeated line restored once; 1 "
+	    "entry of other queues skipped\n");
 	free(out);
-	h_wait_redis_int(&d, 6, "HGET ferry:{q}:stats done");
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 6);
+	h_wait_redis_int(&d, 7, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 7);
 	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
 	cr_assert_eq(h_count_in_file(path, "\"cache\":\"{\\\"i\\\":0}\"}"), 2,
 	    "j0 ran with its recreated cache (once dead, once restored)");

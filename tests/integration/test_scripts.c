@@ -139,8 +139,12 @@ settle(int count, int nargs, const char **args)
 Test(scripts, settle_finds_the_named_jobs_by_position)
 {
 	h_setup(&d, NULL, "[queue q]\n");
-	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1} {\"n\":2} "
-	    "{\"n\":3} {\"n\":4} {\"n\":5}"));
+	/* 2 and 4 were recovered from batches that may still commit late */
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1} %s {\"n\":3} %s "
+	    "{\"n\":5}", "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
+	    "\"batch\":\"old:2\",\"job\":{\"n\":2}}", "{\"ferry\":1,"
+	    "\"recoveries\":1,\"attempts\":0,\"batch\":\"old:4\",\"job\":"
+	    "{\"n\":4}}"));
 	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 w1:x:1"));
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:5 rows"));
@@ -183,6 +187,8 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	    r->element[0]->str);
 	cr_assert_not_null(strstr(r->element[0]->str, "\"last_error\":\"boom\""
 	    ",\"seq\":1,\"job\":{\"n\":2}}"), "%s", r->element[0]->str);
+	cr_assert_not_null(strstr(r->element[0]->str, "\"batch\":\"old:2\""),
+	    "a retry keeps its batch stamp: %s", r->element[0]->str);
 	freeReplyObject(r);
 
 	json_t *dead = h_dead_entries(&d, "q");
@@ -195,7 +201,21 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	    "failed by the handler");
 	cr_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
 	    "bad row");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "batch")),
+	    "old:4");
 	json_decref(dead);
+
+	/* replayed: the job goes back stamped with its batch, fresh counters */
+	redisReply *entry = h_redis(&d, "LINDEX " DEAD " 0");
+	const char *dargv[] = { DEAD, READY, STATS, entry->str, "{\"n\":4}" };
+	r = queue_script(d.rc, LUA_DEAD_RETRY, 3, 5, dargv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+	cr_assert_eq(r->integer, 1);
+	freeReplyObject(r);
+	freeReplyObject(entry);
+	assert_elements(h_redis(&d, "LRANGE " READY " 0 -1"), "replayed", 1,
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"batch\":"
+	    "\"old:4\",\"job\":{\"n\":4}}");
 
 	/* repeated after a lost reply: nothing left to do */
 	r = settle(5, 18, args);

@@ -159,7 +159,7 @@ Test(lua_scripts, names_follow_the_enum)
 		[LUA_RECLAIM] = "reclaim", [LUA_REAP] = "reap",
 		[LUA_PROMOTE] = "promote", [LUA_REGISTER] = "register",
 		[LUA_DEAD_RETRY] = "dead_retry", [LUA_DEAD_TRIM] = "dead_trim",
-		[LUA_HEARTBEAT] = "heartbeat",
+		[LUA_HEARTBEAT] = "heartbeat", [LUA_RESTORE] = "restore",
 	};
 
 	for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {
