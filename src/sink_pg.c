@@ -5,9 +5,9 @@
  * string (two round trips a batch); when the COPY refuses a row (or a
  * deferred constraint fails at COMMIT) the batch is redone statement by
  * statement, constraints checked immediately, the COPY under a savepoint
- * split in halves until the bad rows are isolated. Errors are sorted by SQLSTATE:
- * data errors dead-letter their job, an unreachable server keeps the
- * batch. */
+ * split in halves until the bad rows are isolated. Errors are sorted by
+ * SQLSTATE: data errors dead-letter their job, an unreachable server keeps
+ * the batch. The table's description: src/sink_pg_schema.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>
@@ -18,32 +18,11 @@
 
 #include "copy.h"
 #include "log.h"
+#include "sink_pg_int.h"
 #include "util.h"
 
 #define PRUNE_EVERY_MS 60000
 #define SINK_ROWS_KEEP (4 << 20)   /* larger row buffers are not kept */
-
-struct sink_pg {
-	const struct ferry_config *cfg;
-	const struct queue_config *q;
-	PGconn *conn;
-	char *copy_sql;
-	struct copy_columns cols;
-	int64_t last_prune_ms;
-	json_t *failed;           /* job id -> error, for the batch row */
-	/* the batch's rows, encoded (src/copy.c) and kept between batches */
-	struct copy_buf rows;
-	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
-	int *idx, nidx;           /* the jobs to COPY */
-	bool *skip;               /* jobs a fence found written */
-	int cap;                  /* room in off, len, idx, skip */
-};
-
-/* Why the current statement failed; its class in *cls. */
-struct pg_failure {
-	enum copy_error_class cls;
-	char msg[300];
-};
 
 static void
 failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
@@ -71,9 +50,8 @@ lost_connection(struct sink_pg *s, struct pg_failure *f)
 	f->cls = COPY_ERR_UNAVAILABLE;
 }
 
-/* Run sql (with up to 2 text parameters); true when it worked. */
-static bool
-run(struct sink_pg *s, const char *sql, int nparams, const char *p1,
+bool
+sink_pg_exec(struct sink_pg *s, const char *sql, int nparams, const char *p1,
     const char *p2, struct pg_failure *f, PGresult **out)
 {
 	const char *params[2] = { p1, p2 };
@@ -89,110 +67,6 @@ run(struct sink_pg *s, const char *sql, int nparams, const char *p1,
 	else
 		PQclear(r);
 	return ok;
-}
-
-static char *
-quote_table(PGconn *conn, const char *table)
-{
-	const char *dot = strchr(table, '.');
-	char *a, *b, *out;
-
-	if (dot == NULL) {
-		a = PQescapeIdentifier(conn, table, strlen(table));
-		out = xstrdup(a);
-		PQfreemem(a);
-		return out;
-	}
-	a = PQescapeIdentifier(conn, table, (size_t)(dot - table));
-	b = PQescapeIdentifier(conn, dot + 1, strlen(dot + 1));
-	out = xasprintf("%s.%s", a, b);
-	PQfreemem(a);
-	PQfreemem(b);
-	return out;
-}
-
-/* The table's columns, in order; NULL when the table does not exist. */
-static PGresult *
-table_columns(struct sink_pg *s, const char *quoted)
-{
-	PGresult *r = NULL;
-	if (!run(s, "SELECT attname FROM pg_attribute WHERE attrelid = "
-	    "to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-	    1, quoted, NULL, NULL, &r))
-		return NULL;
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		return NULL;
-	}
-	return r;
-}
-
-static bool
-has_column(PGresult *r, const char *name)
-{
-	for (int i = 0; i < PQntuples(r); i++)
-		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
-			return true;
-	return false;
-}
-
-/* Resolve the columns and build the COPY statement; FATAL when the table,
- * a column or ferry_batches is missing. */
-static enum sink_status
-describe(struct sink_pg *s, char *err, size_t errsize)
-{
-	const struct queue_config *q = s->q;
-	char *quoted = quote_table(s->conn, q->table);
-	PGresult *cols = table_columns(s, quoted), *fb = NULL;
-	enum sink_status st = SINK_FATAL;
-
-	if (cols == NULL) {
-		snprintf(err, errsize, "[queue %s] table: \"%s\" does not exist in "
-		    "the database: create it", q->name, q->table);
-		goto out;
-	}
-	if ((fb = table_columns(s, "ferry_batches")) == NULL) {
-		snprintf(err, errsize, "table ferry_batches does not exist: run "
-		    "ferryctl init-db");
-		goto out;
-	}
-	copy_columns_free(&s->cols);
-	if (q->columns != NULL && *q->columns != '\0') {
-		if (copy_columns_parse(q->columns, &s->cols, err, errsize) == -1)
-			goto out;
-	} else {
-		char **names = xmalloc(sizeof(*names) * (size_t)PQntuples(cols));
-		for (int i = 0; i < PQntuples(cols); i++)
-			names[i] = PQgetvalue(cols, i, 0);
-		copy_columns_same(&s->cols, names, PQntuples(cols));
-		free(names);
-	}
-	size_t len = strlen(quoted) + 64;
-	for (int i = 0; i < s->cols.n; i++) {
-		if (!has_column(cols, s->cols.columns[i])) {
-			snprintf(err, errsize, "[queue %s] columns: table \"%s\" has no "
-			    "column \"%s\"", q->name, q->table, s->cols.columns[i]);
-			goto out;
-		}
-		len += strlen(s->cols.columns[i]) * 2 + 4;
-	}
-	free(s->copy_sql);
-	s->copy_sql = xmalloc(len);
-	size_t off = (size_t)snprintf(s->copy_sql, len, "COPY %s (", quoted);
-	for (int i = 0; i < s->cols.n; i++) {
-		char *c = PQescapeIdentifier(s->conn, s->cols.columns[i],
-		    strlen(s->cols.columns[i]));
-		off += (size_t)snprintf(s->copy_sql + off, len - off, "%s%s",
-		    i ? ", " : "", c);
-		PQfreemem(c);
-	}
-	snprintf(s->copy_sql + off, len - off, ") FROM STDIN");
-	st = SINK_OK;
-out:
-	PQclear(cols);
-	PQclear(fb);
-	free(quoted);
-	return st;
 }
 
 static enum sink_status
@@ -212,8 +86,8 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 	}
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
 	    s->cfg->pg_statement_timeout_ms);
-	enum sink_status st = run(s, sql, 0, NULL, NULL, NULL, NULL) ?
-	    describe(s, err, errsize) : SINK_UNAVAILABLE;
+	enum sink_status st = sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL) ?
+	    sink_pg_describe(s, err, errsize) : SINK_UNAVAILABLE;
 	if (st != SINK_OK) {
 		PQfinish(s->conn);
 		s->conn = NULL;
@@ -329,7 +203,7 @@ static bool
 copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
     struct handler_result *res, struct pg_failure *f)
 {
-	if (!run(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+	if (!sink_pg_exec(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
 		return false;
 	PGresult *r = PQexec(s->conn, s->copy_sql);
 	bool in = PQresultStatus(r) == PGRES_COPY_IN, sent = true;
@@ -343,7 +217,7 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		PQclear(r);
 		while ((r = PQgetResult(s->conn)) != NULL)
 			PQclear(r);
-		return run(s, "RELEASE SAVEPOINT ferry_part", 0, NULL, NULL, f,
+		return sink_pg_exec(s, "RELEASE SAVEPOINT ferry_part", 0, NULL, NULL, f,
 		    NULL);
 	}
 	failure_from(s, r, f);
@@ -354,7 +228,7 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		lost_connection(s, f);
 	if (f->cls != COPY_ERR_DATA)
 		return false;
-	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+	if (!sink_pg_exec(s, "ROLLBACK TO SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
 		return false;
 	if (n == 1) {
 		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
@@ -402,7 +276,7 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 {
 	PGresult *r = NULL;
 
-	if (!run(s, "SELECT state, failed FROM ferry_batches WHERE key = $1",
+	if (!sink_pg_exec(s, "SELECT state, failed FROM ferry_batches WHERE key = $1",
 	    1, key, NULL, f, &r))
 		return false;
 	json_t *failed = PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) ?
@@ -436,12 +310,12 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 	*write = true;
 	if (j->batch == NULL)
 		return true;
-	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, 'fenced') "
+	if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, 'fenced') "
 	    "ON CONFLICT (key) DO NOTHING", 1, j->batch, NULL, f, NULL))
 		return false;
 	*write = false;
 	PGresult *r = NULL;
-	if (!run(s, "SELECT state, failed FROM ferry_batches WHERE key = $1", 1,
+	if (!sink_pg_exec(s, "SELECT state, failed FROM ferry_batches WHERE key = $1", 1,
 	    j->batch, NULL, f, &r))
 		return false;
 	if (strcmp(PQgetvalue(r, 0, 0), "committed") != 0) {
@@ -550,14 +424,14 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 	/* deferred constraints are checked after each statement here, so
 	 * that the halving finds the rows that break them */
-	if (!run(s, "BEGIN", 0, NULL, NULL, f, NULL) ||
-	    !run(s, "SET CONSTRAINTS ALL IMMEDIATE", 0, NULL, NULL, f, NULL))
+	if (!sink_pg_exec(s, "BEGIN", 0, NULL, NULL, f, NULL) ||
+	    !sink_pg_exec(s, "SET CONSTRAINTS ALL IMMEDIATE", 0, NULL, NULL, f, NULL))
 		goto out;
-	if (!run(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
+	if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
 	    "'committed')", 1, key, NULL, f, NULL)) {
 		if (strncmp(f->msg, "23505", 5) != 0)
 			goto out;
-		ok = run(s, "ROLLBACK", 0, NULL, NULL, f, NULL) &&
+		ok = sink_pg_exec(s, "ROLLBACK", 0, NULL, NULL, f, NULL) &&
 		    replay_results(s, key, jobs, res, n, f);
 		goto out;
 	}
@@ -575,13 +449,13 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		goto out;
 	if (json_object_size(s->failed) > 0) {
 		char *text = json_dumps(s->failed, JSON_COMPACT);
-		bool set = run(s, "UPDATE ferry_batches SET failed = $2 WHERE "
+		bool set = sink_pg_exec(s, "UPDATE ferry_batches SET failed = $2 WHERE "
 		    "key = $1", 2, key, text, f, NULL);
 		free(text);
 		if (!set)
 			goto out;
 	}
-	ok = run(s, "COMMIT", 0, NULL, NULL, f, NULL);
+	ok = sink_pg_exec(s, "COMMIT", 0, NULL, NULL, f, NULL);
 out:
 	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
 		PQclear(PQexec(s->conn, "ROLLBACK"));
@@ -657,49 +531,5 @@ sink_pg_prune(struct sink_pg *s)
 	s->last_prune_ms = now;
 	snprintf(sql, sizeof(sql), "DELETE FROM ferry_batches WHERE created_at < "
 	    "now() - interval '%ld milliseconds'", s->cfg->done_retention_ms);
-	run(s, sql, 0, NULL, NULL, NULL, NULL);
-}
-
-static const char create_sql[] =
-    "CREATE TABLE IF NOT EXISTS ferry_batches ("
-    " key text PRIMARY KEY,"
-    " state text NOT NULL CHECK (state IN ('committed', 'fenced')),"
-    " failed text,"
-    " created_at timestamptz NOT NULL DEFAULT now());"
-    "CREATE INDEX IF NOT EXISTS ferry_batches_created_at"
-    " ON ferry_batches (created_at)";
-
-/* Several statements in one string (PQexecParams takes only one). */
-static bool
-run_script(PGconn *conn, const char *sql)
-{
-	PGresult *r = PQexec(conn, sql);
-	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	PQclear(r);
-	return ok;
-}
-
-enum sink_status
-sink_pg_check(const struct ferry_config *cfg, const struct queue_config *q,
-    int create, char *err, size_t errsize)
-{
-	struct sink_pg *s = sink_pg_new(cfg, q);
-	char *conninfo = config_pg_conninfo(cfg, q);
-	enum sink_status st = SINK_UNAVAILABLE;
-
-	s->conn = PQconnectdb(conninfo);
-	free(conninfo);
-	if (PQstatus(s->conn) != CONNECTION_OK) {
-		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
-		err[strcspn(err, "\n")] = '\0';
-	} else if (create && !run_script(s->conn, create_sql)) {
-		snprintf(err, errsize, "cannot create ferry_batches: %s",
-		    PQerrorMessage(s->conn));
-		err[strcspn(err, "\n")] = '\0';
-		st = SINK_FATAL;
-	} else {
-		st = describe(s, err, errsize);
-	}
-	sink_pg_free(s);
-	return st;
+	sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL);
 }

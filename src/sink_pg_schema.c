@@ -1,0 +1,161 @@
+/* sink_pg_schema.c - what the PostgreSQL sink needs of the database: the
+ * target table and its columns (quoted with libpq's escaping, the COPY
+ * statement built from them), ferry_batches, and `ferryctl init-db`, which
+ * creates ferry_batches and checks the rest. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy.h"
+#include "sink_pg.h"
+#include "sink_pg_int.h"
+#include "util.h"
+
+static char *
+quote_table(PGconn *conn, const char *table)
+{
+	const char *dot = strchr(table, '.');
+	char *a, *b, *out;
+
+	if (dot == NULL) {
+		a = PQescapeIdentifier(conn, table, strlen(table));
+		out = xstrdup(a);
+		PQfreemem(a);
+		return out;
+	}
+	a = PQescapeIdentifier(conn, table, (size_t)(dot - table));
+	b = PQescapeIdentifier(conn, dot + 1, strlen(dot + 1));
+	out = xasprintf("%s.%s", a, b);
+	PQfreemem(a);
+	PQfreemem(b);
+	return out;
+}
+
+/* The table's columns, in order; NULL when the table does not exist. */
+static PGresult *
+table_columns(struct sink_pg *s, const char *quoted)
+{
+	PGresult *r = NULL;
+	if (!sink_pg_exec(s, "SELECT attname FROM pg_attribute WHERE attrelid = "
+	    "to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+	    1, quoted, NULL, NULL, &r))
+		return NULL;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+static bool
+has_column(PGresult *r, const char *name)
+{
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
+			return true;
+	return false;
+}
+
+/* Resolve the columns and build the COPY statement; FATAL when the table,
+ * a column or ferry_batches is missing. */
+enum sink_status
+sink_pg_describe(struct sink_pg *s, char *err, size_t errsize)
+{
+	const struct queue_config *q = s->q;
+	char *quoted = quote_table(s->conn, q->table);
+	PGresult *cols = table_columns(s, quoted), *fb = NULL;
+	enum sink_status st = SINK_FATAL;
+
+	if (cols == NULL) {
+		snprintf(err, errsize, "[queue %s] table: \"%s\" does not exist in "
+		    "the database: create it", q->name, q->table);
+		goto out;
+	}
+	if ((fb = table_columns(s, "ferry_batches")) == NULL) {
+		snprintf(err, errsize, "table ferry_batches does not exist: run "
+		    "ferryctl init-db");
+		goto out;
+	}
+	copy_columns_free(&s->cols);
+	if (q->columns != NULL && *q->columns != '\0') {
+		if (copy_columns_parse(q->columns, &s->cols, err, errsize) == -1)
+			goto out;
+	} else {
+		char **names = xmalloc(sizeof(*names) * (size_t)PQntuples(cols));
+		for (int i = 0; i < PQntuples(cols); i++)
+			names[i] = PQgetvalue(cols, i, 0);
+		copy_columns_same(&s->cols, names, PQntuples(cols));
+		free(names);
+	}
+	size_t len = strlen(quoted) + 64;
+	for (int i = 0; i < s->cols.n; i++) {
+		if (!has_column(cols, s->cols.columns[i])) {
+			snprintf(err, errsize, "[queue %s] columns: table \"%s\" has no "
+			    "column \"%s\"", q->name, q->table, s->cols.columns[i]);
+			goto out;
+		}
+		len += strlen(s->cols.columns[i]) * 2 + 4;
+	}
+	free(s->copy_sql);
+	s->copy_sql = xmalloc(len);
+	size_t off = (size_t)snprintf(s->copy_sql, len, "COPY %s (", quoted);
+	for (int i = 0; i < s->cols.n; i++) {
+		char *c = PQescapeIdentifier(s->conn, s->cols.columns[i],
+		    strlen(s->cols.columns[i]));
+		off += (size_t)snprintf(s->copy_sql + off, len - off, "%s%s",
+		    i ? ", " : "", c);
+		PQfreemem(c);
+	}
+	snprintf(s->copy_sql + off, len - off, ") FROM STDIN");
+	st = SINK_OK;
+out:
+	PQclear(cols);
+	PQclear(fb);
+	free(quoted);
+	return st;
+}
+
+static const char create_sql[] =
+    "CREATE TABLE IF NOT EXISTS ferry_batches ("
+    " key text PRIMARY KEY,"
+    " state text NOT NULL CHECK (state IN ('committed', 'fenced')),"
+    " failed text,"
+    " created_at timestamptz NOT NULL DEFAULT now());"
+    "CREATE INDEX IF NOT EXISTS ferry_batches_created_at"
+    " ON ferry_batches (created_at)";
+
+/* Several statements in one string (PQexecParams takes only one). */
+static bool
+run_script(PGconn *conn, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	return ok;
+}
+
+enum sink_status
+sink_pg_check(const struct ferry_config *cfg, const struct queue_config *q,
+    int create, char *err, size_t errsize)
+{
+	struct sink_pg *s = sink_pg_new(cfg, q);
+	char *conninfo = config_pg_conninfo(cfg, q);
+	enum sink_status st = SINK_UNAVAILABLE;
+
+	s->conn = PQconnectdb(conninfo);
+	free(conninfo);
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
+		err[strcspn(err, "\n")] = '\0';
+	} else if (create && !run_script(s->conn, create_sql)) {
+		snprintf(err, errsize, "cannot create ferry_batches: %s",
+		    PQerrorMessage(s->conn));
+		err[strcspn(err, "\n")] = '\0';
+		st = SINK_FATAL;
+	} else {
+		st = sink_pg_describe(s, err, errsize);
+	}
+	sink_pg_free(s);
+	return st;
+}
