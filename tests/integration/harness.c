@@ -567,3 +567,105 @@ h_live_owners(struct ferryd *f, const char *q)
 	freeReplyObject(r);
 	return n;
 }
+
+/* ---- ferryctl as a subprocess */
+
+static const char *
+ferryctl_path(void)
+{
+	const char *p = getenv("FERRYCTL");
+	return p != NULL ? p : TEST_BUILDDIR "/ferryctl";
+}
+
+void
+h_run_free(struct h_run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* Write all of input to fd; stop quietly when the reader is gone. */
+static void
+feed(int fd, const char *input)
+{
+	size_t len = input != NULL ? strlen(input) : 0, off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, input + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+}
+
+static void
+child(const char **argv, int in, int out, int err)
+{
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(err, 2);
+	execv(ferryctl_path(), (char *const *)argv);
+	fprintf(stderr, "exec %s: %s\n", ferryctl_path(), strerror(errno));
+	_exit(127);
+}
+
+int
+h_ctl(struct h_run *r, const char *config, const char *input, ...)
+{
+	va_list ap;
+
+	va_start(ap, input);
+	int status = h_ctl_v(r, config, input, ap);
+	va_end(ap);
+	return status;
+}
+
+int
+h_ctl_v(struct h_run *r, const char *config, const char *input,
+    va_list ap)
+{
+	char out_path[] = "/tmp/ferryctl-out-XXXXXX";
+	char err_path[] = "/tmp/ferryctl-err-XXXXXX";
+	const char *argv[16] = { "ferryctl", "-c", config }, *a;
+	int out = mkstemp(out_path), err = mkstemp(err_path), in[2], n = 3;
+
+	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
+		argv[n++] = a;
+	argv[n] = NULL;
+	cr_assert(out != -1 && err != -1 && pipe(in) == 0);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		close(in[1]);
+		child(argv, in[0], out, err);
+	}
+	close(in[0]);
+	close(out);
+	close(err);
+	signal(SIGPIPE, SIG_IGN);
+	feed(in[1], input);
+	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	r->out = h_read_file(out_path);
+	r->err = h_read_file(err_path);
+	unlink(out_path);
+	unlink(err_path);
+	cr_assert_neq(status, -1, "ferryctl %s did not exit", argv[3]);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+	    128 + WTERMSIG(status);
+	return r->status;
+}
+
+const char *
+h_jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s != NULL ? s : "(none)";
+}

@@ -4,6 +4,7 @@
 #ifndef FERRY_TEST_HARNESS_H
 #define FERRY_TEST_HARNESS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
@@ -84,6 +85,8 @@ void h_assert_queue_empty(struct ferryd *f, const char *q);
 int h_live_owners(struct ferryd *f, const char *q);
 /* The dead-letter entries of q, parsed (a json array to json_decref). */
 struct json_t *h_dead_entries(struct ferryd *f, const char *q);
+/* The string member `key` of a JSON object, or "(none)". */
+const char *h_jstr(struct json_t *o, const char *key);
 /* Start a private PostgreSQL for d; returns the [ferryd] lines pointing
  * ferryd at it (static buffer). */
 const char *h_pg_start(struct ferryd *d);
@@ -93,6 +96,21 @@ void h_pg_exec(struct ferryd *d, const char *sql);
 long long h_pg_int(struct ferryd *d, const char *sql);
 /* The first column of the first row, as a malloc'd string (NULL if null). */
 char *h_pg_text(struct ferryd *d, const char *sql);
+/* What a ferryctl run printed and how it ended. */
+struct h_run {
+	int status;             /* exit status, or 128 + signal */
+	char *out;              /* stdout, malloc'd */
+	char *err;              /* stderr, malloc'd */
+};
+/* Run `ferryctl -c config ARGS...` (NULL-terminated; $FERRYCTL or the
+ * build's) with `input` on stdin through a pipe (NULL: empty); capture
+ * stdout, stderr and the status, which it returns. Fails the test when
+ * ferryctl does not exit. */
+int h_ctl(struct h_run *r, const char *config, const char *input, ...);
+int h_ctl_v(struct h_run *r, const char *config, const char *input,
+    va_list args);
+void h_run_free(struct h_run *r);
+
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 

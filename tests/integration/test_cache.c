@@ -31,38 +31,19 @@ TestSuite(cache, .fini = teardown, .timeout = 600);
 static int
 ctl(const char *input, char **out, ...)
 {
-	char in_path[] = "/tmp/ferry-in-XXXXXX", out_path[] =
-	    "/tmp/ferry-out-XXXXXX";
-	const char *argv[16] = { "ferryctl", "-c", d.config }, *a;
-	int fin = mkstemp(in_path), fout = mkstemp(out_path), n = 3;
+	struct h_run r;
 	va_list ap;
 
-	cr_assert(fin != -1 && fout != -1);
 	va_start(ap, out);
-	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
-		argv[n++] = a;
+	h_ctl_v(&r, d.config, input, ap);
 	va_end(ap);
-	if (input != NULL)
-		cr_assert_eq(write(fin, input, strlen(input)),
-		    (ssize_t)strlen(input));
-	lseek(fin, 0, SEEK_SET);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fin, 0);
-		dup2(fout, 1);
-		execv(getenv("FERRYCTL") ? getenv("FERRYCTL") :
-		    TEST_BUILDDIR "/ferryctl", (char *const *)argv);
-		_exit(127);
+	fputs(r.err, stderr);
+	if (out != NULL) {
+		*out = r.out;
+		r.out = NULL;
 	}
-	close(fin);
-	close(fout);
-	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
-	if (out != NULL)
-		*out = h_read_file(out_path);
-	unlink(in_path);
-	unlink(out_path);
-	cr_assert(status != -1 && WIFEXITED(status), "ferryctl did not exit");
-	return WEXITSTATUS(status);
+	h_run_free(&r);
+	return r.status;
 }
 
 /* An exec handler that records each line in DIR/lines.txt and fails the
@@ -93,9 +74,9 @@ dead_reason(const char *id)
 	reason[0] = '\0';
 	for (size_t i = 0; i < json_array_size(dead); i++) {
 		json_t *e = json_array_get(dead, i);
-		if (strcmp(json_string_value(json_object_get(e, "id")), id) == 0)
+		if (strcmp(h_jstr(e, "id"), id) == 0)
 			snprintf(reason, sizeof(reason), "%s",
-			    json_string_value(json_object_get(e, "reason")));
+			    h_jstr(e, "reason"));
 	}
 	json_decref(dead);
 	return reason;
@@ -226,7 +207,8 @@ Test(cache, chunks_arrive_once)
 	char *text = h_read_file(path);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		json_t *l = json_loads(line, 0, NULL);
-		const char *cache = json_string_value(json_object_get(l, "cache"));
+		const char *cache = json_string_value(json_object_get(l,
+		    "cache"));
 		json_t *c = cache ? json_loads(cache, 0, NULL) : NULL;
 		count_rows(c ? c : json_object_get(json_object_get(l, "job"),
 		    "data"), seen, 12501);
@@ -262,13 +244,13 @@ Test(cache, dead_entries_archived_beyond_dead_max)
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		json_t *l = json_loads(line, 0, NULL);
 		cr_assert_not_null(l, "not JSON: %s", line);
-		cr_assert_str_eq(json_string_value(json_object_get(l, "queue")),
+		cr_assert_str_eq(h_jstr(l, "queue"),
 		    "q");
-		cr_assert_str_eq(json_string_value(json_object_get(l, "reason")),
+		cr_assert_str_eq(h_jstr(l, "reason"),
 		    "failed by the handler");
 		char want[32];
 		snprintf(want, sizeof(want), "{\"i\":%d}", lines);
-		cr_assert_str_eq(json_string_value(json_object_get(l, "cache")),
+		cr_assert_str_eq(h_jstr(l, "cache"),
 		    want, "line %d: %s", lines, line);
 		json_decref(l);
 		lines++;

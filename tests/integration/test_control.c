@@ -25,12 +25,6 @@
 
 static struct ferryd d;
 
-struct run {
-	int status;
-	char *out;
-	char *err;
-};
-
 static void
 teardown(void)
 {
@@ -96,45 +90,11 @@ ask(const char *request)
 	return read_all(fd);
 }
 
-/* Run `ferryctl -c config ARGS...`, capturing stdout, stderr, status. */
-static int
-ctl_run(struct run *r, const char *config, ...)
-{
-	char out_path[] = "/tmp/ferryctl-out-XXXXXX";
-	char err_path[] = "/tmp/ferryctl-err-XXXXXX";
-	const char *argv[16] = { "ferryctl", "-c", config }, *a;
-	const char *path = getenv("FERRYCTL");
-	int out = mkstemp(out_path), err = mkstemp(err_path), n = 3;
-	va_list ap;
-
-	va_start(ap, config);
-	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(out, 1);
-		dup2(err, 2);
-		execv(path ? path : TEST_BUILDDIR "/ferryctl", (char **)argv);
-		_exit(127);
-	}
-	close(out);
-	close(err);
-	int status = h_wait_exit(pid, H_DEADLINE_MS);
-	cr_assert_neq(status, -1, "ferryctl did not exit");
-	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-	r->out = h_read_file(out_path);
-	r->err = h_read_file(err_path);
-	unlink(out_path);
-	unlink(err_path);
-	return r->status;
-}
-
-#define CTL(r, ...) ctl_run((r), d.config, __VA_ARGS__, (const char *)NULL)
+#define CTL(r, ...) \
+	h_ctl((r), d.config, NULL, __VA_ARGS__, (const char *)NULL)
 
 static void
-expect(struct run *r, int status, const char *in_err)
+expect(struct h_run *r, int status, const char *in_err)
 {
 	cr_assert_eq(r->status, status, "ferryctl exited %d, expected %d\n"
 	    "-- stdout:\n%s-- stderr:\n%s", r->status, status, r->out, r->err);
@@ -219,7 +179,7 @@ Test(control, status_lists_every_worker)
 			found |= listed[i] == kids[j];
 		cr_assert(found, "listed pid %d is not a child", (int)listed[i]);
 	}
-	struct run r;
+	struct h_run r;
 	CTL(&r, "status");
 	cr_assert_not_null(strstr(r.out, "worker queue=other number=1 "));
 	cr_assert_null(strstr(r.out, "\nok\n"), "ferryctl prints no ok line");
@@ -228,7 +188,7 @@ Test(control, status_lists_every_worker)
 
 Test(control, pause_stops_a_queue_and_resume_restarts_it)
 {
-	struct run r;
+	struct h_run r;
 
 	start(2);
 	CTL(&r, "pause", "q");
@@ -260,7 +220,7 @@ Test(control, pause_stops_a_queue_and_resume_restarts_it)
 
 Test(control, workers_sets_the_count)
 {
-	struct run r;
+	struct h_run r;
 
 	start(1);
 	CTL(&r, "workers", "q", "4");
@@ -281,7 +241,7 @@ Test(control, workers_sets_the_count)
 
 Test(control, reload_through_the_socket)
 {
-	struct run r;
+	struct h_run r;
 	char queues[128];
 
 	start(1);
@@ -352,7 +312,7 @@ has_line(const char *text, const char *line)
 
 Test(control, metrics_parse_and_count)
 {
-	struct run r;
+	struct h_run r;
 	char *m = NULL;
 
 	start(2);
@@ -432,7 +392,7 @@ Test(control, protocol_errors)
 Test(control, ferryctl_without_ferryd)
 {
 	char config[400], want[512], path[100];
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, "[queue q]\n");
 	/* redis is not needed: point it at a closed port */
@@ -445,7 +405,7 @@ Test(control, ferryctl_without_ferryd)
 	const char *cmds[][3] = { { "status" }, { "metrics" }, { "reload" },
 	    { "pause", "q" }, { "resume", "q" }, { "workers", "q", "2" } };
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(cmds); i++) {
-		ctl_run(&r, config, cmds[i][0], cmds[i][1], cmds[i][2],
+		h_ctl(&r, config, NULL, cmds[i][0], cmds[i][1], cmds[i][2],
 		    (const char *)NULL);
 		expect(&r, 69, want);
 	}
@@ -455,7 +415,7 @@ Test(control, ferryctl_without_ferryd)
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
-	ctl_run(&r, config, "status", (const char *)NULL);
+	h_ctl(&r, config, NULL, "status", (const char *)NULL);
 	expect(&r, 69, want);
 	/* something else listens there */
 	unlink(path);
@@ -469,7 +429,7 @@ Test(control, ferryctl_without_ferryd)
 		_exit(write(c, junk, sizeof(junk) - 1) == sizeof(junk) - 1 ? 0 : 1);
 	}
 	close(fd);
-	ctl_run(&r, config, "status", (const char *)NULL);
+	h_ctl(&r, config, NULL, "status", (const char *)NULL);
 	waitpid(pid, NULL, 0);
 	expect(&r, 76, "not a ferryd control socket");
 }
@@ -535,7 +495,7 @@ Test(control, socket_made_before_privileges_are_dropped)
 	char *a = ask("status\n");
 	cr_assert_not_null(strstr(a, "\nok\n"), "%s", a);
 	free(a);
-	struct run r;
+	struct h_run r;
 	CTL(&r, "status");
 	expect(&r, 0, NULL);
 	char proc[64];

@@ -19,12 +19,6 @@
 
 static struct ferryd d;
 
-struct run {
-	int status;             /* exit status, or 128 + signal */
-	char *out;
-	char *err;
-};
-
 static void
 teardown(void)
 {
@@ -33,97 +27,11 @@ teardown(void)
 
 TestSuite(ctl, .fini = teardown, .timeout = 300);
 
-static const char *
-ferryctl_path(void)
-{
-	const char *p = getenv("FERRYCTL");
-	return p != NULL ? p : TEST_BUILDDIR "/ferryctl";
-}
-
-static void
-run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-	r->out = r->err = NULL;
-}
-
-/* Write all of input to fd; stop quietly when the reader is gone. */
-static void
-feed(int fd, const char *input)
-{
-	size_t len = input != NULL ? strlen(input) : 0, off = 0;
-
-	while (off < len) {
-		ssize_t n = write(fd, input + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	close(fd);
-}
-
-static void
-child(const char **argv, int in, int out, int err)
-{
-	dup2(in, 0);
-	dup2(out, 1);
-	dup2(err, 2);
-	execv(ferryctl_path(), (char *const *)argv);
-	fprintf(stderr, "exec %s: %s\n", ferryctl_path(), strerror(errno));
-	_exit(127);
-}
-
-/* Run `ferryctl -c config ARGS...` (NULL-terminated) with input on stdin
- * through a pipe (NULL: empty); capture stdout, stderr and exit status. */
-static int
-ctl_run(struct run *r, const char *config, const char *input, ...)
-{
-	char out_path[] = "/tmp/ferryctl-out-XXXXXX";
-	char err_path[] = "/tmp/ferryctl-err-XXXXXX";
-	const char *argv[16] = { "ferryctl", "-c", config }, *a;
-	int out = mkstemp(out_path), err = mkstemp(err_path), in[2], n = 3;
-	va_list ap;
-
-	va_start(ap, input);
-	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	cr_assert(out != -1 && err != -1 && pipe(in) == 0);
-	pid_t pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		close(in[1]);
-		child(argv, in[0], out, err);
-	}
-	close(in[0]);
-	close(out);
-	close(err);
-	signal(SIGPIPE, SIG_IGN);
-	feed(in[1], input);
-	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
-	if (status == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	r->out = h_read_file(out_path);
-	r->err = h_read_file(err_path);
-	unlink(out_path);
-	unlink(err_path);
-	cr_assert_neq(status, -1, "ferryctl %s did not exit", argv[3]);
-	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
-	    128 + WTERMSIG(status);
-	return r->status;
-}
-
 #define CTL(r, input, ...) \
-	ctl_run((r), d.config, (input), __VA_ARGS__, (const char *)NULL)
+	h_ctl((r), d.config, (input), __VA_ARGS__, (const char *)NULL)
 
 static void
-expect(const struct run *r, int status)
+expect(const struct h_run *r, int status)
 {
 	cr_assert_eq(r->status, status,
 	    "ferryctl exited %d, expected %d\n-- stdout:\n%s-- stderr:\n%s",
@@ -150,24 +58,24 @@ redis_str(const char *fmt, const char *key)
 
 Test(ctl, enqueue_one_job)
 {
-	struct run r;
+	struct h_run r;
 	char sha[41], want[48];
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, NULL, "enqueue", "q", "{\"id\":\"order-1\",\"n\":1}");
 	expect(&r, 0);
 	cr_assert_str_eq(r.out, "order-1\n");
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "q", "{\"n\":2}");
 	expect(&r, 0);
 	job_sha1_hex("{\"n\":2}", 7, sha);
 	snprintf(want, sizeof(want), "%s\n", sha);
 	cr_assert_str_eq(r.out, want, "a bare job is named by its SHA-1");
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "-q", "q", "{\"n\":3}");
 	expect(&r, 0);
 	cr_assert_str_eq(r.out, "");
-	run_free(&r);
+	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 3);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
 	char *first = redis_str("RPOP %s", "ferry:{q}:ready");
@@ -196,7 +104,7 @@ numbered_jobs(int n, int bad_line)
 Test(ctl, enqueue_many_from_a_pipe)
 {
 	char *input = numbered_jobs(10000, 0), sha[41];
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, input, "enqueue", "q", "-");
@@ -212,14 +120,14 @@ Test(ctl, enqueue_many_from_a_pipe)
 	cr_assert_str_eq(newest, "{\"n\":9999}");
 	free(oldest);
 	free(newest);
-	run_free(&r);
+	h_run_free(&r);
 	free(input);
 }
 
 Test(ctl, a_bad_line_pushes_nothing)
 {
 	char *input = numbered_jobs(3000, 2004);
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, input, "enqueue", "q", "-");
@@ -227,11 +135,11 @@ Test(ctl, a_bad_line_pushes_nothing)
 	cr_assert_not_null(strstr(r.err, "line 2004: malformed JSON"), "%s",
 	    r.err);
 	cr_assert_str_eq(r.out, "");
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "q", "[1,2]");
 	expect(&r, 65);
 	cr_assert_not_null(strstr(r.err, "not a JSON object"), "%s", r.err);
-	run_free(&r);
+	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:ready"), 0);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:stats"), 0);
 	free(input);
@@ -249,7 +157,7 @@ json_at(json_t *root, const char *a, const char *b, const char *c)
 
 Test(ctl, stats_of_every_list_and_counter)
 {
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready a b c"));
@@ -269,11 +177,11 @@ Test(ctl, stats_of_every_list_and_counter)
 		cr_assert_not_null(strstr(r.out, *s), "no \"%s\" in:\n%s", *s,
 		    r.out);
 	cr_assert_null(strstr(r.out, "queue other"));
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "stats");
 	expect(&r, 0);
 	cr_assert(strstr(r.out, "queue q\n") && strstr(r.out, "queue other\n"));
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "stats", "--json", "q");
 	expect(&r, 0);
 	json_t *root = json_loads(r.out, 0, NULL);
@@ -287,26 +195,26 @@ Test(ctl, stats_of_every_list_and_counter)
 	json_t *w1 = json_object_get(json_object_get(json_object_get(root, "q"),
 	    "workers"), "w1");
 	cr_assert_eq(json_integer_value(json_object_get(w1, "jobs")), 2);
-	cr_assert_str_eq(json_string_value(json_object_get(w1, "master")), "m1");
+	cr_assert_str_eq(h_jstr(w1, "master"), "m1");
 	json_decref(root);
-	run_free(&r);
+	h_run_free(&r);
 }
 
 Test(ctl, unknown_queue_is_a_usage_error)
 {
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, NULL, "stats", "nope");
 	expect(&r, 64);
 	cr_assert_not_null(strstr(r.err, "\"nope\""), "%s", r.err);
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "nope", "{}");
 	expect(&r, 64);
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "dead", "list", "nope");
 	expect(&r, 64);
-	run_free(&r);
+	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "DBSIZE"), 0);
 }
 
@@ -314,7 +222,7 @@ Test(ctl, unreachable_redis_names_the_address)
 {
 	char config[400], addr[64];
 	int port = test_free_port();
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	snprintf(config, sizeof(config), "%s/down.ini", d.dir);
@@ -323,11 +231,11 @@ Test(ctl, unreachable_redis_names_the_address)
 	const char *const cmds[][3] = { { "stats", NULL, NULL },
 	    { "enqueue", "q", "{}" }, { "dead", "list", "q" } };
 	for (size_t i = 0; i < 3; i++) {
-		ctl_run(&r, config, NULL, cmds[i][0], cmds[i][1], cmds[i][2],
+		h_ctl(&r, config, NULL, cmds[i][0], cmds[i][1], cmds[i][2],
 		    (const char *)NULL);
 		expect(&r, 69);
 		cr_assert_not_null(strstr(r.err, addr), "%s", r.err);
-		run_free(&r);
+		h_run_free(&r);
 	}
 }
 
@@ -340,7 +248,7 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	    "time", (json_int_t)1700000000000LL, "worker", "w1", "job", job,
 	    sizeof(job) - 1);
 	char *el = json_dumps(e, JSON_COMPACT), sha[41];
-	struct run r;
+	struct h_run r;
 
 	h_setup(&d, NULL, QUEUES);
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:dead %s", el));
@@ -350,15 +258,15 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	cr_assert_eq(strncmp(r.out, sha, 40), 0, "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "\t2023-11-14T22:13:20.000Z\t0\t4\t"
 	    "worker died while processing\t-\n"), "%s", r.out);
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "dead", "show", "q", sha);
 	expect(&r, 0);
 	cr_assert_not_null(strstr(r.out, "\"worker\": \"w1\""), "%s", r.out);
-	run_free(&r);
+	h_run_free(&r);
 	CTL(&r, NULL, "dead", "retry", "q", sha);
 	expect(&r, 0);
 	cr_assert_str_eq(r.out, "replayed 1 job to queue q\n");
-	run_free(&r);
+	h_run_free(&r);
 	redisReply *back = h_redis(&d, "LINDEX ferry:{q}:ready 0");
 	cr_assert(back->len == sizeof(job) - 1 &&
 	    memcmp(back->str, job, back->len) == 0, "the job changed");
@@ -367,7 +275,7 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	CTL(&r, NULL, "dead", "retry", "q", sha);
 	expect(&r, 1);
-	run_free(&r);
+	h_run_free(&r);
 	json_decref(e);
 	free(el);
 }
@@ -400,42 +308,42 @@ start_poisoned_ferryd(char *flag, size_t size)
 static void
 check_show(const char *id, const char *job)
 {
-	struct run r;
+	struct h_run r;
 
 	CTL(&r, NULL, "dead", "show", "q", id);
 	expect(&r, 0);
 	json_t *e = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(e, "not JSON: %s", r.out);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "id")), id);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "job")), job);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "reason")),
+	cr_assert_str_eq(h_jstr(e, "id"), id);
+	cr_assert_str_eq(h_jstr(e, "job"), job);
+	cr_assert_str_eq(h_jstr(e, "reason"),
 	    "failed by the handler");
 	json_decref(e);
-	run_free(&r);
+	h_run_free(&r);
 }
 
 static void
 expect_out(const char *out_want, int status, const char *a, const char *b,
     const char *c)
 {
-	struct run r;
+	struct h_run r;
 
 	CTL(&r, NULL, "dead", a, "q", b, c);
 	expect(&r, status);
 	cr_assert_str_eq(r.out, out_want, "dead %s q %s", a, b);
-	run_free(&r);
+	h_run_free(&r);
 }
 
 Test(ctl, dead_letters_of_a_real_ferryd)
 {
 	char flag[400], bad_sha[41];
-	struct run r;
+	struct h_run r;
 
 	start_poisoned_ferryd(flag, sizeof(flag));
 	CTL(&r, "{\"id\":\"good-1\"}\n{\"id\":\"poison-1\",\"poison\":1}"
 	    "\n{\"id\":\"poison-2\",\"poison\":2}\n", "enqueue", "q", "-");
 	expect(&r, 0);
-	run_free(&r);
+	h_run_free(&r);
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", "not json"));
 	job_sha1_hex("not json", 8, bad_sha);
 	h_start(&d, 1);
@@ -449,7 +357,7 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 	    "poison-2\t", bad_sha, "\t1\t0\tfailed by the handler\tpoisoned by "
 	    "the flag file\n", "malformed JSON", NULL }; *s; s++)
 		cr_assert_not_null(strstr(r.out, *s), "no %s in\n%s", *s, r.out);
-	run_free(&r);
+	h_run_free(&r);
 	check_show("poison-1", "{\"id\":\"poison-1\",\"poison\":1}");
 	expect_out("", 1, "show", "nope", NULL);
 

@@ -34,45 +34,22 @@ static const char *const maxmem[] = { "--maxmemory", "20mb",
 static int
 ctl(const char *input, char **out, char **err, ...)
 {
-	char in_path[] = "/tmp/ferry-in-XXXXXX", out_path[] =
-	    "/tmp/ferry-out-XXXXXX", err_path[] = "/tmp/ferry-err-XXXXXX";
-	const char *argv[16] = { "ferryctl", "-c", d.config }, *ctl_path, *a;
-	int fin = mkstemp(in_path), fout = mkstemp(out_path);
-	int ferr = mkstemp(err_path), n = 3;
+	struct h_run r;
 	va_list ap;
 
-	cr_assert(fin != -1 && fout != -1 && ferr != -1);
 	va_start(ap, err);
-	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
-		argv[n++] = a;
+	h_ctl_v(&r, d.config, input, ap);
 	va_end(ap);
-	if (input != NULL)
-		cr_assert_eq(write(fin, input, strlen(input)),
-		    (ssize_t)strlen(input));
-	lseek(fin, 0, SEEK_SET);
-	ctl_path = getenv("FERRYCTL") ? getenv("FERRYCTL") :
-	    TEST_BUILDDIR "/ferryctl";
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fin, 0);
-		dup2(fout, 1);
-		dup2(ferr, 2);
-		execv(ctl_path, (char *const *)argv);
-		_exit(127);
+	if (out != NULL) {
+		*out = r.out;
+		r.out = NULL;
 	}
-	close(fin);
-	close(fout);
-	close(ferr);
-	int status = h_wait_exit(pid, H_DEADLINE_MS * 3);
-	if (out != NULL)
-		*out = h_read_file(out_path);
-	if (err != NULL)
-		*err = h_read_file(err_path);
-	unlink(in_path);
-	unlink(out_path);
-	unlink(err_path);
-	cr_assert(status != -1 && WIFEXITED(status), "ferryctl did not exit");
-	return WEXITSTATUS(status);
+	if (err != NULL) {
+		*err = r.err;
+		r.err = NULL;
+	}
+	h_run_free(&r);
+	return r.status;
 }
 
 static long long

@@ -184,8 +184,7 @@ Test(pg, bad_rows_are_isolated)
 	json_t *dead = h_dead_entries(&d, "q");
 	int check = 0, type = 0;
 	for (size_t i = 0; i < json_array_size(dead); i++) {
-		const char *why = json_string_value(json_object_get(
-		    json_array_get(dead, i), "last_error"));
+		const char *why = h_jstr(json_array_get(dead, i), "last_error");
 		check += strncmp(why, "23514", 5) == 0;
 		type += strncmp(why, "22P02", 5) == 0;
 	}

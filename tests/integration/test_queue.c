@@ -107,12 +107,12 @@ Test(queue, poison_job_is_isolated)
 	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
 	json_t *dead = h_dead_entries(&d, "q");
 	json_t *e = json_array_get(dead, 0);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "job")),
+	cr_assert_str_eq(h_jstr(e, "job"),
 	    "{\"n\":13}");
 	cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 3);
-	cr_assert(strstr(json_string_value(json_object_get(e, "last_error")),
+	cr_assert(strstr(h_jstr(e, "last_error"),
 	    "signal 11") != NULL, "last_error: %s",
-	    json_string_value(json_object_get(e, "last_error")));
+	    h_jstr(e, "last_error"));
 	json_decref(dead);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 199);
@@ -172,14 +172,14 @@ Test(queue, retries_back_off_then_dead_letter)
 
 	json_t *dead = h_dead_entries(&d, "q");
 	json_t *e = json_array_get(dead, 0);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "job")),
+	cr_assert_str_eq(h_jstr(e, "job"),
 	    "{\"n\":2}");
 	cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 3);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "reason")),
+	cr_assert_str_eq(h_jstr(e, "reason"),
 	    "failed 3 attempts (max_attempts)");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "first_error")),
+	cr_assert_str_eq(h_jstr(e, "first_error"),
 	    "always 0");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+	cr_assert_str_eq(h_jstr(e, "last_error"),
 	    "always 2");
 	json_decref(dead);
 	h_assert_queue_empty(&d, "q");
@@ -204,11 +204,11 @@ Test(queue, malformed_jobs_are_dead_at_once)
 		int found = 0;
 		for (size_t k = 0; k < json_array_size(dead); k++) {
 			json_t *e = json_array_get(dead, k);
-			if (strcmp(json_string_value(json_object_get(e, "job")),
+			if (strcmp(h_jstr(e, "job"),
 			    bad[i]) != 0)
 				continue;
 			found++;
-			const char *r = json_string_value(json_object_get(e, "reason"));
+			const char *r = h_jstr(e, "reason");
 			cr_assert(strncmp(r, reason[i], strlen(reason[i])) == 0,
 			    "job \"%s\": reason \"%s\", expected \"%s\"", bad[i], r,
 			    reason[i]);

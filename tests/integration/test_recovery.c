@@ -61,24 +61,58 @@ wait_held(struct ferryd *f, const char *q, char *key, size_t size)
 	cr_assert_fail("no worker of %s ever held a batch", q);
 }
 
+/* What start_holding sets up. */
+struct holding {
+	const char *secs;       /* the exec handler sleeps this long a batch */
+	int workers, batch, jobs;
+	const char *ferryd_extra, *queue_extra;
+	bool peer;              /* d2: a second host on d's redis-server */
+};
+
+/* d serves queue q with the workers of an exec handler that sleeps
+ * h->secs per batch; h->jobs jobs are pushed; returns once a worker holds
+ * a batch (its processing list in held). */
+static void
+start_holding(const struct holding *h, char *held, size_t size)
+{
+	char cmd[400], queues[800];
+
+	h_setup(&d, h->ferryd_extra, "");
+	slow_recorder(&d, h->secs, cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = %d\n"
+	    "batch_size = %d\nhandler = exec\ncommand = %s\n%s", h->workers,
+	    h->batch, cmd, h->queue_extra ? h->queue_extra : "");
+	h_config(&d, h->ferryd_extra, queues);
+	if (h->peer)
+		h_setup_peer(&d2, &d, h->ferryd_extra, queues);
+	h_push_jobs(&d, "q", 0, h->jobs);
+	h_start(&d, h->workers);
+	wait_held(&d, "q", held, size);
+}
+
+/* Send sig to the master; it must exit 0. */
+static void
+stop_master(int sig)
+{
+	kill(d.pid, sig);
+	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "status %d", status);
+	d.pid = 0;
+}
+
 /* Two masters serve one queue; one host dies (master stopped, workers
  * killed, then the master killed): the other reaps its processing lists
  * once the dead master's heartbeat expires, and finishes every job. */
 Test(recovery, dead_host_is_reaped_by_the_other_master)
 {
-	char cmd[400], queues[800], held[256];
+	char held[256];
 	pid_t pids[H_MAX_PIDS];
-	const char *timing = "heartbeat_ttl = 1s\nreaper_interval = 500ms\n";
 
-	h_setup(&d, timing, "");
-	slow_recorder(&d, "0.1", cmd, sizeof(cmd));
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
-	    "batch_size = 20\nhandler = exec\ncommand = %s\n", cmd);
-	h_config(&d, timing, queues);
-	h_setup_peer(&d2, &d, timing, queues);
-	h_push_jobs(&d, "q", 0, 1000);
-	h_start(&d, 2);
-	wait_held(&d, "q", held, sizeof(held));
+	start_holding(&(struct holding){ .secs = "0.1", .workers = 2,
+	    .batch = 20, .jobs = 1000, .peer = true, .ferryd_extra =
+	    "heartbeat_ttl = 1s\nreaper_interval = 500ms\n" }, held,
+	    sizeof(held));
 
 	kill(d.pid, SIGSTOP);           /* the host freezes... */
 	int n = h_children(d.pid, pids, H_MAX_PIDS);
@@ -139,20 +173,11 @@ Test(recovery, redis_killed_and_restarted)
 /* TERM: the batch in hand is finished, the rest stays in ready. */
 Test(recovery, term_finishes_the_batch_in_hand)
 {
-	char cmd[400], queues[800], held[256];
+	char held[256];
 
-	h_setup(&d, NULL, "");
-	slow_recorder(&d, "1", cmd, sizeof(cmd));
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
-	    "batch_size = 10\nhandler = exec\ncommand = %s\n", cmd);
-	h_config(&d, NULL, queues);
-	h_push_jobs(&d, "q", 0, 100);
-	h_start(&d, 1);
-	wait_held(&d, "q", held, sizeof(held));
-	kill(d.pid, SIGTERM);
-	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	d.pid = 0;
+	start_holding(&(struct holding){ .secs = "1", .workers = 1, .batch = 10,
+	    .jobs = 100 }, held, sizeof(held));
+	stop_master(SIGTERM);
 	long long done = h_redis_int(&d, "HGET ferry:{q}:stats done");
 	cr_assert_eq(done, 10, "the batch in hand: %lld done", done);
 	cr_assert_eq(h_distinct_done(&d, 100), 10);
@@ -166,20 +191,11 @@ Test(recovery, term_finishes_the_batch_in_hand)
  * only with their batch key. */
 Test(recovery, quit_hands_the_batch_back)
 {
-	char cmd[400], queues[800], held[256];
+	char held[256];
 
-	h_setup(&d, NULL, "");
-	slow_recorder(&d, "30", cmd, sizeof(cmd));
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
-	    "batch_size = 10\nhandler = exec\ncommand = %s\n", cmd);
-	h_config(&d, NULL, queues);
-	h_push_jobs(&d, "q", 0, 100);
-	h_start(&d, 2);
-	wait_held(&d, "q", held, sizeof(held));
-	kill(d.pid, SIGQUIT);
-	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	d.pid = 0;
+	start_holding(&(struct holding){ .secs = "30", .workers = 2,
+	    .batch = 10, .jobs = 100 }, held, sizeof(held));
+	stop_master(SIGQUIT);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 100);
 	redisReply *r = h_redis(&d, "KEYS ferry:{q}:proc:*");
 	cr_assert_eq(r->elements, 0, "a processing list is left");
@@ -197,18 +213,13 @@ Test(recovery, quit_hands_the_batch_back)
  * killed by the master; its jobs come back and are done by the next one. */
 Test(recovery, hung_worker_is_killed_after_job_timeout)
 {
-	char cmd[400], queues[800], held[256];
+	char held[256];
 	pid_t pids[H_MAX_PIDS];
 
-	h_setup(&d, NULL, "");
-	slow_recorder(&d, "0.3", cmd, sizeof(cmd));
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
-	    "batch_size = 10\nhandler = exec\ncommand = %s\n"
-	    "handler_timeout = 900ms\njob_timeout = 1s\n", cmd);
-	h_config(&d, "kill_grace = 300ms\n", queues);
-	h_push_jobs(&d, "q", 0, 50);
-	h_start(&d, 1);
-	wait_held(&d, "q", held, sizeof(held));
+	start_holding(&(struct holding){ .secs = "0.3", .workers = 1,
+	    .batch = 10, .jobs = 50, .ferryd_extra = "kill_grace = 300ms\n",
+	    .queue_extra = "handler_timeout = 900ms\njob_timeout = 1s\n" },
+	    held, sizeof(held));
 	cr_assert_eq(h_children(d.pid, pids, H_MAX_PIDS), 1);
 	kill(pids[0], SIGSTOP);
 	h_wait_log(&d, "over job_timeout", 1);
@@ -261,19 +272,13 @@ Test(recovery, job_moved_to_a_dead_worker_is_swept_back)
  * master starts new ones; every job is done. */
 Test(recovery, frozen_host_wakes_up_and_its_workers_step_down)
 {
-	char cmd[400], queues[800], held[256];
+	char held[256];
 	pid_t pids[H_MAX_PIDS];
-	const char *timing = "heartbeat_ttl = 1s\nreaper_interval = 300ms\n";
 
-	h_setup(&d, timing, "");
-	slow_recorder(&d, "0.1", cmd, sizeof(cmd));
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
-	    "batch_size = 20\nhandler = exec\ncommand = %s\n", cmd);
-	h_config(&d, timing, queues);
-	h_setup_peer(&d2, &d, timing, queues);
-	h_push_jobs(&d, "q", 0, 400);
-	h_start(&d, 1);
-	wait_held(&d, "q", held, sizeof(held));
+	start_holding(&(struct holding){ .secs = "0.1", .workers = 1,
+	    .batch = 20, .jobs = 400, .peer = true, .ferryd_extra =
+	    "heartbeat_ttl = 1s\nreaper_interval = 300ms\n" }, held,
+	    sizeof(held));
 	int n = h_children(d.pid, pids, H_MAX_PIDS);
 	kill(d.pid, SIGSTOP);
 	for (int i = 0; i < n; i++)

@@ -194,14 +194,14 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	json_t *dead = h_dead_entries(&d, "q");
 	cr_assert_eq(json_array_size(dead), 1);
 	json_t *e = json_array_get(dead, 0);
-	cr_assert_str_eq(json_string_value(json_object_get(e, "job")),
+	cr_assert_str_eq(h_jstr(e, "job"),
 	    "{\"n\":4}");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "id")), "j4");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "reason")),
+	cr_assert_str_eq(h_jstr(e, "id"), "j4");
+	cr_assert_str_eq(h_jstr(e, "reason"),
 	    "failed by the handler");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+	cr_assert_str_eq(h_jstr(e, "last_error"),
 	    "bad row");
-	cr_assert_str_eq(json_string_value(json_object_get(e, "batch")),
+	cr_assert_str_eq(h_jstr(e, "batch"),
 	    "old:4");
 	json_decref(dead);
 
