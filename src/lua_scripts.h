@@ -20,6 +20,8 @@ enum lua_script {
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
 	dead_trim heartbeat restore
 
+/* common.lua as joined into every script: one line */
+extern const char lua_common_source[];
 extern const char *const lua_script_source[LUA_SCRIPT_COUNT];
 extern const char *const lua_script_name[LUA_SCRIPT_COUNT];
 

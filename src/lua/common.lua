@@ -1,43 +1,239 @@
--- common.lua - helpers shared by every ferry script; the build inserts this
--- file after each script's first (shebang) line.
+-- common.lua - helpers shared by every ferry script. The build (scripts/embed-lua) joins this file onto the second line of each script, so error line numbers point at the script's own lines; therefore: no comment after code on a line here, and no multi-line strings.
 --
--- A job is the producer's JSON document, kept byte for byte. When ferry must
--- remember something about it (attempts, recoveries, batch key, errors) it
--- wraps it: {"ferry":1,"recoveries":R,"attempts":A,...,"job":<document>}.
--- The document is never decoded and re-encoded here (cjson would round
--- numbers); only the wrapper's own prefix, up to ,"job":, is parsed.
+-- Elements of `ready` are producers' documents, never parsed here. What
+-- ferry knows about a job (attempts, recoveries, batch stamps, errors)
+-- lives only in ferry-side keys (requeue, delayed, dead, processing lists
+-- of batches taken from requeue), in the two formats of doc/formats.md:
+-- {"ferry":1,"recoveries":R,"attempts":A,...,"job":<document>} and the
+-- dead entry {"reason":..,...,"job":<document>}. src/wrapper.c reads them
+-- by the same grammar; the document is never decoded nor re-encoded.
+-- Every function here is total: malformed input gives nil, never an error
+-- (Redis does not roll back a script that raises halfway).
 
-local WRAP = '{"ferry":1,'
-local JOB_MARK = ',"job":'
+local STR_MAX = 4096
 
-local function unwrap(el)
-	if string.sub(el, 1, #WRAP) ~= WRAP then
-		return { recoveries = 0, attempts = 0 }, el
-	end
-	local at = string.find(el, JOB_MARK, 1, true)
-	local meta = cjson.decode(string.sub(el, 1, at - 1) .. '}')
-	return meta, string.sub(el, at + #JOB_MARK, -2)
+-- Error replies start with a code that C matches (src/queue.h).
+local function ferry_error(code, msg)
+	return redis.error_reply(code .. ' ' .. msg)
 end
 
-local function wrap(meta, raw)
-	local parts = { WRAP, '"recoveries":', string.format('%d', meta.recoveries),
-		',"attempts":', string.format('%d', meta.attempts) }
-	for _, k in ipairs({ 'batch', 'first_error', 'last_error' }) do
-		if meta[k] ~= nil then
-			parts[#parts + 1] = ',"' .. k .. '":' .. cjson.encode(meta[k])
+-- Length of the valid UTF-8 character at j (RFC 3629) that ends before stop, or nil.
+local function utf8_len(s, j, stop)
+	local b = string.byte(s, j)
+	local n, lo, hi = 0, 128, 191
+	if b >= 194 and b <= 223 then n = 2 elseif b >= 224 and b <= 239 then n = 3 elseif b >= 240 and b <= 244 then n = 4 else return nil end
+	if j + n - 1 > stop - 1 then return nil end
+	if b == 224 then lo = 160 elseif b == 237 then hi = 159 elseif b == 240 then lo = 144 elseif b == 244 then hi = 143 end
+	local b1 = string.byte(s, j + 1)
+	if b1 < lo or b1 > hi then return nil end
+	for k = 2, n - 1 do
+		local bk = string.byte(s, j + k)
+		if bk < 128 or bk > 191 then return nil end
+	end
+	return n
+end
+
+-- The index after literal l at i, if l ends before stop.
+local function lit(s, i, stop, l)
+	if i and i + #l - 1 <= stop - 1 and string.sub(s, i, i + #l - 1) == l then return i + #l end
+	return nil
+end
+
+-- A number without leading zeros, at most maxd digits: index after, value.
+local function number(s, i, stop, maxd)
+	if not i then return nil end
+	local a, e = string.find(s, '^%d+', i)
+	if not a or e >= stop or e - a + 1 > maxd then return nil end
+	if e > a and string.byte(s, a) == 48 then return nil end
+	return e + 1, tonumber(string.sub(s, a, e))
+end
+
+-- A string token (doc/formats.md "str") at i: index after, token text.
+local function str(s, i, stop)
+	if not i or i >= stop or string.byte(s, i) ~= 34 then return nil end
+	local j = i + 1
+	while true do
+		local _, e = string.find(s, '^[^"\\%z\1-\31\128-\255]+', j)
+		if e then
+			if e >= stop then return nil end
+			j = e + 1
+		end
+		if j >= stop then return nil end
+		local b = string.byte(s, j)
+		if b == 34 then break end
+		if b == 92 then
+			if j + 1 > stop - 1 then return nil end
+			local x = string.sub(s, j + 1, j + 1)
+			if string.find('"\\/bfnrt', x, 1, true) then
+				j = j + 2
+			elseif x == 'u' and j + 5 <= stop - 1 and string.find(s, '^%x%x%x%x', j + 2) then
+				local v = tonumber(string.sub(s, j + 2, j + 5), 16)
+				if not ((v >= 1 and v <= 31) or v == 127) then return nil end
+				j = j + 6
+			else
+				return nil
+			end
+		elseif b < 32 then
+			return nil
+		else
+			local n = utf8_len(s, j, stop)
+			if not n then return nil end
+			j = j + n
+		end
+		if j - i > STR_MAX then return nil end
+	end
+	if j - i + 1 > STR_MAX then return nil end
+	return j + 1, string.sub(s, i, j)
+end
+
+-- ,"name":str if that member comes next: index after and token, or i and nil; nil when the member is there but bad.
+local function opt_str(s, i, stop, member)
+	local at = lit(s, i, stop, member)
+	if not at then return i, nil end
+	return str(s, at, stop)
+end
+
+local function stamps(s, i, stop, out)
+	local at = lit(s, i, stop, ',"stamps":[')
+	if not at then return i end
+	local close = lit(s, at, stop, ']')
+	if close then return close end
+	while true do
+		local tok
+		at, tok = str(s, at, stop)
+		if not at then return nil end
+		out[#out + 1] = tok
+		close = lit(s, at, stop, ']')
+		if close then return close end
+		at = lit(s, at, stop, ',')
+		if not at then return nil end
+	end
+end
+
+-- The document after ,"job": at i, or nil.
+local function job_doc(s, i, stop)
+	local at = lit(s, i, stop, ',"job":')
+	if not at then return nil end
+	return string.sub(s, at, stop - 1)
+end
+
+-- A wrapper (doc/formats.md) as a table, or nil when malformed.
+local function parse_wrapper(s)
+	local stop = #s
+	if stop < 2 or string.byte(s, stop) ~= 125 then return nil end
+	local m, i = { stamps = {} }, nil
+	i, m.recoveries = number(s, lit(s, 1, stop, '{"ferry":1,"recoveries":'), stop, 9)
+	if not i then return nil end
+	i, m.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9)
+	if not i then return nil end
+	i = stamps(s, i, stop, m.stamps)
+	if not i then return nil end
+	i, m.first_error = opt_str(s, i, stop, ',"first_error":')
+	if not i then return nil end
+	i, m.last_error = opt_str(s, i, stop, ',"last_error":')
+	if not i then return nil end
+	local at = lit(s, i, stop, ',"seq":')
+	if at then
+		i, m.seq = number(s, at, stop, 15)
+		if not i then return nil end
+	end
+	m.doc = job_doc(s, i, stop)
+	if not m.doc then return nil end
+	return m
+end
+
+-- A dead entry (doc/formats.md) as a table, or nil when malformed.
+local function parse_dead(s)
+	local stop = #s
+	if stop < 2 or string.byte(s, stop) ~= 125 then return nil end
+	local d, i = { stamps = {} }, nil
+	i, d.reason = str(s, lit(s, 1, stop, '{"reason":'), stop)
+	if not i then return nil end
+	i, d.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9)
+	if not i then return nil end
+	i, d.recoveries = number(s, lit(s, i, stop, ',"recoveries":'), stop, 9)
+	if not i then return nil end
+	i, d.time = number(s, lit(s, i, stop, ',"time":'), stop, 15)
+	if not i then return nil end
+	i, d.worker = str(s, lit(s, i, stop, ',"worker":'), stop)
+	if not i then return nil end
+	i, d.id = opt_str(s, i, stop, ',"id":')
+	if not i then return nil end
+	i = stamps(s, i, stop, d.stamps)
+	if not i then return nil end
+	i, d.first_error = opt_str(s, i, stop, ',"first_error":')
+	if not i then return nil end
+	i, d.last_error = opt_str(s, i, stop, ',"last_error":')
+	if not i then return nil end
+	d.doc = job_doc(s, i, stop)
+	if not d.doc then return nil end
+	return d
+end
+
+-- A fresh wrapper table for a producer's document.
+local function fresh(doc)
+	return { recoveries = 0, attempts = 0, stamps = {}, doc = doc }
+end
+
+-- The token of any Lua string: invalid UTF-8, NUL and overlong input are cut or replaced, so the result always matches "str".
+local function str_token(x)
+	local out, j, n = {}, 1, #x
+	if n > 600 then n = 600 end
+	while j <= n do
+		local _, e = string.find(x, '^[\1-\127]+', j)
+		if e then
+			if e > n then e = n end
+			out[#out + 1] = string.sub(x, j, e)
+			j = e + 1
+		elseif j <= n then
+			local k = utf8_len(x, j, n + 1)
+			if k then
+				out[#out + 1] = string.sub(x, j, j + k - 1)
+				j = j + k
+			else
+				out[#out + 1] = '?'
+				j = j + 1
+			end
 		end
 	end
-	if meta.seq ~= nil then
-		parts[#parts + 1] = ',"seq":' .. string.format('%d', meta.seq)
+	return cjson.encode(table.concat(out))
+end
+
+local function add_stamp(m, key)
+	local tok = str_token(key)
+	for _, t in ipairs(m.stamps) do
+		if t == tok then return end
 	end
-	parts[#parts + 1] = JOB_MARK
-	parts[#parts + 1] = raw
+	m.stamps[#m.stamps + 1] = tok
+end
+
+local function stamps_text(m)
+	if #m.stamps == 0 then return '' end
+	return ',"stamps":[' .. table.concat(m.stamps, ',') .. ']'
+end
+
+local function wrap(m)
+	local parts = { '{"ferry":1,"recoveries":', string.format('%d', m.recoveries), ',"attempts":', string.format('%d', m.attempts), stamps_text(m) }
+	if m.first_error then parts[#parts + 1] = ',"first_error":' .. m.first_error end
+	if m.last_error then parts[#parts + 1] = ',"last_error":' .. m.last_error end
+	if m.seq then parts[#parts + 1] = ',"seq":' .. string.format('%d', m.seq) end
+	parts[#parts + 1] = ',"job":'
+	parts[#parts + 1] = m.doc
 	parts[#parts + 1] = '}'
 	return table.concat(parts)
 end
 
-local function recovered(el)
-	return string.match(el, '^{"ferry":1,"recoveries":[1-9]') ~= nil
+-- The dead entry of wrapper table m: the document is appended as it is, never encoded, so any bytes survive and a huge job costs a copy, not an encoding.
+local function dead_entry(m, reason, id, worker, now)
+	local e = { '{"reason":', str_token(reason), ',"attempts":', string.format('%d', m.attempts), ',"recoveries":', string.format('%d', m.recoveries), ',"time":', string.format('%d', now), ',"worker":', str_token(worker) }
+	if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. str_token(id) end
+	e[#e + 1] = stamps_text(m)
+	if m.first_error then e[#e + 1] = ',"first_error":' .. m.first_error end
+	if m.last_error then e[#e + 1] = ',"last_error":' .. m.last_error end
+	e[#e + 1] = ',"job":'
+	e[#e + 1] = m.doc
+	e[#e + 1] = '}'
+	return table.concat(e)
 end
 
 local function now_ms()
@@ -45,62 +241,53 @@ local function now_ms()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The dead-letter entry: the original document as a JSON string (so even
--- malformed bytes survive), the reason, the counters and both errors.
-local function dead_entry(meta, raw, id, reason, worker, now)
-	local e = {
-		'{"reason":', cjson.encode(reason),
-		',"attempts":', string.format('%d', meta.attempts),
-		',"recoveries":', string.format('%d', meta.recoveries),
-		',"time":', string.format('%d', now),
-		',"worker":', cjson.encode(worker),
-	}
-	if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. cjson.encode(id) end
-	-- the batch the job was in when its worker died: a replay must still
-	-- fence it, or a late commit of that batch would write the job twice
-	if meta.batch ~= nil then
-		e[#e + 1] = ',"batch":' .. cjson.encode(meta.batch)
-	end
-	if meta.first_error ~= nil then
-		e[#e + 1] = ',"first_error":' .. cjson.encode(meta.first_error)
-	end
-	if meta.last_error ~= nil then
-		e[#e + 1] = ',"last_error":' .. cjson.encode(meta.last_error)
-	end
-	e[#e + 1] = ',"job":' .. cjson.encode(raw) .. '}'
-	return table.concat(e)
+-- A batch's kind and key, stored beside its processing list in bkeys as "r KEY" (documents taken from ready) or "w KEY" (wrappers taken from requeue). No entry: the list holds at most what a BLMOVE moved from ready.
+local function batch_of(bkeys, wid)
+	local v = redis.call('HGET', bkeys, wid)
+	if not v then return 'r', nil end
+	return string.sub(v, 1, 1), string.sub(v, 3)
 end
 
--- Hand a processing list back: each job goes to the right end of ready
--- (taken next), stamped with the batch key and, when `bump`, one more
--- recovery; past max_recoveries it is dead-lettered instead.
-local function reclaim(proc, ready, dead, stats, owners, bkeys, wid,
-		max_recoveries, bump)
+-- Each element of a processing list of kind `kind` as a wrapper table, or nil when malformed.
+local function held_job(kind, el)
+	if kind == 'w' then return parse_wrapper(el) end
+	return fresh(el)
+end
+
+-- RPUSH or LPUSH a list of values in chunks (unpack() is limited to a few thousand values).
+local function push_all(cmd, key, vals)
+	for i = 1, #vals, 1000 do
+		redis.call(cmd, key, unpack(vals, i, math.min(i + 999, #vals)))
+	end
+end
+
+-- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever.
+local BURY_MARGIN = 3
+
+-- Hand a processing list back to requeue, stamped with the batch key and, when bump, one more recovery. Everything is computed before the first write. A job past max_recoveries goes back too: the worker that takes it fences its stamps and buries it (it is dead only if it was never written).
+local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump)
 	local jobs = redis.call('LRANGE', proc, 0, -1)
-	local batch = redis.call('HGET', bkeys, wid)
-	local back, buried, now = 0, 0, now_ms()
+	local kind, batch = batch_of(bkeys, wid)
+	local now = now_ms()
+	local back, buried = {}, {}
 	for i = #jobs, 1, -1 do
-		local el = jobs[i]
-		if bump or batch then
-			local meta, raw = unwrap(jobs[i])
-			if batch then meta.batch = batch end
-			if bump then meta.recoveries = meta.recoveries + 1 end
-			if bump and meta.recoveries > max_recoveries then
-				meta.last_error = 'worker died while processing'
-				meta.first_error = meta.first_error or meta.last_error
-				redis.call('LPUSH', dead, dead_entry(meta, raw, nil,
-					'worker died while processing', wid, now))
-				buried = buried + 1
-				el = nil
+		local m = held_job(kind, jobs[i])
+		if not m then
+			buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now)
+		else
+			if batch then add_stamp(m, batch) end
+			if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end
+			if bump and m.recoveries > max_recoveries + BURY_MARGIN then
+				m.last_error = str_token('worker died while processing')
+				m.first_error = m.first_error or m.last_error
+				buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now)
 			else
-				el = wrap(meta, raw)
+				back[#back + 1] = wrap(m)
 			end
 		end
-		if el then
-			redis.call('RPUSH', ready, el)
-			back = back + 1
-		end
 	end
+	push_all('RPUSH', requeue, back)
+	push_all('LPUSH', dead, buried)
 	redis.call('DEL', proc)
 	-- a tombstone, not a deletion: a command the dead worker sent before
 	-- dying (a BLMOVE still blocked, a fetch in Redis' input buffer) may
@@ -108,7 +295,7 @@ local function reclaim(proc, ready, dead, stats, owners, bkeys, wid,
 	-- the reaper sweeps the list again before removing the tombstone
 	redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now))
 	redis.call('HDEL', bkeys, wid)
-	if back > 0 then redis.call('HINCRBY', stats, 'recovered', back) end
-	if buried > 0 then redis.call('HINCRBY', stats, 'dead', buried) end
-	return { back, buried }
+	if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end
+	if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end
+	return { #back, #buried }
 end

@@ -2,7 +2,7 @@
 -- reap.lua - find processing lists whose master's heartbeat key is gone
 -- (a dead host) and hand them back, bumping recoveries; sweep the lists of
 -- workers already handed back, then forget them after TOMBSTONE_MS.
--- KEYS: owners, ready, dead, stats, bkeys
+-- KEYS: owners, requeue, dead, stats, bkeys
 -- ARGV: key prefix ("ferry"), queue name, max_recoveries
 -- The processing and heartbeat keys are derived here, so this script
 -- assumes a single Redis (not Cluster) like the rest of the master.
@@ -18,13 +18,13 @@ for i = 1, #owners, 2 do
 		-- after its death, unprocessed (no recovery counted)
 		if redis.call('EXISTS', proc) == 1 then
 			r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
-				wid, tonumber(ARGV[3]), false)
-		elseif now - tonumber(string.sub(mid, 6)) > TOMBSTONE_MS then
+				wid, tonumber(ARGV[3]) or 0, false)
+		elseif now - (tonumber(string.sub(mid, 6)) or 0) > TOMBSTONE_MS then
 			redis.call('HDEL', KEYS[1], wid)
 		end
 	elseif redis.call('EXISTS', ARGV[1] .. ':master:' .. mid) == 0 then
 		r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
-			wid, tonumber(ARGV[3]), true)
+			wid, tonumber(ARGV[3]) or 0, true)
 	end
 	back, buried = back + r[1], buried + r[2]
 end

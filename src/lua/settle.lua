@@ -15,56 +15,76 @@
 --       job.
 -- Returns 0 when the list is already empty (a settle repeated after a lost
 -- reply), else {done, retried, dead}. A worker the master has handed back
--- (owners holds its tombstone, or another master) gets an error and
+-- (owners holds its tombstone, or another master) gets HANDEDBACK and
 -- settles nothing: what its list holds now arrived after the hand-back.
+-- Every argument is checked and every entry computed before the first
+-- write. A job whose wrapper is malformed is dead-lettered whatever the
+-- worker said (the worker says so too: src/wrapper.c reads it the same).
 -- allow-oom: it only deletes and moves data (a retry's counters grow a job
 -- by a few bytes), so the queue drains at maxmemory.
 if redis.call('HGET', KEYS[6], ARGV[1]) ~= ARGV[2] then
-	return redis.error_reply('ERR ferry: worker ' .. ARGV[1] ..
-		' is not registered: it was handed back as dead')
+	return ferry_error('HANDEDBACK', 'worker ' .. ARGV[1] .. ' is not registered: it was handed back as dead')
 end
 local held = redis.call('LLEN', KEYS[1])
 if held == 0 then return 0 end
 if held ~= tonumber(ARGV[3]) then
-	return redis.error_reply('ERR ferry: processing list of ' .. ARGV[1] ..
-		' holds ' .. held .. ' jobs, the worker settles ' .. ARGV[3])
+	return ferry_error('BADCOUNT', 'processing list of ' .. ARGV[1] .. ' holds ' .. held .. ' jobs, the worker settles ' .. tostring(ARGV[3]))
 end
+local outcomes = { ok = true, retry = true, dead = true, missing = true }
+for b = 4, #ARGV, 6 do
+	local pos = tonumber(ARGV[b])
+	if not pos or pos < 1 or pos > held or pos ~= math.floor(pos) or not outcomes[ARGV[b + 1]] or ARGV[b + 5] == nil or (ARGV[b + 1] == 'retry' and not tonumber(ARGV[b + 3])) then
+		return ferry_error('BADARGS', 'settle: job argument ' .. ((b - 4) / 6 + 1) .. ' is malformed')
+	end
+end
+
+local kind = batch_of(KEYS[5], ARGV[1])
 local now = now_ms()
 local jobs = nil
-local done, retried, buried, missing = held, 0, 0, 0
+local dels, persists, retries, deads = {}, {}, {}, {}
+local done, missing = held, 0
 for b = 4, #ARGV, 6 do
 	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
 		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+	jobs = jobs or (outcome ~= 'ok' or kind == 'w') and redis.call('LRANGE', KEYS[1], 0, -1) or nil
+	local m = jobs and held_job(kind, jobs[pos])
+	if jobs and not m then
+		m = fresh(jobs[pos])
+		outcome, p, err = 'dead', 'malformed ferry wrapper', 'malformed ferry wrapper'
+	end
 	if outcome == 'ok' then
-		if ck ~= '' then redis.call('DEL', ck) end
+		if ck ~= '' then dels[#dels + 1] = ck end
 	else
 		done = done - 1
-		jobs = jobs or redis.call('LRANGE', KEYS[1], 0, -1)
-		local meta, raw = unwrap(jobs[pos])
-		meta.attempts = meta.attempts + 1
-		meta.first_error = meta.first_error or err
-		meta.last_error = err
-		-- a batch stamp stays: the fence this attempt made may have
-		-- rolled back, and that batch could still commit late
+		m.attempts = math.min(m.attempts + 1, 999999999)
+		m.last_error = str_token(err)
+		m.first_error = m.first_error or m.last_error
+		-- stamps stay: the fence this attempt made may have rolled back,
+		-- and one of those batches could still commit late
 		if outcome == 'retry' then
-			meta.seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
-			redis.call('ZADD', KEYS[2], now + tonumber(p), wrap(meta, raw))
-			retried = retried + 1
+			retries[#retries + 1] = { now + tonumber(p), m }
 		else
-			redis.call('LPUSH', KEYS[3], dead_entry(meta, raw, id, p, ARGV[1], now))
-			buried = buried + 1
+			deads[#deads + 1] = dead_entry(m, p, id, ARGV[1], now)
 			if outcome == 'missing' then
 				missing = missing + 1
 			elseif ck ~= '' then
-				redis.call('PERSIST', ck)
+				persists[#persists + 1] = ck
 			end
 		end
 	end
 end
+
+for _, k in ipairs(dels) do redis.call('DEL', k) end
+for _, r in ipairs(retries) do
+	r[2].seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
+	redis.call('ZADD', KEYS[2], r[1], wrap(r[2]))
+end
+push_all('LPUSH', KEYS[3], deads)
+for _, k in ipairs(persists) do redis.call('PERSIST', k) end
 redis.call('DEL', KEYS[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end
-if retried > 0 then redis.call('HINCRBY', KEYS[4], 'retried', retried) end
-if buried > 0 then redis.call('HINCRBY', KEYS[4], 'dead', buried) end
+if #retries > 0 then redis.call('HINCRBY', KEYS[4], 'retried', #retries) end
+if #deads > 0 then redis.call('HINCRBY', KEYS[4], 'dead', #deads) end
 if missing > 0 then redis.call('HINCRBY', KEYS[4], 'cache_missing', missing) end
-return { done, retried, buried }
+return { done, #retries, #deads }
