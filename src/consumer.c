@@ -29,8 +29,10 @@
 #define CONSUMER_RETRY_MIN_MS 100
 #define CONSUMER_RETRY_MAX_MS 5000
 #define CONSUMER_ARCHIVE_IDLE_MS 60000
+#define CONSUMER_DIED_REASON "worker died while processing"
 
 struct batch {
+	bool wrapped;           /* taken from requeue: elements are wrappers */
 	int n, cap;
 	char **els;
 	size_t *lens;
@@ -62,18 +64,57 @@ drop_connection(struct consumer *c, const char *what)
 	c->redis = NULL;
 }
 
-/* A script answered with an error. "not registered" means a master has
- * already handed this worker's jobs back as dead (we were frozen, or our
- * host was declared dead): stop at once, without fetching again. */
+/* A script answered with an error. HANDEDBACK means a master has already
+ * handed this worker's jobs back as dead (we were frozen, or our host was
+ * declared dead): stop at once, without fetching again. Any other error is
+ * logged once while it repeats (a script error, e.g. `ready` of the wrong
+ * type, would otherwise be logged thousands of times a second) and the
+ * caller backs off. */
 static void
 handed_back(struct consumer *c, const char *what, const redisReply *r)
 {
-	if (strstr(r->str, "is not registered") != NULL) {
+	if (queue_error_is(r, QUEUE_ERR_HANDED_BACK)) {
 		log_warn("queue %s: %s: %s: exiting", c->q->name, what, r->str);
 		c->evicted = true;
-	} else {
-		log_error("queue %s: %s failed: %s", c->q->name, what, r->str);
+		return;
 	}
+	if (strcmp(c->last_error, r->str) != 0) {
+		log_error("queue %s: %s failed: %s (retrying with backoff; logged "
+		    "once while it repeats)", c->q->name, what, r->str);
+		snprintf(c->last_error, sizeof(c->last_error), "%s", r->str);
+	}
+	scoreboard_set_error(c->slot, r->str);
+	sleep_ms(c->error_delay_ms);
+	c->error_delay_ms = c->error_delay_ms * 2 > CONSUMER_RETRY_MAX_MS ?
+	    CONSUMER_RETRY_MAX_MS : c->error_delay_ms * 2;
+}
+
+/* A script call worked: the next distinct error is logged again. */
+static void
+script_ok(struct consumer *c)
+{
+	if (c->last_error[0] != '\0')
+		log_notice("queue %s: redis scripts work again", c->q->name);
+	c->last_error[0] = '\0';
+	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
+}
+
+/* Redis is loading its data set (a restart from the AOF): an outage, not
+ * an error. */
+static bool
+loading(struct consumer *c, const redisReply *r)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ERROR ||
+	    strncmp(r->str, "LOADING", 7) != 0)
+		return false;
+	if (!c->outage) {
+		log_notice("queue %s: redis is loading its data set: waiting",
+		    c->q->name);
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	sleep_ms(CONSUMER_RETRY_MIN_MS);
+	return true;
 }
 
 static bool
@@ -83,7 +124,7 @@ registered(struct consumer *c)
 	redisReply *r = queue_script(c->redis, LUA_REGISTER, 1, 3, argv, NULL);
 	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
 
-	if (r != NULL && !ok)
+	if (r != NULL && !ok && !loading(c, r))
 		handed_back(c, "register", r);
 	freeReplyObject(r);
 	return ok;
@@ -164,28 +205,42 @@ batch_clear(struct batch *b)
 	b->n = 0;
 }
 
-/* Run fetch.lua for up to n more jobs, `held` already in the list. */
+/* Run fetch.lua for up to n more jobs, `held` already in the list (moved
+ * there by BLMOVE from ready). */
 static redisReply *
 fetch(struct consumer *c, int n, int held)
 {
-	char nbuf[16], hbuf[16];
+	char nbuf[16], hbuf[16], mbuf[16];
 	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys,
-	    c->keys.owners, nbuf, c->worker_id, c->batch_key, hbuf,
-	    c->master_id };
+	    c->keys.owners, c->keys.requeue, nbuf, c->worker_id, c->batch_key,
+	    hbuf, c->master_id, mbuf };
 
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(hbuf, sizeof(hbuf), "%d", held);
+	snprintf(mbuf, sizeof(mbuf), "%d", c->q->max_recoveries);
 	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%s:%ld", c->worker_id,
 	    c->nonce, ++c->batch_seq);
-	return queue_script(c->redis, LUA_FETCH, 4, 9, argv, NULL);
+	return queue_script(c->redis, LUA_FETCH, 5, 11, argv, NULL);
 }
 
-static bool
-is_recovered(const char *el)
+/* fetch.lua's reply {kind, {elements}} into b. */
+static void
+batch_add_fetched(struct batch *b, const redisReply *r)
 {
-	static const char mark[] = "{\"ferry\":1,\"recoveries\":";
-	return strncmp(el, mark, sizeof(mark) - 1) == 0 &&
-	    el[sizeof(mark) - 1] >= '1' && el[sizeof(mark) - 1] <= '9';
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING)
+		return;
+	b->wrapped = r->element[0]->str[0] == 'w';
+	batch_add_reply(b, r->element[1]);
+}
+
+/* Did fetch.lua return no job? */
+static bool
+fetched_nothing(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_ARRAY &&
+	    r->element[1]->elements == 0;
 }
 
 /* Wait up to a second for a job with BLMOVE (it cannot run at maxmemory:
@@ -204,10 +259,10 @@ wait_for_jobs(struct consumer *c, struct batch *b)
 		sleep_ms(20);
 		return r;
 	}
+	b->wrapped = false;         /* from ready: a producer's document */
 	batch_add_reply(b, r);
-	int more = is_recovered(r->str) ? 0 : c->q->batch_size - 1;
 	freeReplyObject(r);
-	return fetch(c, more, 1);
+	return fetch(c, c->q->batch_size - 1, 1);
 }
 
 /* A batch fetched before the connection dropped: keep the key stored
@@ -220,9 +275,12 @@ resume_key(struct consumer *c, struct batch *b)
 
 	if (r == NULL)
 		return false;
-	if (r->type == REDIS_REPLY_STRING) {
-		snprintf(c->batch_key, sizeof(c->batch_key), "%s", r->str);
+	if (r->type == REDIS_REPLY_STRING && r->len > 2) {
+		/* "w KEY" or "r KEY" (batch_of in src/lua/common.lua) */
+		b->wrapped = r->str[0] == 'w';
+		snprintf(c->batch_key, sizeof(c->batch_key), "%s", r->str + 2);
 	} else {
+		b->wrapped = false;     /* only BLMOVE put it there */
 		freeReplyObject(r);
 		if ((r = fetch(c, 0, b->n)) == NULL)
 			return false;
@@ -251,15 +309,25 @@ take_batch(struct consumer *c, struct batch *b)
 			return resume_key(c, b);
 	}
 	r = fetch(c, c->q->batch_size, 0);
-	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+	if (r != NULL && fetched_nothing(r)) {
 		freeReplyObject(r);
 		r = wait_for_jobs(c, b);
 	}
 	if (r == NULL)
 		return false;
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0)
+	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0 &&
+	    !loading(c, r))
 		handed_back(c, "fetch", r);
-	batch_add_reply(b, r);
+	else if (r->type == REDIS_REPLY_ARRAY)
+		script_ok(c);
+	if (r->type == REDIS_REPLY_ERROR && b->n > 0) {
+		/* a job BLMOVE moved in, but fetch.lua did not store the batch
+		 * key beside it: never write a batch under a key Redis does not
+		 * hold. Read the list again (resume) once fetch works. */
+		batch_clear(b);
+		c->resume = true;
+	}
+	batch_add_fetched(b, r);
 	freeReplyObject(r);
 	return true;
 }
@@ -319,6 +387,11 @@ run_sink(struct consumer *c, struct batch *b)
 		if (st == SINK_OK)
 			break;
 		scoreboard_set_error(c->slot, err);
+		if (st == SINK_HANDED_BACK) {
+			/* the jobs are another worker's now: settle nothing */
+			c->evicted = true;
+			return false;
+		}
 		if (st == SINK_FATAL) {
 			log_error("queue %s: %s; this worker stops until a reload "
 			    "(SIGHUP)", c->q->name, err);
@@ -364,9 +437,22 @@ prepare(struct consumer *c, struct batch *b)
 	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
 	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
 	/* the sink names the jobs it fails (job_id), others need all names */
-	for (int i = 0; i < b->n; i++)
-		(h == CONFIG_HANDLER_POSTGRES ? job_parse_unnamed : job_parse)(
-		    &b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
+	for (int i = 0; i < b->n; i++) {
+		struct job *j = &b->jobs[i];
+		job_parse_held(j, b->els[i], b->lens[i], c->q->max_job_bytes,
+		    b->wrapped);
+		if (h != CONFIG_HANDLER_POSTGRES)
+			job_id(j);
+		/* recovered too often: never run again. The sink first checks
+		 * the batches it may have been written in (a job written
+		 * before its worker died is done, not dead). */
+		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
+			if (h == CONFIG_HANDLER_POSTGRES && j->nstamps > 0)
+				j->bury = true;
+			else
+				j->invalid = CONSUMER_DIED_REASON;
+		}
+	}
 	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix,
 	    c->q->name, mode, c->q->max_job_bytes) == -1)
 		return false;
@@ -400,11 +486,12 @@ run_handler(struct consumer *c, struct batch *b)
 /* The settle.lua arguments of a job that is not simply done. */
 static void
 outcome_args(struct consumer *c, struct job *j,
-    const struct handler_result *res, const char **argv, char *num,
+    struct handler_result *res, const char **argv, char *num,
     size_t numsize, char *reason, size_t reasonsize)
 {
 	int attempts = j->attempts + 1;
 
+	util_utf8_fix(res->message);
 	argv[1] = "ok";
 	argv[2] = "";
 	argv[3] = "";
@@ -423,11 +510,14 @@ outcome_args(struct consumer *c, struct job *j,
 		argv[1] = j->cache_missing ? "missing" : "dead";
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
+		else if (j->bury && res->outcome == HANDLER_FAIL)
+			snprintf(reason, reasonsize, "%s", CONSUMER_DIED_REASON);
 		else if (res->outcome == HANDLER_FAIL)
 			snprintf(reason, reasonsize, "failed by the handler");
 		else
 			snprintf(reason, reasonsize, "failed %d attempts (max_attempts)",
 			    attempts);
+		util_utf8_fix(reason);
 		argv[3] = reason;
 	}
 }
@@ -489,12 +579,15 @@ settle(struct consumer *c, struct batch *b)
 			drop_connection(c, "settle");
 			continue;
 		}
+		if (loading(c, r)) {
+			freeReplyObject(r);
+			continue;
+		}
 		bool ok = r->type != REDIS_REPLY_ERROR;
 		c->buried = r->type == REDIS_REPLY_ARRAY && r->elements == 3 ?
 		    r->element[2]->integer : 0;
 		if (!ok) {
 			handed_back(c, "settle", r);
-			scoreboard_set_error(c->slot, r->str);
 		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
 			log_info("queue %s: batch of %d: %lld done, %lld to retry, "
@@ -549,6 +642,7 @@ consumer_run(struct consumer *c)
 	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
 	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
 	set_nonce(c);
+	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
 	while (!c->should_stop() && !c->evicted && connected(c)) {
 		/* quiet (TSTP) for all, paused for this queue (control) */
 		if (atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused)) {

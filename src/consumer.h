@@ -34,6 +34,8 @@ struct consumer {
 	char nonce[17];                 /* random, per process: see consumer.c */
 	char batch_key[CONSUMER_ID_MAX + 48]; /* key of the batch in hand */
 	long jobs_done;
+	char last_error[256];           /* the script error logged last */
+	long error_delay_ms;            /* backoff after a script error */
 	long long buried;               /* dead-lettered by the last settle */
 	int64_t archive_ms;             /* last dead_max check */
 	struct sink_pg *sink;           /* handler = postgres */

@@ -32,7 +32,7 @@ struct proc_info {
 
 struct queue_stats {
 	const char *name;
-	long long ready, delayed, dead, processing;
+	long long ready, requeued, delayed, dead, processing;
 	long long counters[NCOUNTERS];
 	size_t nprocs;
 	struct proc_info *procs;
@@ -200,6 +200,8 @@ stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
 	queue_keys_init(&k, c->cfg->redis_prefix, queue);
 	if ((rc = reply_int(c, "LLEN of the ready list",
 	    redisCommand(c->rc, "LLEN %s", k.ready), &st->ready)) != 0 ||
+	    (rc = reply_int(c, "LLEN of the requeue list",
+	    redisCommand(c->rc, "LLEN %s", k.requeue), &st->requeued)) != 0 ||
 	    (rc = reply_int(c, "ZCARD of the delayed set",
 	    redisCommand(c->rc, "ZCARD %s", k.delayed), &st->delayed)) != 0 ||
 	    (rc = reply_int(c, "LLEN of the dead list",
@@ -226,6 +228,7 @@ stats_print(const struct queue_stats *st)
 {
 	printf("queue %s\n", st->name);
 	printf("  %-12s %lld\n", "ready", st->ready);
+	printf("  %-12s %lld\n", "requeued", st->requeued);
 	printf("  %-12s %lld\n", "delayed", st->delayed);
 	printf("  %-12s %lld\n", "dead", st->dead);
 	printf("  %-12s %lld\n", "processing", st->processing);
@@ -251,8 +254,10 @@ stats_json(const struct queue_stats *st)
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		json_object_set_new(counters, counter_names[i],
 		    json_integer(st->counters[i]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:o}",
-	    "ready", (json_int_t)st->ready, "delayed", (json_int_t)st->delayed,
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+	    "ready", (json_int_t)st->ready,
+	    "requeued", (json_int_t)st->requeued,
+	    "delayed", (json_int_t)st->delayed,
 	    "dead", (json_int_t)st->dead,
 	    "processing", (json_int_t)st->processing,
 	    "workers", procs, "counters", counters);

@@ -17,14 +17,7 @@
 #include "json_scan.h"
 #include "sha1.h"
 #include "util.h"
-
-/* The wrapper is {"ferry":1,...,"job":<document>}. The Lua scripts encode
- * its own strings with cjson, which escapes '"', so the first ,"job": is
- * always the wrapper's: everything before it plus "}" is a JSON object. A
- * producer document that starts like a wrapper is read as one: that prefix
- * is reserved to ferry. */
-#define WRAP_HEAD "{\"ferry\":1,"
-#define JOB_MARK ",\"job\":"
+#include "wrapper.h"
 
 /* Integers beyond this are no longer exact as doubles. */
 #define JOB_EXACT_REAL 9007199254740992.0
@@ -41,12 +34,6 @@ struct job_members {
 	bool has_data;
 };
 
-struct job_prefix {
-	const char *p;          /* the wrapper up to, not including, ,"job": */
-	size_t n;
-	int closed;             /* the "}" that ends it has been handed out */
-};
-
 static void
 job_set_invalid(struct job *j, const char *fmt, ...)
 {
@@ -58,124 +45,28 @@ job_set_invalid(struct job *j, const char *fmt, ...)
 	j->invalid = j->invalid_buf;
 }
 
-/* Length of the valid, printable UTF-8 character at p, or 0. */
-static size_t
-job_utf8_len(const unsigned char *p)
-{
-	size_t n;
-
-	if (*p < 0x20 || *p == 0x7f)
-		return 0;
-	if (*p < 0x80)
-		return 1;
-	if (*p >= 0xc2 && *p <= 0xdf)
-		n = 2;
-	else if (*p >= 0xe0 && *p <= 0xef)
-		n = 3;
-	else if (*p >= 0xf0 && *p <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* jansson quotes the document in its errors ("near '...'") and cuts them at
- * 160 bytes, maybe inside a character: the reason goes to logs, Redis and
- * PostgreSQL, so make it printable, valid UTF-8. */
-static void
-job_sanitize(char *s)
-{
-	unsigned char *p = (unsigned char *)s;
-
-	while (*p != '\0') {
-		size_t n = job_utf8_len(p);
-		if (n == 0)
-			*p++ = '?';
-		else
-			p += n;
-	}
-}
-
-/* Feeds jansson the wrapper's prefix, then a closing "}". */
-static size_t
-job_prefix_read(void *buf, size_t size, void *arg)
-{
-	struct job_prefix *pre = arg;
-	size_t n = pre->n < size ? pre->n : size;
-
-	if (n == 0 && !pre->closed && size > 0) {
-		pre->closed = 1;
-		*(char *)buf = '}';
-		return 1;
-	}
-	memcpy(buf, pre->p, n);
-	pre->p += n;
-	pre->n -= n;
-	return n;
-}
-
-static int
-job_meta_int(json_t *meta, const char *key, int *out)
-{
-	json_t *v = json_object_get(meta, key);
-
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    json_integer_value(v) > INT_MAX)
-		return -1;
-	*out = (int)json_integer_value(v);
-	return 0;
-}
-
-/* Counters and batch key from the parsed prefix; j is left alone on error. */
-static int
-job_meta(struct job *j, json_t *meta)
-{
-	json_t *batch = json_object_get(meta, "batch");
-	int attempts, recoveries;
-
-	if (job_meta_int(meta, "attempts", &attempts) < 0 ||
-	    job_meta_int(meta, "recoveries", &recoveries) < 0)
-		return -1;
-	if (batch != NULL && !json_is_string(batch) && !json_is_null(batch))
-		return -1;
-	j->attempts = attempts;
-	j->recoveries = recoveries;
-	if (json_is_string(batch))
-		j->batch = xstrdup(json_string_value(batch));
-	return 0;
-}
-
-/* If el is wrapped, point raw at the document inside and read the wrapper.
- * Returns -1 (raw left as the whole element) when the wrapper is broken. */
+/* Peel ferry's wrapper (doc/formats.md, src/wrapper.c) off el: point raw
+ * at the document inside and take the counters and stamps. -1 when the
+ * wrapper is malformed (raw is left as the whole element). */
 static int
 job_unwrap(struct job *j)
 {
-	const size_t head = sizeof(WRAP_HEAD) - 1, mark = sizeof(JOB_MARK) - 1;
-	const char *at;
-	struct job_prefix pre;
-	json_error_t err;
-	json_t *meta;
-	int rc;
+	struct wrapper w;
 
-	if (j->el_len < head || memcmp(j->el, WRAP_HEAD, head) != 0)
-		return 0;
-	at = memmem(j->el, j->el_len, JOB_MARK, mark);
-	if (at == NULL || j->el[j->el_len - 1] != '}' ||
-	    (size_t)(at - j->el) + mark > j->el_len - 1)
+	if (wrapper_parse(j->el, j->el_len, WRAPPER_JOB, &w) < 0)
 		return -1;
-	pre = (struct job_prefix){ .p = j->el, .n = (size_t)(at - j->el) };
-	if ((meta = json_load_callback(job_prefix_read, &pre, 0, &err)) == NULL)
-		return -1;
-	rc = json_is_object(meta) ? job_meta(j, meta) : -1;
-	json_decref(meta);
-	if (rc == 0) {
-		j->raw = at + mark;
-		j->raw_len = j->el_len - 1 - (size_t)(j->raw - j->el);
+	j->attempts = (int)w.attempts;
+	j->recoveries = (int)w.recoveries;
+	j->raw = w.doc;
+	j->raw_len = w.doc_len;
+	if (w.nstamps > 0) {
+		j->stamps = xcalloc((size_t)w.nstamps, sizeof(*j->stamps));
+		for (int i = 0; i < w.nstamps; i++)
+			j->stamps[i] = wrapper_str_text(w.stamps[i]);
+		j->nstamps = w.nstamps;
 	}
-	return rc;
+	wrapper_free(&w);
+	return 0;
 }
 
 /* jansson's columns count characters, not bytes: do the same. */
@@ -222,7 +113,9 @@ job_load(struct job *j, int *as_real)
 	if (doc == NULL) {
 		job_set_invalid(j, "malformed JSON: %s at line %d column %d",
 		    err.text, err.line, err.column);
-		job_sanitize(j->invalid_buf);
+		/* jansson quotes the document and cuts its text at 160 bytes,
+		 * maybe inside a character: make it valid UTF-8 */
+		util_utf8_fix(j->invalid_buf);
 	}
 	return doc;
 }
@@ -475,13 +368,13 @@ job_check(struct job *j)
  * j->invalid may point into j (invalid_buf): do not move a parsed job by
  * copying the struct. */
 void
-job_parse_unnamed(struct job *j, const char *el, size_t len,
-    long max_job_bytes)
+job_parse_held(struct job *j, const char *el, size_t len,
+    long max_job_bytes, bool wrapped)
 {
 	memset(j, 0, sizeof(*j));
 	j->el = j->raw = el;
 	j->el_len = j->raw_len = len;
-	if (job_unwrap(j) < 0)
+	if (wrapped && job_unwrap(j) < 0)
 		j->invalid = "malformed ferry wrapper";
 	else if (j->raw_len == 0)
 		j->invalid = "empty job";
@@ -502,20 +395,24 @@ job_id(struct job *j)
 }
 
 void
-job_parse(struct job *j, const char *el, size_t len, long max_job_bytes)
+job_parse(struct job *j, const char *doc, size_t len, long max_job_bytes)
 {
-	job_parse_unnamed(j, el, len, max_job_bytes);
+	job_parse_held(j, doc, len, max_job_bytes, false);
 	job_id(j);
 }
 
 void
 job_free(struct job *j)
 {
-	free(j->batch);
+	for (int i = 0; i < j->nstamps; i++)
+		free(j->stamps[i]);
+	free(j->stamps);
 	free(j->cache_key);
 	free(j->cache);
 	free(j->rows);
-	j->batch = j->cache_key = j->cache = j->rows = NULL;
+	j->stamps = NULL;
+	j->nstamps = 0;
+	j->cache_key = j->cache = j->rows = NULL;
 }
 
 /* s as the inside of a JSON string, into out (room for 6 * strlen + 1). */

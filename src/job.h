@@ -1,8 +1,8 @@
-/* job.h - one job as a worker sees it, parsed from a Redis list element.
- * Pure code: no Redis, no I/O. See src/lua/common.lua for the wrapper that
- * ferry puts around a producer's document when it must remember attempts,
- * recoveries, a batch key or errors; the document itself is never
- * re-encoded, so it stays byte for byte what the producer pushed. */
+/* job.h - one job as a worker sees it, parsed from a Redis list element:
+ * a producer's document (from ready) or ferry's wrapper around one (from
+ * requeue; doc/formats.md), which remembers attempts, recoveries, batch
+ * stamps and errors. The document itself is never re-encoded, so it stays
+ * byte for byte what the producer pushed. Pure code: no Redis, no I/O. */
 #ifndef FERRY_JOB_H
 #define FERRY_JOB_H
 
@@ -21,7 +21,11 @@ struct job {
 	                         * the SHA-1 of raw in hex */
 	int attempts;
 	int recoveries;
-	char *batch;            /* batch key stamped by a reclaim, or NULL */
+	char **stamps;          /* batch keys it may have been written under */
+	int nstamps;
+	bool bury;              /* recovered past max_recoveries: the sink
+	                         * checks its stamps, then it is dead-lettered
+	                         * unless one of them committed it */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
 	/* Set by the worker from the cache key (src/cache.c), or NULL: the
@@ -42,14 +46,18 @@ struct job {
 	char invalid_buf[256];
 };
 
-/* Parse element `el` (not NUL-terminated, len bytes) into j. Never fails:
- * a job that cannot be processed has j->invalid set (and still an id). */
-void job_parse(struct job *j, const char *el, size_t len, long max_job_bytes);
-/* job_parse, except that a job without an id of its own is named (the
+/* Parse a producer's document (not NUL-terminated, len bytes) into j, and
+ * name it. Never fails: a job that cannot be processed has j->invalid set
+ * (and still an id). A document that looks like ferry's wrapper is a
+ * document like any other. */
+void job_parse(struct job *j, const char *doc, size_t len, long max_job_bytes);
+/* An element of a worker's processing list: a wrapper when `wrapped` (the
+ * batch came from requeue; a malformed one is invalid, "malformed ferry
+ * wrapper"), else a document. A job without an id of its own is named (the
  * SHA-1 of its document) only when job_id asks: a worker needs the name of
  * a failed job only. j->id is "" until then. */
-void job_parse_unnamed(struct job *j, const char *el, size_t len,
-    long max_job_bytes);
+void job_parse_held(struct job *j, const char *el, size_t len,
+    long max_job_bytes, bool wrapped);
 /* The job's id: its own, or the SHA-1 of its document in hex. */
 const char *job_id(struct job *j);
 void job_free(struct job *j);

@@ -124,7 +124,7 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	else if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
 	    rep->elements == 2 && rep->element[0]->integer +
 	    rep->element[1]->integer > 0)
-		log_notice("%s: %lld jobs back in ready, %lld dead", what,
+		log_notice("%s: %lld jobs handed back (requeue), %lld dead", what,
 		    rep->element[0]->integer, rep->element[1]->integer);
 }
 
@@ -205,7 +205,7 @@ reclaim_call_init(struct reclaim_call *call, const char *prefix,
 	queue_keys_init(&call->k, prefix, rc->queue);
 	queue_proc_key(&call->k, rc->worker_id, call->proc, sizeof(call->proc));
 	snprintf(call->maxrec, sizeof(call->maxrec), "%d", rc->max_recoveries);
-	const char *args[] = { call->proc, call->k.ready, call->k.dead,
+	const char *args[] = { call->proc, call->k.requeue, call->k.dead,
 	    call->k.stats, call->k.owners, call->k.bkeys, rc->worker_id,
 	    call->maxrec, rc->bump ? "1" : "0" };
 	memcpy(call->args, args, sizeof(args));
@@ -285,7 +285,7 @@ reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		char maxrec[16];
 		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
 		snprintf(maxrec, sizeof(maxrec), "%d", mq->cfg.max_recoveries);
-		const char *args[] = { k.owners, k.ready, k.dead, k.stats, k.bkeys,
+		const char *args[] = { k.owners, k.requeue, k.dead, k.stats, k.bkeys,
 		    r->m->cfg->redis_prefix, mq->cfg.name, maxrec };
 		send_script(r, LUA_REAP, on_reply, "reaper", 5, 8, args);
 	}
@@ -303,7 +303,7 @@ promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
 		struct queue_keys k;
 		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
-		const char *args[] = { k.delayed, k.ready, PROMOTE_LIMIT };
+		const char *args[] = { k.delayed, k.requeue, PROMOTE_LIMIT };
 		send_script(r, LUA_PROMOTE, on_reply, "promote", 2, 3, args);
 	}
 }

@@ -44,7 +44,7 @@ struct metrics {
 	int64_t used_memory, maxmemory, memory_ms;   /* INFO memory */
 };
 
-enum { ASK_READY, ASK_DELAYED, ASK_DEAD, ASK_STATS, ASK_OWNERS, ASK_PROC,
+enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_DEAD, ASK_STATS, ASK_OWNERS, ASK_PROC,
     ASK_COUNT };
 
 struct figures_ask {
@@ -140,6 +140,7 @@ figures_store(struct master *m, struct figures_round *fr, int what,
 	switch (what) {
 	case ASK_READY: fr->v.ready = rep->integer; break;
 	case ASK_DELAYED: fr->v.delayed = rep->integer; break;
+	case ASK_REQUEUED: fr->v.requeued = rep->integer; break;
 	case ASK_DEAD: fr->v.dead = rep->integer; break;
 	case ASK_PROC: fr->v.processing += rep->integer; break;
 	case ASK_STATS: figures_counters(&fr->v, rep); break;
@@ -183,12 +184,14 @@ figures_queue(struct master *m, const char *queue)
 		fr->asks[i] = (struct figures_ask){ fr, i };
 	const char *ready[] = { "LLEN", fr->k.ready };
 	const char *delayed[] = { "ZCARD", fr->k.delayed };
+	const char *requeued[] = { "LLEN", fr->k.requeue };
 	const char *dead[] = { "LLEN", fr->k.dead };
 	const char *stats[] = { "HGETALL", fr->k.stats };
 	const char *owners[] = { "HKEYS", fr->k.owners };
 	fr->outstanding = 1;    /* hold it until every ask is sent */
 	ask(m, fr, ASK_READY, 2, ready);
 	ask(m, fr, ASK_DELAYED, 2, delayed);
+	ask(m, fr, ASK_REQUEUED, 2, requeued);
 	ask(m, fr, ASK_DEAD, 2, dead);
 	ask(m, fr, ASK_STATS, 2, stats);
 	ask(m, fr, ASK_OWNERS, 2, owners);
@@ -339,9 +342,11 @@ status_queue(struct master *m, struct master_queue *mq, struct control_out *o)
 		control_out_printf(o, " redis_figures=none\n");
 		return;
 	}
-	control_out_printf(o, " ready=%lld processing=%lld delayed=%lld "
+	control_out_printf(o, " ready=%lld requeued=%lld processing=%lld "
+	    "delayed=%lld "
 	    "dead=%lld done=%lld retried=%lld deadlettered=%lld recovered=%lld "
 	    "cache_missing=%lld age_ms=%lld\n", (long long)f->ready,
+	    (long long)f->requeued,
 	    (long long)f->processing, (long long)f->delayed, (long long)f->dead,
 	    (long long)f->done, (long long)f->retried,
 	    (long long)f->deadlettered, (long long)f->recovered,
@@ -416,6 +421,9 @@ static const struct {
 	    offsetof(struct metrics_figures, cache_missing) },
 	{ "ferry_queue_ready", "gauge", "Jobs waiting in the ready list.",
 	    offsetof(struct metrics_figures, ready) },
+	{ "ferry_queue_requeued", "gauge", "Jobs ferry put back (recovered, "
+	    "retried, replayed), taken before the ready list.",
+	    offsetof(struct metrics_figures, requeued) },
 	{ "ferry_queue_processing", "gauge", "Jobs held in processing lists, "
 	    "on every host.", offsetof(struct metrics_figures, processing) },
 	{ "ferry_queue_delayed", "gauge", "Jobs waiting for their retry time.",

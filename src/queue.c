@@ -14,6 +14,7 @@ void
 queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 {
 	snprintf(k->ready, sizeof(k->ready), "%s:{%s}:ready", prefix, queue);
+	snprintf(k->requeue, sizeof(k->requeue), "%s:{%s}:requeue", prefix, queue);
 	snprintf(k->delayed, sizeof(k->delayed), "%s:{%s}:delayed", prefix, queue);
 	snprintf(k->dead, sizeof(k->dead), "%s:{%s}:dead", prefix, queue);
 	snprintf(k->stats, sizeof(k->stats), "%s:{%s}:stats", prefix, queue);
@@ -21,6 +22,16 @@ queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 	snprintf(k->bkeys, sizeof(k->bkeys), "%s:{%s}:bkeys", prefix, queue);
 	snprintf(k->proc_prefix, sizeof(k->proc_prefix), "%s:{%s}:proc:", prefix,
 	    queue);
+}
+
+int
+queue_error_is(const redisReply *r, const char *code)
+{
+	size_t n = strlen(code);
+
+	return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+	    strncmp(r->str, code, n) == 0 && (r->str[n] == ' ' ||
+	    r->str[n] == '\0');
 }
 
 void

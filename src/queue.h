@@ -11,8 +11,18 @@
 
 #define QUEUE_KEY_MAX 160
 
+/* The first word of an error reply from ferry's scripts (ferry_error in
+ * src/lua/common.lua). */
+#define QUEUE_ERR_HANDED_BACK "HANDEDBACK"  /* the worker was handed back */
+#define QUEUE_ERR_BAD_COUNT "BADCOUNT"      /* settle: list changed size */
+#define QUEUE_ERR_BAD_ARGS "BADARGS"        /* a caller's bug */
+
+/* Does reply r (an error) carry code? */
+int queue_error_is(const redisReply *r, const char *code);
+
 struct queue_keys {
-	char ready[QUEUE_KEY_MAX];
+	char ready[QUEUE_KEY_MAX];      /* producers' documents */
+	char requeue[QUEUE_KEY_MAX];    /* ferry's wrappers: taken first */
 	char delayed[QUEUE_KEY_MAX];
 	char dead[QUEUE_KEY_MAX];
 	char stats[QUEUE_KEY_MAX];

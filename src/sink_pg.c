@@ -31,11 +31,16 @@ failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
 	const char *text = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) :
 	    NULL;
 
+	char *msg;
+
 	f->cls = PQstatus(s->conn) == CONNECTION_BAD ? COPY_ERR_UNAVAILABLE :
 	    copy_error_class(state);
-	snprintf(f->msg, sizeof(f->msg), "%s: %s", state ? state : "no SQLSTATE",
+	msg = xasprintf("%s: %s", state ? state : "no SQLSTATE",
 	    text ? text : PQerrorMessage(s->conn));
-	f->msg[strcspn(f->msg, "\n")] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	/* cut at a character boundary: the message goes into JSON */
+	util_utf8_copy(f->msg, sizeof(f->msg), msg, strlen(msg));
+	free(msg);
 }
 
 /* libpq could not send: the connection is unusable even if its status
@@ -44,9 +49,12 @@ failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
 static void
 lost_connection(struct sink_pg *s, struct pg_failure *f)
 {
-	snprintf(f->msg, sizeof(f->msg), "08006: sending to the server failed: "
-	    "%s", PQerrorMessage(s->conn));
-	f->msg[strcspn(f->msg, "\n")] = '\0';
+	char *msg = xasprintf("08006: sending to the server failed: %s",
+	    PQerrorMessage(s->conn));
+
+	msg[strcspn(msg, "\n")] = '\0';
+	util_utf8_copy(f->msg, sizeof(f->msg), msg, strlen(msg));
+	free(msg);
 	f->cls = COPY_ERR_UNAVAILABLE;
 }
 
@@ -124,12 +132,28 @@ sink_pg_free(struct sink_pg *s)
 static void
 set_result(struct handler_result *r, int outcome, const char *msg)
 {
-	size_t n = strnlen(msg, sizeof(r->message) - 1);
-
 	r->outcome = outcome;
 	r->unanswered = false;
-	memcpy(r->message, msg, n);     /* cut long server messages short */
-	r->message[n] = '\0';
+	/* cut long server messages short, at a character boundary */
+	util_utf8_copy(r->message, sizeof(r->message), msg, strlen(msg));
+}
+
+/* Name job j's failure in the batch row's record, so that a replay of the
+ * batch (its ack lost) dead-letters it again instead of acking it. The
+ * message is valid UTF-8 (set_result), so json_string cannot fail; if it
+ * ever did, the batch must not commit without the record: -1. */
+static int
+record_failure(struct sink_pg *s, struct job *j, const char *msg)
+{
+	char clean[sizeof(((struct handler_result *)0)->message)];
+
+	util_utf8_copy(clean, sizeof(clean), msg, strlen(msg));
+	if (json_object_set_new(s->failed, job_id(j), json_string(clean)) != 0) {
+		log_error("cannot record the failure of job %s in its batch row",
+		    job_id(j));
+		return -1;
+	}
+	return 0;
 }
 
 /* Grow the per-job arrays to hold a batch of n. */
@@ -168,8 +192,8 @@ encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len, &s->cols,
 		    &s->rows, why, sizeof(why)) == -1) {
 			set_result(&res[i], HANDLER_FAIL, why);
-			json_object_set_new(s->failed, job_id(&jobs[i]),
-			    json_string(why));
+			if (record_failure(s, &jobs[i], why) < 0)
+				s->record_failed = true;
 			continue;
 		}
 		set_result(&res[i], HANDLER_OK, "");
@@ -232,8 +256,12 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		return false;
 	if (n == 1) {
 		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
-		json_object_set_new(s->failed, job_id(&jobs[idx[0]]),
-		    json_string(f->msg));
+		if (record_failure(s, &jobs[idx[0]], f->msg) < 0) {
+			snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
+			    "refused row in the batch row");
+			f->cls = COPY_ERR_OTHER;
+			return false;
+		}
 		return true;
 	}
 	return copy_part(s, idx, n / 2, jobs, res, f) &&
@@ -282,11 +310,20 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 	json_t *failed = PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) ?
 	    json_loads(PQgetvalue(r, 0, 1), 0, NULL) : NULL;
 	/* Fenced: another worker took these jobs over, so this worker was
-	 * handed back as dead; its settle is refused (settle.lua checks the
-	 * owner), so the answers below are never used. */
-	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "fenced") == 0)
+	 * handed back as dead. Nothing of this batch was written: its jobs
+	 * must not be acked (they are another worker's now), so no result
+	 * is given at all and the worker stops. */
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "fenced") == 0) {
 		log_warn("batch %s was fenced by another worker: its jobs were "
-		    "handed back, this worker will stop", key);
+		    "handed back, this worker stops without settling", key);
+		json_decref(failed);
+		PQclear(r);
+		s->fenced = true;
+		snprintf(f->msg, sizeof(f->msg), "batch %s was fenced by another "
+		    "worker", key);
+		f->cls = COPY_ERR_OTHER;
+		return false;
+	}
 	PQclear(r);
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
@@ -300,35 +337,45 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 	return true;
 }
 
-/* A recovered job names the batch it was in. Fence that batch: if it had
- * committed, the job is written (or failed) already; otherwise it can now
- * never commit, and the job must be written here. */
+/* A recovered job names every batch it may have been written in (its
+ * stamps). Fence each: one that had committed wrote (or failed) the job
+ * already, and its record says which; one that had not can now never
+ * commit. The job is written here only when none had committed. Every
+ * batch that ever wrote a job fenced all the job's earlier stamps first,
+ * so at most one stamp can be committed with the job in it. */
 static bool
 fence(struct sink_pg *s, struct job *j, struct handler_result *res,
     bool *write, struct pg_failure *f)
 {
 	*write = true;
-	if (j->batch == NULL)
-		return true;
-	if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, 'fenced') "
-	    "ON CONFLICT (key) DO NOTHING", 1, j->batch, NULL, f, NULL))
-		return false;
-	*write = false;
-	PGresult *r = NULL;
-	if (!sink_pg_exec(s, "SELECT state, failed FROM ferry_batches WHERE key = $1", 1,
-	    j->batch, NULL, f, &r))
-		return false;
-	if (strcmp(PQgetvalue(r, 0, 0), "committed") != 0) {
-		*write = true;
-	} else {
-		json_t *failed = PQgetisnull(r, 0, 1) ? NULL :
-		    json_loads(PQgetvalue(r, 0, 1), 0, NULL);
-		json_t *why = failed ? json_object_get(failed, job_id(j)) : NULL;
-		set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
-		    why ? json_string_value(why) : "");
-		json_decref(failed);
+	for (int k = 0; k < j->nstamps && *write; k++) {
+		const char *key = j->stamps[k];
+		PGresult *r = NULL;
+		if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) "
+		    "VALUES ($1, 'fenced') ON CONFLICT (key) DO NOTHING", 1, key,
+		    NULL, f, NULL) ||
+		    !sink_pg_exec(s, "SELECT state, failed FROM ferry_batches "
+		    "WHERE key = $1", 1, key, NULL, f, &r))
+			return false;
+		if (PQntuples(r) == 1 &&
+		    strcmp(PQgetvalue(r, 0, 0), "committed") == 0) {
+			json_t *failed = PQgetisnull(r, 0, 1) ? NULL :
+			    json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+			json_t *why = failed ? json_object_get(failed, job_id(j)) :
+			    NULL;
+			set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
+			    json_is_string(why) ? json_string_value(why) :
+			    why ? "failed (see the batch row)" : "");
+			json_decref(failed);
+			*write = false;
+		}
+		PQclear(r);
 	}
-	PQclear(r);
+	if (*write && j->bury) {
+		/* never written: dead, and now fenced everywhere */
+		set_result(res, HANDLER_FAIL, "worker died while processing");
+		*write = false;
+	}
 	return true;
 }
 
@@ -444,6 +491,17 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		s->skip[i] = !write;
 	}
 	encode(s, jobs, res, n, s->skip);
+	/* what the fences decided is part of this batch's record too */
+	for (int i = 0; i < n; i++)
+		if (s->skip[i] && res[i].outcome == HANDLER_FAIL &&
+		    record_failure(s, &jobs[i], res[i].message) < 0)
+			s->record_failed = true;
+	if (s->record_failed) {
+		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
+		    "job in the batch row");
+		f->cls = COPY_ERR_OTHER;
+		goto out;
+	}
 	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
 	    !copy_again(s, jobs, res, f)))
 		goto out;
@@ -470,13 +528,16 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	bool fences = false, ok;
 
 	reserve(s, n);
+	s->record_failed = false;
 	for (int i = 0; i < n && !fences; i++)
-		fences = jobs[i].invalid == NULL && jobs[i].batch != NULL;
+		fences = jobs[i].invalid == NULL &&
+		    (jobs[i].nstamps > 0 || jobs[i].bury);
 	if (!fences)
 		encode(s, jobs, res, n, NULL);
 	/* a job that failed to encode is recorded in the batch row: that
 	 * text goes as a parameter, on the slow path */
-	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0) {
+	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0 &&
+	    !s->record_failed) {
 		switch (write_fast(s, jobs, res, n, key, f)) {
 		case FAST_DONE:
 			ok = true;
@@ -505,8 +566,16 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
 
 	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != SINK_OK)
 		return st;
+	s->fenced = false;
 	if (write_batch(s, jobs, results, n, batch_key, &f))
 		return SINK_OK;
+	if (s->fenced) {
+		for (int i = 0; i < n; i++)     /* nothing was decided */
+			if (jobs[i].invalid == NULL)
+				set_result(&results[i], HANDLER_PENDING, "");
+		snprintf(err, errsize, "postgres: %s", f.msg);
+		return SINK_HANDED_BACK;
+	}
 	if (f.cls == COPY_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
 		snprintf(err, errsize, "postgres: %s", f.msg);
 		PQfinish(s->conn);

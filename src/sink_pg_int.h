@@ -26,6 +26,8 @@ struct sink_pg {
 	int *idx, nidx;           /* the jobs to COPY */
 	bool *skip;               /* jobs a fence found written */
 	int cap;                  /* room in off, len, idx, skip */
+	bool fenced;              /* our own batch key was found fenced */
+	bool record_failed;       /* a failure could not go into s->failed */
 };
 
 /* Why the current statement failed; its class in *cls. */

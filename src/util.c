@@ -86,3 +86,73 @@ util_realtime_ms(void)
 {
 	return clock_ms(CLOCK_REALTIME);
 }
+
+/* Length of the valid UTF-8 character at p (RFC 3629) within n bytes, or
+ * 0. */
+static size_t
+utf8_char(const unsigned char *p, size_t n)
+{
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (*p < 0x80)
+		return 1;
+	if (*p >= 0xc2 && *p <= 0xdf)
+		len = 2;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		len = 3;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	if (*p == 0xe0)
+		lo = 0xa0;
+	else if (*p == 0xed)
+		hi = 0x9f;
+	else if (*p == 0xf0)
+		lo = 0x90;
+	else if (*p == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+size_t
+util_utf8_copy(char *dst, size_t size, const char *src, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)src, *end = p + n;
+	size_t o = 0;
+
+	while (p < end) {
+		size_t len = utf8_char(p, (size_t)(end - p));
+		if (o + (len ? len : 1) > size - 1)
+			break;
+		if (len == 0 || *p < 0x20 || *p == 0x7f) {
+			dst[o++] = '?';
+			p++;
+		} else {
+			memcpy(dst + o, p, len);
+			o += len;
+			p += len;
+		}
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+void
+util_utf8_fix(char *s)
+{
+	size_t n = strlen(s);
+	char *tmp = xmalloc(n + 1);
+
+	util_utf8_copy(tmp, n + 1, s, n);
+	memcpy(s, tmp, strlen(tmp) + 1);
+	free(tmp);
+}

@@ -1,6 +1,7 @@
 /* harness.c - see harness.h. Everything polls with a deadline: the machine
  * is shared and slow at times, so tests wait for states, never for times. */
 #include "harness.h"
+#include "wrapper.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -482,6 +483,7 @@ void
 h_assert_queue_empty(struct ferryd *f, const char *q)
 {
 	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:ready", q), 0);
+	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:requeue", q), 0);
 	cr_assert_eq(h_redis_int(f, "ZCARD ferry:{%s}:delayed", q), 0);
 	redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
 	for (size_t i = 0; i < r->elements; i++)
@@ -497,9 +499,35 @@ h_dead_entries(struct ferryd *f, const char *q)
 	json_t *all = json_array();
 	redisReply *r = h_redis(f, "LRANGE ferry:{%s}:dead 0 -1", q);
 	for (size_t i = 0; i < r->elements; i++) {
-		json_error_t err;
-		json_t *e = json_loads(r->element[i]->str, 0, &err);
-		cr_assert_not_null(e, "dead entry is not JSON: %s", err.text);
+		struct wrapper w;
+		cr_assert_eq(wrapper_parse(r->element[i]->str, r->element[i]->len,
+		    WRAPPER_DEAD, &w), 0, "malformed dead entry: %s",
+		    r->element[i]->str);
+		json_t *e = json_object(), *stamps = json_array();
+		const struct { const char *k; struct wrapper_str v; } strs[] = {
+			{ "reason", w.reason }, { "worker", w.worker }, { "id", w.id },
+			{ "first_error", w.first_error },
+			{ "last_error", w.last_error },
+		};
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++) {
+			char *t = wrapper_str_text(strs[k].v);
+			if (t != NULL)
+				json_object_set_new(e, strs[k].k, json_string(t));
+			free(t);
+		}
+		for (int k = 0; k < w.nstamps; k++) {
+			char *t = wrapper_str_text(w.stamps[k]);
+			json_array_append_new(stamps, json_string(t));
+			free(t);
+		}
+		json_object_set_new(e, "stamps", stamps);
+		json_object_set_new(e, "attempts", json_integer(w.attempts));
+		json_object_set_new(e, "recoveries", json_integer(w.recoveries));
+		json_object_set_new(e, "time", json_integer(w.time));
+		/* the document's bytes as a string (NULL member if not UTF-8) */
+		json_t *doc = json_stringn(w.doc, w.doc_len);
+		json_object_set_new(e, "job", doc ? doc : json_null());
+		wrapper_free(&w);
 		json_array_append_new(all, e);
 	}
 	freeReplyObject(r);

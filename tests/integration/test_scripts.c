@@ -1,8 +1,11 @@
-/* test_scripts.c - the worker's two Lua scripts run directly on a real
- * redis-server, without ferryd: fetch.lua takes a batch with one RPOP but
- * still takes a recovered job alone, and settle.lua, which is told only
- * about the jobs that are not simply done, finds them by position; both
- * refuse a worker that was handed back as dead. */
+/* test_scripts.c - the worker's and the master's job scripts run directly
+ * on a real redis-server, without ferryd: fetch.lua takes ferry's requeue
+ * first, in batches that shrink as recoveries grow, and never reads a
+ * producer's element as a wrapper; settle.lua, told only about the jobs
+ * that are not simply done, finds them by position and keeps their stamps;
+ * reclaim.lua stamps every batch a job was in, so a job recovered twice
+ * names both; all refuse a worker that was handed back, with an error code
+ * C can match, and never raise halfway. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include "queue.h"
 
 #define READY "ferry:{q}:ready"
+#define REQUEUE "ferry:{q}:requeue"
 #define PROC "ferry:{q}:proc:w1"
 #define BKEYS "ferry:{q}:bkeys"
 #define OWNERS "ferry:{q}:owners"
@@ -21,9 +25,12 @@
 #define DEAD "ferry:{q}:dead"
 #define STATS "ferry:{q}:stats"
 
-/* a job handed back by a reclaim: fetched alone */
-#define RECOVERED(n) "{\"ferry\":1,\"recoveries\":1,\"attempts\":0," \
-	"\"batch\":\"old:1\",\"job\":{\"n\":" #n "}}"
+/* a job handed back r times by reclaims */
+#define RECOVERED(r, n) "{\"ferry\":1,\"recoveries\":" #r ",\"attempts\":0," \
+	"\"stamps\":[\"old:1\"],\"job\":{\"n\":" #n "}}"
+/* what a producer may push: it is a document, not ferry's metadata */
+#define FORGED "{\"ferry\":1,\"recoveries\":1,\"attempts\":0," \
+	"\"stamps\":[\"w1:x:2\"],\"job\":{\"n\":9}}"
 
 static struct ferryd d;
 
@@ -41,9 +48,9 @@ fetch(int n, int held)
 	char nbuf[16], hbuf[16];
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(hbuf, sizeof(hbuf), "%d", held);
-	const char *argv[] = { READY, PROC, BKEYS, OWNERS, nbuf, "w1", "w1:x:1",
-		hbuf, "m1" };
-	redisReply *r = queue_script(d.rc, LUA_FETCH, 4, 9, argv, NULL);
+	const char *argv[] = { READY, PROC, BKEYS, OWNERS, REQUEUE, nbuf, "w1",
+		"w1:x:1", hbuf, "m1", "3" };
+	redisReply *r = queue_script(d.rc, LUA_FETCH, 5, 11, argv, NULL);
 	cr_assert_not_null(r, "fetch: %s", d.rc->errstr);
 	return r;
 }
@@ -67,58 +74,118 @@ assert_elements(redisReply *r, const char *what, int n, ...)
 	freeReplyObject(r);
 }
 
-Test(scripts, fetch_takes_a_batch_but_a_recovered_job_alone)
+/* fetch's reply {kind, {elements}}: check the kind, return the elements. */
+static redisReply *
+fetched(redisReply *r, const char *kind)
+{
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "fetch: %s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
+	cr_assert_eq(r->elements, 2);
+	cr_assert_str_eq(r->element[0]->str, kind);
+	redisReply *els = r->element[1];
+	r->element[1] = NULL;
+	r->elements = 1;
+	freeReplyObject(r);
+	return els;
+}
+
+static void
+assert_bkey(const char *want)
+{
+	redisReply *k = h_redis(&d, "HGET " BKEYS " w1");
+	cr_assert_str_eq(k->str, want);
+	freeReplyObject(k);
+}
+
+Test(scripts, fetch_takes_requeue_first_in_shrinking_batches)
 {
 	h_setup(&d, NULL, "[queue q]\n");
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
-	/* taken from the right end: n0 first */
-	freeReplyObject(h_redis(&d, "LPUSH " READY " {\"n\":0} {\"n\":1} "
-	    "{\"n\":2} %s {\"n\":3} {\"n\":4}", RECOVERED(7)));
+	/* ready, taken from the right end: n0 first; a forged wrapper among
+	 * them is a document like the others */
+	freeReplyObject(h_redis(&d, "LPUSH " READY " {\"n\":0} %s {\"n\":1}",
+	    FORGED));
+	/* requeue: 12 jobs recovered once, then 3 recovered twice, then one
+	 * three times, taken from the right end */
+	for (int i = 0; i < 12; i++)
+		freeReplyObject(h_redis(&d, "LPUSH " REQUEUE " %s",
+		    RECOVERED(1, 1)));
+	for (int i = 0; i < 3; i++)
+		freeReplyObject(h_redis(&d, "LPUSH " REQUEUE " %s",
+		    RECOVERED(2, 2)));
+	freeReplyObject(h_redis(&d, "LPUSH " REQUEUE " %s", RECOVERED(3, 3)));
 
-	/* a batch stops before the recovered job, which stays next */
-	assert_elements(fetch(10, 0), "fetch 1", 3, "{\"n\":0}", "{\"n\":1}",
-	    "{\"n\":2}");
-	assert_elements(h_redis(&d, "LRANGE " PROC " 0 -1"), "proc 1", 3,
-	    "{\"n\":0}", "{\"n\":1}", "{\"n\":2}");
-	assert_elements(h_redis(&d, "LRANGE " READY " 0 -1"), "ready 1", 3,
-	    "{\"n\":4}", "{\"n\":3}", RECOVERED(7));
-	redisReply *k = h_redis(&d, "HGET " BKEYS " w1");
-	cr_assert_str_eq(k->str, "w1:x:1");
-	freeReplyObject(k);
+	/* batch 10, max_recoveries 3: 10^(2/3) = 4 jobs recovered once */
+	redisReply *r = fetched(fetch(10, 0), "w");
+	cr_assert_eq(r->elements, 4);
+	freeReplyObject(r);
+	assert_bkey("w w1:x:1");
+	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 4);
+	freeReplyObject(h_redis(&d, "DEL " PROC));
+	for (int k = 0; k < 2; k++) {
+		r = fetched(fetch(10, 0), "w");
+		cr_assert_eq(r->elements, 4);
+		freeReplyObject(r);
+		freeReplyObject(h_redis(&d, "DEL " PROC));
+	}
+	/* 10^(1/3) = 2 recovered twice, then the last one, then alone */
+	assert_elements(fetched(fetch(10, 0), "w"), "r2", 2, RECOVERED(2, 2),
+	    RECOVERED(2, 2));
+	freeReplyObject(h_redis(&d, "DEL " PROC));
+	assert_elements(fetched(fetch(10, 0), "w"), "r2 last", 1,
+	    RECOVERED(2, 2));
+	freeReplyObject(h_redis(&d, "DEL " PROC));
+	assert_elements(fetched(fetch(10, 0), "w"), "r3", 1, RECOVERED(3, 3));
+	freeReplyObject(h_redis(&d, "DEL " PROC));
+	cr_assert_eq(h_redis_int(&d, "EXISTS " REQUEUE), 0);
 
-	/* the recovered job comes alone */
-	freeReplyObject(h_redis(&d, "DEL " PROC));
-	assert_elements(fetch(10, 0), "fetch 2", 1, RECOVERED(7));
+	/* then ready: the producers' bytes, kind r */
+	assert_elements(fetched(fetch(10, 0), "r"), "ready", 3, "{\"n\":0}",
+	    FORGED, "{\"n\":1}");
+	assert_bkey("r w1:x:1");
 	freeReplyObject(h_redis(&d, "DEL " PROC));
 
-	/* not beside a job BLMOVE already took (held = 1) */
-	freeReplyObject(h_redis(&d, "RPUSH " READY " %s", RECOVERED(8)));
-	assert_elements(fetch(10, 1), "fetch held", 0);
-	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 3);
-	assert_elements(fetch(10, 0), "fetch 3", 1, RECOVERED(8));
-	freeReplyObject(h_redis(&d, "DEL " PROC));
-	assert_elements(fetch(1, 0), "fetch 4", 1, "{\"n\":3}");
-	assert_elements(fetch(10, 0), "fetch 5", 1, "{\"n\":4}");
-	assert_elements(h_redis(&d, "LRANGE " PROC " 0 -1"), "proc 5", 2,
-	    "{\"n\":3}", "{\"n\":4}");
-	assert_elements(fetch(10, 0), "fetch empty", 0);
+	/* beside a job BLMOVE already took (held = 1): only ready */
+	freeReplyObject(h_redis(&d, "RPUSH " REQUEUE " %s", RECOVERED(1, 8)));
+	freeReplyObject(h_redis(&d, "LPUSH " READY " {\"n\":3}"));
+	assert_elements(fetched(fetch(10, 1), "r"), "held", 1, "{\"n\":3}");
+	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 1);
+	freeReplyObject(h_redis(&d, "DEL " PROC " " REQUEUE));
+	assert_elements(fetched(fetch(10, 0), "r"), "fetch empty", 0);
 
 	/* a batch bigger than one RPUSH of the script (1000 values) */
-	freeReplyObject(h_redis(&d, "DEL " PROC));
 	h_push_jobs(&d, "q", 0, 2500);
-	redisReply *r = fetch(2400, 0);
+	r = fetched(fetch(2400, 0), "r");
 	cr_assert_eq(r->elements, 2400);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 2400);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 100);
 
-	/* a worker handed back as dead is refused */
+	/* a worker handed back as dead is refused, with a code */
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 dead:1"));
 	r = fetch(10, 0);
-	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
-	cr_assert_not_null(strstr(r->str, "not registered"), "%s", r->str);
+	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 100);
+}
+
+Test(scripts, script_errors_name_the_scripts_own_lines)
+{
+	h_setup(&d, NULL, "[queue q]\n");
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
+	freeReplyObject(h_redis(&d, "SET " READY " not-a-list"));
+	redisReply *r = fetch(10, 0);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	/* the RPOP of ready in src/lua/fetch.lua */
+	char *src = h_read_file(TEST_SRCDIR "/src/lua/fetch.lua"), want[64];
+	int line = 1;
+	for (char *p = src; *p && strncmp(p, "\tout = redis.call('RPOP'", 24) != 0;
+	    p++)
+		line += *p == '\n';
+	snprintf(want, sizeof(want), "@user_script:%d.", line);
+	cr_assert_not_null(strstr(r->str, want), "want %s in: %s", want, r->str);
+	free(src);
+	freeReplyObject(r);
 }
 
 static redisReply *
@@ -136,89 +203,87 @@ settle(int count, int nargs, const char **args)
 	return r;
 }
 
+#define STAMPED(n, k) "{\"ferry\":1,\"recoveries\":1,\"attempts\":0," \
+	"\"stamps\":[\"" k "\"],\"job\":{\"n\":" #n "}}"
+
 Test(scripts, settle_finds_the_named_jobs_by_position)
 {
 	h_setup(&d, NULL, "[queue q]\n");
-	/* 2 and 4 were recovered from batches that may still commit late */
-	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1} %s {\"n\":3} %s "
-	    "{\"n\":5}", "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
-	    "\"batch\":\"old:2\",\"job\":{\"n\":2}}", "{\"ferry\":1,"
-	    "\"recoveries\":1,\"attempts\":0,\"batch\":\"old:4\",\"job\":"
-	    "{\"n\":4}}"));
-	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 w1:x:1"));
+	/* a batch from requeue: 2 and 4 were recovered from batches that
+	 * may still commit late; 6 is malformed */
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " %s %s %s %s %s %s",
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"n\":1}}",
+	    STAMPED(2, "old:2"),
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"n\":3}}",
+	    STAMPED(4, "old:4"),
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"n\":5}}",
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":\"x\",\"job\":{}}"));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "w w1:x:1"));
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:5 rows"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:4 rows EX 100"));
 
 	/* a count that does not match the list: refused, nothing changes */
 	redisReply *r = settle(4, 0, NULL);
-	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
-	cr_assert_not_null(strstr(r->str, "holds 5 jobs"), "%s", r->str);
+	cr_assert(queue_error_is(r, QUEUE_ERR_BAD_COUNT), "%s", r->str);
+	cr_assert_not_null(strstr(r->str, "holds 6 jobs"), "%s", r->str);
 	freeReplyObject(r);
-	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 5);
+	/* a malformed argument: refused before any write */
+	const char *bad[] = { "9", "dead", "j9", "r", "e", "" };
+	r = settle(6, 6, bad);
+	cr_assert(queue_error_is(r, QUEUE_ERR_BAD_ARGS), "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 6);
 
-	/* 1 and 3 done (not named), 2 retried, 4 dead, 5 done with a cache key */
+	/* 1 and 3 done (not named), 2 retried, 4 dead, 5 done with a cache
+	 * key, 6 said done by a buggy worker: dead, its wrapper is malformed */
 	const char *args[] = {
-		"2", "retry", "j2", "60000", "boom", "",
+		"2", "retry", "j2", "60000", "boom \xc3", "",
 		"4", "dead", "j4", "failed by the handler", "bad row",
 		"ferry:{q}:cache:4",
 		"5", "ok", "", "", "", "ferry:{q}:cache:5",
+		"6", "ok", "", "", "", "ferry:{q}:cache:6",
 	};
-	r = settle(5, 18, args);
+	r = settle(6, 24, args);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "");
 	cr_assert_eq(r->element[0]->integer, 3);
 	cr_assert_eq(r->element[1]->integer, 1);
-	cr_assert_eq(r->element[2]->integer, 1);
+	cr_assert_eq(r->element[2]->integer, 2);
 	freeReplyObject(r);
 
 	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
 	cr_assert_eq(h_redis_int(&d, "HEXISTS " BKEYS " w1"), 0);
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 3);
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " retried"), 1);
-	cr_assert_eq(h_redis_int(&d, "HGET " STATS " dead"), 1);
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " dead"), 2);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:5"), 0);
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:4"), -1,
 	    "a dead job's cache key must not expire");
 
-	r = h_redis(&d, "ZRANGE " DELAYED " 0 -1");
-	cr_assert_eq(r->elements, 1);
-	cr_assert_not_null(strstr(r->element[0]->str, "\"attempts\":1"), "%s",
-	    r->element[0]->str);
-	cr_assert_not_null(strstr(r->element[0]->str, "\"last_error\":\"boom\""
-	    ",\"seq\":1,\"job\":{\"n\":2}}"), "%s", r->element[0]->str);
-	cr_assert_not_null(strstr(r->element[0]->str, "\"batch\":\"old:2\""),
-	    "a retry keeps its batch stamp: %s", r->element[0]->str);
-	freeReplyObject(r);
+	/* the retry keeps its stamp; an invalid byte in the message became ? */
+	assert_elements(h_redis(&d, "ZRANGE " DELAYED " 0 -1"), "retry", 1,
+	    "{\"ferry\":1,\"recoveries\":1,\"attempts\":1,\"stamps\":"
+	    "[\"old:2\"],\"first_error\":\"boom ?\",\"last_error\":"
+	    "\"boom ?\",\"seq\":1,\"job\":{\"n\":2}}");
 
 	json_t *dead = h_dead_entries(&d, "q");
-	cr_assert_eq(json_array_size(dead), 1);
-	json_t *e = json_array_get(dead, 0);
-	cr_assert_str_eq(h_jstr(e, "job"),
-	    "{\"n\":4}");
+	cr_assert_eq(json_array_size(dead), 2);
+	json_t *e = json_array_get(dead, 1);    /* LPUSHed first */
+	cr_assert_str_eq(h_jstr(e, "job"), "{\"n\":4}");
 	cr_assert_str_eq(h_jstr(e, "id"), "j4");
-	cr_assert_str_eq(h_jstr(e, "reason"),
-	    "failed by the handler");
-	cr_assert_str_eq(h_jstr(e, "last_error"),
-	    "bad row");
-	cr_assert_str_eq(h_jstr(e, "batch"),
-	    "old:4");
+	cr_assert_str_eq(h_jstr(e, "reason"), "failed by the handler");
+	cr_assert_str_eq(h_jstr(e, "last_error"), "bad row");
+	cr_assert_str_eq(json_string_value(json_array_get(
+	    json_object_get(e, "stamps"), 0)), "old:4");
+	e = json_array_get(dead, 0);
+	cr_assert_str_eq(h_jstr(e, "reason"), "malformed ferry wrapper");
+	cr_assert_str_eq(h_jstr(e, "job"), "{\"ferry\":1,\"recoveries\":0,"
+	    "\"attempts\":\"x\",\"job\":{}}");
 	json_decref(dead);
 
-	/* replayed: the job goes back stamped with its batch, fresh counters */
-	redisReply *entry = h_redis(&d, "LINDEX " DEAD " 0");
-	const char *dargv[] = { DEAD, READY, STATS, entry->str, "{\"n\":4}" };
-	r = queue_script(d.rc, LUA_DEAD_RETRY, 3, 5, dargv, NULL);
-	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
-	cr_assert_eq(r->integer, 1);
-	freeReplyObject(r);
-	freeReplyObject(entry);
-	assert_elements(h_redis(&d, "LRANGE " READY " 0 -1"), "replayed", 1,
-	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"batch\":"
-	    "\"old:4\",\"job\":{\"n\":4}}");
-
 	/* repeated after a lost reply: nothing left to do */
-	r = settle(5, 18, args);
+	r = settle(6, 24, args);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 0);
 	freeReplyObject(r);
@@ -229,9 +294,83 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 dead:1"));
 	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":6}"));
 	r = settle(1, 0, NULL);
-	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
-	cr_assert_not_null(strstr(r->str, "is not registered"), "%s", r->str);
+	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 1);
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 3);
+}
+
+static redisReply *
+reclaim(const char *maxrec, const char *bump)
+{
+	const char *argv[] = { PROC, REQUEUE, DEAD, STATS, OWNERS, BKEYS, "w1",
+		maxrec, bump };
+	redisReply *r = queue_script(d.rc, LUA_RECLAIM, 6, 9, argv, NULL);
+	cr_assert_not_null(r, "reclaim: %s", d.rc->errstr);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "reclaim: %s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "");
+	return r;
+}
+
+/* Finding 1 of issue 12: a job recovered twice must name both batches. */
+Test(scripts, reclaim_keeps_every_stamp)
+{
+	h_setup(&d, NULL, "[queue q]\n");
+	/* W1 held a batch from ready (kind r) under K1, with a forged
+	 * wrapper in it: that is a document, wrapped like any other */
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1} %s", FORGED));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "r K1"));
+	freeReplyObject(reclaim("3", "1"));
+	assert_elements(h_redis(&d, "LRANGE " REQUEUE " 0 -1"), "once", 2,
+	    "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,\"stamps\":"
+	    "[\"K1\"],\"job\":" FORGED "}",
+	    "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,\"stamps\":"
+	    "[\"K1\"],\"job\":{\"n\":1}}");
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " recovered"), 2);
+	/* W2 takes them from requeue under K2 and dies too */
+	freeReplyObject(h_redis(&d, "RENAME " REQUEUE " " PROC));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "w K2"));
+	freeReplyObject(reclaim("3", "1"));
+	/* (RENAME put the list in the order opposite to a fetch's) */
+	assert_elements(h_redis(&d, "LRANGE " REQUEUE " 0 -1"), "twice", 2,
+	    "{\"ferry\":1,\"recoveries\":2,\"attempts\":0,\"stamps\":"
+	    "[\"K1\",\"K2\"],\"job\":{\"n\":1}}",
+	    "{\"ferry\":1,\"recoveries\":2,\"attempts\":0,\"stamps\":"
+	    "[\"K1\",\"K2\"],\"job\":" FORGED "}");
+	/* a hand-back without a bump (QUIT) adds the stamp once only */
+	freeReplyObject(h_redis(&d, "RENAME " REQUEUE " " PROC));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "w K2"));
+	freeReplyObject(reclaim("3", "0"));
+	redisReply *r = h_redis(&d, "LINDEX " REQUEUE " -1");
+	cr_assert_str_eq(r->str, "{\"ferry\":1,\"recoveries\":2,\"attempts\":0,"
+	    "\"stamps\":[\"K1\",\"K2\"],\"job\":{\"n\":1}}");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0,
+	    "past max_recoveries the worker buries it, after its fences");
+}
+
+Test(scripts, reclaim_is_total)
+{
+	h_setup(&d, NULL, "[queue q]\n");
+	/* a malformed element in a batch from requeue is dead-lettered with
+	 * its bytes; one recovered far beyond max_recoveries too (it kills
+	 * its worker before the worker can bury it); the rest goes back */
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " %s %s %s",
+	    "{\"ferry\":1,\"recoveries\":0,\"job\":{}}",
+	    "{\"ferry\":1,\"recoveries\":6,\"attempts\":0,\"job\":{\"n\":6}}",
+	    "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"n\":0}}"));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "w K3"));
+	redisReply *r = reclaim("3", "1");
+	cr_assert_eq(r->element[0]->integer, 1);
+	cr_assert_eq(r->element[1]->integer, 2);
+	freeReplyObject(r);
+	json_t *dead = h_dead_entries(&d, "q");
+	cr_assert_eq(json_array_size(dead), 2);
+	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "reason"),
+	    "malformed ferry wrapper");
+	cr_assert_not_null(strstr(h_jstr(json_array_get(dead, 1), "reason"),
+	    "worker died while processing"));
+	json_decref(dead);
+	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 1);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
 }

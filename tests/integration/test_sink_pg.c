@@ -36,19 +36,22 @@ setup(void)
 	return &cfg.queues[0];
 }
 
-/* n jobs {"n":first..}, optionally stamped with the batch they were in. */
+/* n jobs {"n":first..}, optionally stamped with the batches they were in
+ * (stamps: the JSON strings inside the array, e.g. "\"a:1\",\"b:2\""). */
 static void
 make_jobs(struct job *jobs, char els[][128], int first, int n,
-    const char *stamp)
+    const char *stamps)
 {
 	for (int i = 0; i < n; i++) {
-		if (stamp != NULL)
+		if (stamps != NULL)
 			snprintf(els[i], 128, "{\"ferry\":1,\"recoveries\":1,"
-			    "\"attempts\":0,\"batch\":\"%s\",\"job\":{\"n\":%d}}",
-			    stamp, first + i);
+			    "\"attempts\":0,\"stamps\":[%s],\"job\":{\"n\":%d}}",
+			    stamps, first + i);
 		else
 			snprintf(els[i], 128, "{\"n\":%d}", first + i);
-		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
+		job_parse_held(&jobs[i], els[i], strlen(els[i]), 1 << 20,
+		    stamps != NULL);
+		cr_assert_null(jobs[i].invalid, "%s: %s", els[i], jobs[i].invalid);
 	}
 }
 
@@ -103,7 +106,7 @@ Test(sink_pg, zombie_commit_is_rejected)
 
 	struct sink_pg *a = sink_pg_new(&cfg, q), *b = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 5, NULL);
-	make_jobs(stamped, sels, 0, 5, "a:1");
+	make_jobs(stamped, sels, 0, 5, "\"a:1\"");
 	for (int i = 0; i < 5; i++) {       /* recovered jobs run alone */
 		memset(res, 0, sizeof(res));
 		char key[16];
@@ -120,7 +123,8 @@ Test(sink_pg, zombie_commit_is_rejected)
 
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(a, jobs, res, 5, "a:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    SINK_HANDED_BACK, "%s", err);
+	assert_all(res, 5, HANDLER_PENDING);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5,
 	    "the zombie's commit went through");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 5);
@@ -140,7 +144,7 @@ Test(sink_pg, fence_finds_committed_batch)
 
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 3, NULL);
-	make_jobs(stamped, sels, 0, 3, "w:7");
+	make_jobs(stamped, sels, 0, 3, "\"w:7\"");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:7", err, sizeof(err)),
 	    SINK_OK);
@@ -281,5 +285,128 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	json_decref(f);
 	free(failed);
 	free_jobs(jobs, 6);
+	sink_pg_free(s);
+}
+
+/* Finding 1 of issue 12: batch K1 committed the jobs and its worker died
+ * before the ack; W2 took them under K2 and died while its fence of K1
+ * waited; W3 gets them stamped with both. It must fence both and find K1
+ * committed: nothing is written twice, whatever the order of the stamps. */
+Test(sink_pg, job_recovered_twice_is_written_once)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[4], twice[4];
+	struct handler_result res[4];
+	char els[4][128], tels[4][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 4, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 4, "K1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	make_jobs(twice, tels, 0, 2, "\"K1\",\"K2\"");
+	make_jobs(twice + 2, tels + 2, 2, 2, "\"K2\",\"K1\"");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, twice, res, 4, "K3", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, 4, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4,
+	    "a job recovered twice was written twice");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	    "key = 'K2' AND state = 'fenced'"), 1, "K2 can never commit now");
+	free_jobs(jobs, 4);
+	free_jobs(twice, 4);
+	sink_pg_free(s);
+}
+
+/* Finding 2 of issue 12: a fence row under this worker's own batch key
+ * (forged, or made by a worker that took our jobs over) must never make
+ * the batch's jobs count as done: nothing is decided, the worker stops. */
+Test(sink_pg, own_key_found_fenced_decides_nothing)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[3];
+	struct handler_result res[3];
+	char els[3][128], err[256];
+
+	h_pg_exec(&d, "INSERT INTO ferry_batches (key, state) VALUES "
+	    "('w:5', 'fenced')");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 3, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:5", err, sizeof(err)),
+	    SINK_HANDED_BACK, "%s", err);
+	assert_all(res, 3, HANDLER_PENDING);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 0);
+	free_jobs(jobs, 3);
+	sink_pg_free(s);
+}
+
+/* A job recovered past max_recoveries is buried only if none of its
+ * batches committed it; either way nothing is written, and the batch row
+ * records the burial so that a replay buries it again. */
+Test(sink_pg, bury_checks_the_stamps_first)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[2], buried[2];
+	struct handler_result res[2];
+	char els[2][128], bels[2][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 1, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 1, "K1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	make_jobs(buried, bels, 0, 1, "\"K1\"");      /* written under K1 */
+	make_jobs(buried + 1, bels + 1, 1, 1, "\"K9\"");  /* K9 never did */
+	buried[0].bury = buried[1].bury = true;
+	for (int round = 0; round < 2; round++) {
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, buried, res, 2, "K5", err,
+		    sizeof(err)), SINK_OK, "%s", err);
+		cr_assert_eq(res[0].outcome, HANDLER_OK, "round %d", round);
+		cr_assert_eq(res[1].outcome, HANDLER_FAIL, "round %d", round);
+		cr_assert_str_eq(res[1].message, "worker died while processing");
+	}
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 1);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	    "key = 'K9' AND state = 'fenced'"), 1);
+	free_jobs(jobs, 1);
+	free_jobs(buried, 2);
+	sink_pg_free(s);
+}
+
+/* Finding 4 of issue 12: a server message cut inside a multibyte
+ * character made json_string() fail, the refused job went missing from
+ * the batch row's record, and a replay (ack lost) acked it unwritten. */
+Test(sink_pg, long_multibyte_message_is_recorded)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[4];
+	struct handler_result res[4];
+	char els[4][128], err[256];
+
+	h_pg_exec(&d, "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql "
+	    "AS $$ BEGIN IF NEW.n = 2 THEN RAISE EXCEPTION USING ERRCODE = "
+	    "'23514', MESSAGE = 'x' || repeat(U&'\\00e9', 300); END IF; "
+	    "RETURN NEW; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER refuse BEFORE INSERT ON events FOR EACH "
+	    "ROW EXECUTE FUNCTION refuse()");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 4, NULL);
+	for (int round = 0; round < 2; round++) {
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, jobs, res, 4, "w:8", err, sizeof(err)),
+		    SINK_OK, "%s", err);
+		for (int i = 0; i < 4; i++)
+			cr_assert_eq(res[i].outcome, i == 2 ? HANDLER_FAIL :
+			    HANDLER_OK, "round %d job %d: %s", round, i,
+			    res[i].message);
+		json_t *m = json_string(res[2].message);
+		cr_assert_not_null(m, "not valid UTF-8: %s", res[2].message);
+		json_decref(m);
+	}
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+	free_jobs(jobs, 4);
 	sink_pg_free(s);
 }

@@ -13,6 +13,15 @@
 
 /* Parse a string literal, embedded NULs included. */
 #define PARSE(j, lit) job_parse((j), (lit), sizeof(lit) - 1, MAX)
+/* an element of a batch taken from requeue: ferry's wrapper */
+#define WPARSE(j, lit) wparse((j), (lit), sizeof(lit) - 1, MAX)
+
+static void
+wparse(struct job *j, const char *el, size_t len, long max)
+{
+	job_parse_held(j, el, len, max, true);
+	job_id(j);
+}
 
 static void
 expect_valid(const char *el, const char *id)
@@ -122,7 +131,7 @@ Test(job, bare_payload_is_named_by_its_sha1)
 	cr_assert_eq(j.raw_len, j.el_len);
 	cr_assert_eq(j.attempts, 0);
 	cr_assert_eq(j.recoveries, 0);
-	cr_assert_null(j.batch);
+	cr_assert_eq(j.nstamps, 0);
 	job_free(&j);
 }
 
@@ -304,19 +313,19 @@ Test(job, utf8_document)
 	job_free(&j);
 }
 
-/* --- the wrapper --- */
+/* --- the wrapper (doc/formats.md) --- */
 
-Test(job, wrapped_without_batch)
+Test(job, wrapped_without_stamps)
 {
 	static const char el[] = "{\"ferry\":1,\"recoveries\":2,\"attempts\":3,"
 	    "\"job\":{\"id\":\"a\",\"x\":1}}";
 	struct job j;
 
-	PARSE(&j, el);
+	WPARSE(&j, el);
 	cr_assert_null(j.invalid);
 	cr_assert_eq(j.attempts, 3);
 	cr_assert_eq(j.recoveries, 2);
-	cr_assert_null(j.batch);
+	cr_assert_eq(j.nstamps, 0);
 	cr_assert_str_eq(j.id, "a");
 	cr_assert_eq(j.raw, el + strlen("{\"ferry\":1,\"recoveries\":2,"
 	    "\"attempts\":3,\"job\":"));
@@ -326,20 +335,23 @@ Test(job, wrapped_without_batch)
 	job_free(&j);
 }
 
-Test(job, wrapped_with_batch_errors_and_seq)
+Test(job, wrapped_with_stamps_errors_and_seq)
 {
 	struct job j;
 
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
-	    "\"batch\":\"ferry:{q}:batch:w1:17\",\"first_error\":\"boom\","
-	    "\"last_error\":\"bang \\\"x\\\"\",\"seq\":9,\"job\":{\"x\":1}}");
-	cr_assert_null(j.invalid);
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
+	    "\"stamps\":[\"h:1.2:ab:17\",\"h:1.3:cd:\\/2\"],"
+	    "\"first_error\":\"boom\",\"last_error\":\"bang \\\"x\\\"\","
+	    "\"seq\":9,\"job\":{\"x\":1}}");
+	cr_assert_null(j.invalid, "%s", j.invalid);
 	cr_assert_eq(j.recoveries, 1);
 	cr_assert_eq(j.attempts, 0);
-	cr_assert_str_eq(j.batch, "ferry:{q}:batch:w1:17");
+	cr_assert_eq(j.nstamps, 2);
+	cr_assert_str_eq(j.stamps[0], "h:1.2:ab:17");
+	cr_assert_str_eq(j.stamps[1], "h:1.3:cd:/2");
 	cr_assert_str_eq(j.id, "8724fc2165f042facbd9194627e4748bb7571b27");
 	job_free(&j);
-	cr_assert_null(j.batch);
+	cr_assert_null(j.stamps);
 	job_free(&j);
 }
 
@@ -348,7 +360,7 @@ Test(job, wrapping_does_not_rename_a_job)
 	struct job bare, wrapped;
 
 	PARSE(&bare, "{\"user_id\":7}");
-	PARSE(&wrapped, "{\"ferry\":1,\"recoveries\":1,\"attempts\":2,"
+	WPARSE(&wrapped, "{\"ferry\":1,\"recoveries\":1,\"attempts\":2,"
 	    "\"job\":{\"user_id\":7}}");
 	cr_assert_str_eq(bare.id, "8962ca5027ba6413efd552b8f9aab7c47bd254db");
 	cr_assert_str_eq(wrapped.id, bare.id);
@@ -356,17 +368,17 @@ Test(job, wrapping_does_not_rename_a_job)
 	job_free(&wrapped);
 }
 
-Test(job, job_mark_inside_the_document_and_the_batch)
+Test(job, job_mark_inside_the_document_and_the_stamps)
 {
 	/* the first ,"job": is the wrapper's: its strings escape quotes */
 	static const char el[] = "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,"
-	    "\"batch\":\"b,\\\"job\\\":c\",\"job\":{\"id\":\"x\",\"job\":{\"k\":1},"
+	    "\"stamps\":[\"b,\\\"job\\\":c\"],\"job\":{\"id\":\"x\",\"job\":{\"k\":1},"
 	    "\"s\":\",\\\"job\\\":\"}}";
 	struct job j;
 
-	PARSE(&j, el);
+	WPARSE(&j, el);
 	cr_assert_null(j.invalid, "%s", j.invalid);
-	cr_assert_str_eq(j.batch, "b,\"job\":c");
+	cr_assert_str_eq(j.stamps[0], "b,\"job\":c");
 	cr_assert_str_eq(j.id, "x");
 	cr_assert_eq(j.raw_len, strlen("{\"id\":\"x\",\"job\":{\"k\":1},"
 	    "\"s\":\",\\\"job\\\":\"}"));
@@ -380,24 +392,24 @@ Test(job, wrapped_document_rules_apply_to_the_document)
 {
 	struct job j;
 
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,\"job\":{\"a\":}}");
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,\"job\":{\"a\":}}");
 	cr_assert_str_eq(j.invalid,
 	    "malformed JSON: unexpected token near '}' at line 1 column 6");
 	cr_assert_str_eq(j.id, "57ca32c28e99d62af8715e89257a12b0bd3318b4");
 	cr_assert_eq(j.attempts, 1, "counters survive an invalid document");
 	job_free(&j);
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":}");
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":}");
 	cr_assert_str_eq(j.invalid, "empty job");
 	cr_assert_str_eq(j.id, SHA1_EMPTY);
 	job_free(&j);
 	/* a truncated element still ends in "}": its document is "{" */
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":2,\"job\":{}");
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":2,\"job\":{}");
 	cr_assert_str_eq(j.invalid, "malformed JSON: string or '}' expected "
 	    "near end of file at line 1 column 1");
 	cr_assert_eq(j.attempts, 2);
 	job_free(&j);
 	/* max_job_bytes counts the document, not the wrapper */
-	job_parse(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"x\":1}}",
+	wparse(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{\"x\":1}}",
 	    53, 16);
 	cr_assert_null(j.invalid);
 	cr_assert_str_eq(j.id, "8724fc2165f042facbd9194627e4748bb7571b27");
@@ -406,39 +418,61 @@ Test(job, wrapped_document_rules_apply_to_the_document)
 
 Test(job, malformed_wrapper)
 {
-	static const struct { const char *el, *id; } v[] = {
-		{ "{\"ferry\":1,\"recoveries\":\"1\",\"attempts\":0,\"job\":{}}",
-		    "1f719134cbc47883b4d458aa6f99d8830c242058" },
-		{ "{\"ferry\":1,\"recoveries\":0,\"attempts\":-1,\"job\":{}}",
-		    "029c8700570d4f9714781beabe594b91257f5139" },
-		{ "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"batch\":5,"
-		    "\"job\":{}}", "29e7ca1ecfd5a293bf56d247c19314404259ae3a" },
-		{ "{\"ferry\":1,\"recoveries\":0,\"attempts\":0}",
-		    "d9f5024e99f002f8a6ac3cf2e1d3b68b0c6477a4" },
-		{ "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":",
-		    "935eb3c40a97bb9923cdceb456f36fb7776d9af7" },
-		{ "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,,\"job\":{}}",
-		    "352da23471bc685e0293bf8c447ecb5c107cbd39" },
-		{ "{\"ferry\":1,\"recoveries\":2,\"job\":{}}",
-		    "c0281cec85dfb2b263635d32cd865712d52314f9" },
+	static const char *const v[] = {
+		"{\"ferry\":1,\"recoveries\":\"1\",\"attempts\":0,\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":-1,\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":\"x\",\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"batch\":\"k\","
+		    "\"job\":{}}",        /* an unknown member */
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,,\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":2,\"job\":{}}",
+		"{\"ferry\":1,\"job\":{\"id\":1}}",
+		"{\"ferry\":1,\"recoveries\":01,\"attempts\":0,\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":1000000000,\"attempts\":0,\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"stamps\":[1],"
+		    "\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"stamps\":[\"a\",],"
+		    "\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"last_error\":"
+		    "\"\xc3\",\"job\":{}}",    /* invalid UTF-8 in a string */
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"last_error\":"
+		    "\"\\u0000\",\"job\":{}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"last_error\":"
+		    "\"a\tb\",\"job\":{}}",    /* a raw control character */
+		"{\"ferry\":1 ,\"recoveries\":0,\"attempts\":0,\"job\":{}}",
+		"",
+		"}",
 	};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct job j;
 
-		job_parse(&j, v[i].el, strlen(v[i].el), MAX);
-		cr_assert_str_eq(j.invalid, "malformed ferry wrapper", "%s",
-		    v[i].el);
-		cr_assert_str_eq(j.id, v[i].id, "%s", v[i].el);
+		wparse(&j, v[i], strlen(v[i]), MAX);
+		cr_assert_str_eq(j.invalid, "malformed ferry wrapper", "%s", v[i]);
 		cr_assert_eq(j.raw, j.el);
 		cr_assert_eq(j.raw_len, j.el_len);
 		cr_assert_eq(j.attempts, 0);
-		cr_assert_null(j.batch);
+		cr_assert_eq(j.nstamps, 0);
+		job_free(&j);
 	}
 }
 
-Test(job, other_ferry_versions_are_plain_documents)
+Test(job, a_document_that_looks_like_a_wrapper_is_a_document)
 {
+	/* from ready: the producer's document, whatever it looks like */
+	struct job j;
+
+	PARSE(&j, "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
+	    "\"stamps\":[\"k\"],\"job\":{\"id\":\"x\"}}");
+	cr_assert_null(j.invalid);
+	cr_assert_eq(j.recoveries, 0);
+	cr_assert_eq(j.attempts, 0);
+	cr_assert_eq(j.nstamps, 0);
+	cr_assert_eq(j.raw, j.el);
+	cr_assert_eq(j.raw_len, j.el_len);
+	job_free(&j);
 	expect_valid("{\"ferry\":2,\"job\":1}",
 	    "2af592fdd533febeb591852ca72caefa31a2045a");
 }
@@ -479,7 +513,7 @@ Test(job, handler_line_integer_id)
 {
 	struct job j;
 
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":4,"
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":4,"
 	    "\"job\":{\"id\":-12,\"v\":0.1000000000000000055511151231257827}}");
 	expect_line(&j, "{\"id\":\"-12\",\"attempts\":4,\"recoveries\":0,"
 	    "\"job\":{\"id\":-12,\"v\":0.1000000000000000055511151231257827}}\n");
@@ -502,7 +536,7 @@ Test(job, cache_key_and_data)
 	cr_assert_str_eq(j.cache_key, "k");
 	cr_assert(j.has_data);
 	job_free(&j);
-	PARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,"
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,"
 	    "\"job\":{\"id\":7,\"cache_key\":\"k7\"}}");
 	cr_assert_str_eq(j.cache_key, "k7");
 	cr_assert_str_eq(j.id, "7");
