@@ -13,6 +13,7 @@
 
 struct queue_keys {
 	char ready[QUEUE_KEY_MAX];
+	char requeue[QUEUE_KEY_MAX];   /* ferry's wrappers: workers take these first */
 	char delayed[QUEUE_KEY_MAX];
 	char dead[QUEUE_KEY_MAX];
 	char stats[QUEUE_KEY_MAX];
