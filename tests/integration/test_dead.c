@@ -542,3 +542,36 @@ Test(dead, enqueue_refuses_a_wrapper_looking_document, .init = setup)
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.ready), 1);
 }
+
+/* restore.lua checks every argument before its first write: a chunk with
+ * one malformed job pushes nothing and creates no key. */
+Test(dead, restore_lua_writes_nothing_on_bad_arguments, .init = setup)
+{
+	const char *argv[] = { k.requeue, k.stats, "ferry:{q}:cache:a",
+	    "{\"id\":1}", "1", "s:1", "3", "string", "1", "value",
+	    "{\"id\":2}", "x", "0", "", "0" };
+	redisReply *r = queue_script(d.rc, LUA_RESTORE, 3, 15, argv, NULL);
+
+	reply_ok(r, REDIS_REPLY_ERROR);
+	cr_assert_eq(strncmp(r->str, "BADARGS ", 8), 0, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS %s %s ferry:{q}:cache:a", k.requeue,
+	    k.stats), 0);
+	argv[11] = "0";                 /* now both are well formed */
+	argv[12] = "0";
+	argv[13] = "";
+	argv[14] = "0";
+	r = queue_script(d.rc, LUA_RESTORE, 3, 14, argv, NULL);
+	reply_ok(r, REDIS_REPLY_ERROR);         /* one argument short */
+	freeReplyObject(r);
+	r = queue_script(d.rc, LUA_RESTORE, 3, 15, argv, NULL);
+	reply_ok(r, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->element[0]->integer, 2);
+	cr_assert_eq(r->element[1]->integer, 1);
+	freeReplyObject(r);
+	redisReply *el = h_redis(&d, "LINDEX %s -1", k.requeue);
+	cr_assert_str_eq(el->str, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,"
+	    "\"stamps\":[\"s:1\"],\"job\":{\"id\":1}}");
+	freeReplyObject(el);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:a"), 1);
+}
