@@ -14,7 +14,8 @@
 #define CTL_EX_OK 0
 #define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
 #define CTL_EX_USAGE 64
-#define CTL_EX_DATAERR 65      /* a job is not a valid JSON object */
+#define CTL_EX_DATAERR 65      /* a job or archive line refused, or a
+                                * malformed dead entry to replay */
 #define CTL_EX_UNAVAILABLE 69  /* Redis cannot be reached or refused */
 #define CTL_EX_IOERR 74        /* stdin or stdout failed */
 #define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */

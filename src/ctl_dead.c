@@ -1,8 +1,11 @@
 /* ctl_dead.c - ferryctl dead: list, show, replay and purge the dead-letter
- * entries of a queue (their format: dead_entry in src/lua/common.lua),
- * naming jobs by id. Entries are matched and removed by their exact bytes;
- * a purge deletes the cache keys of the purged jobs too (they were made
- * persistent when the jobs died). */
+ * entries of a queue, naming jobs by id. Entries are read by the grammar
+ * of doc/formats.md (src/wrapper.c), never with a JSON parser: the job in
+ * an entry is the producer's bytes, which may be anything. Every entry can
+ * be listed, shown and purged; one that does not match the grammar is
+ * named by the SHA-1 of its bytes and cannot be replayed. Entries are
+ * matched and removed by their exact bytes; a purge deletes the cache keys
+ * of the purged jobs too (they were made persistent when the jobs died). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -13,16 +16,28 @@
 
 #include "cache.h"
 #include "ctl.h"
+#include "dead_entry.h"
 #include "job.h"
 #include "util.h"
+#include "wrapper.h"
 
 #define LAST_ERROR_SHOWN 60     /* bytes of last_error in `dead list` */
 
+/* One entry as LRANGE gave it (pointers into the reply). */
+struct entry {
+	const char *el;
+	size_t len;
+	long index;             /* LINDEX */
+	bool ok;                /* matches the grammar: w is set */
+	struct wrapper w;
+	char id[JOB_ID_MAX + 1];
+};
+
 struct match {
-	char *el;               /* the entry, exact bytes */
+	char *el;               /* the entry, exact bytes (NULL: --all) */
 	size_t el_len;
-	char *job;              /* its "job" string, or NULL */
-	size_t job_len;
+	bool ok;
+	char *cache_key;        /* of the queue's cache space, or NULL */
 };
 
 struct dead_cmd {
@@ -34,57 +49,27 @@ struct dead_cmd {
 	size_t found;
 	struct match *matches;
 	size_t nmatches, cap;
+	long long refused;      /* malformed entries retry left in place */
 };
 
-typedef int (*entry_fn)(struct dead_cmd *, const redisReply *, json_t *);
+typedef int (*entry_fn)(struct dead_cmd *, const struct entry *);
 
-/* An entry as a JSON object, or NULL after a warning. */
-static json_t *
-entry_load(struct dead_cmd *d, const char *el, size_t len, long index)
-{
-	json_error_t err;
-	json_t *doc = json_loadb(el, len, JSON_ALLOW_NUL, &err);
-
-	if (json_is_object(doc))
-		return doc;
-	json_decref(doc);
-	fprintf(stderr, "ferryctl: the dead entry of queue %s at LINDEX %ld is "
-	    "not a JSON object (%s): it has no id, skipped; `dead purge %s "
-	    "--all` removes it\n", d->q->name, index,
-	    doc == NULL ? err.text : "another JSON value", d->q->name);
-	return NULL;
-}
-
-/* The job's id: the entry's "id", else the one a worker gives its "job". */
 static void
-entry_id(const struct dead_cmd *d, json_t *doc, char out[JOB_ID_MAX + 1])
+entry_read(const struct dead_cmd *d, struct entry *e, const redisReply *el,
+    long index)
 {
-	json_t *id = json_object_get(doc, "id"), *raw = json_object_get(doc, "job");
-	struct job j;
-
-	out[0] = '\0';
-	if (json_is_string(id) && json_string_length(id) > 0) {
-		snprintf(out, JOB_ID_MAX + 1, "%s", json_string_value(id));
-	} else if (json_is_integer(id)) {
-		snprintf(out, JOB_ID_MAX + 1, "%lld",
-		    (long long)json_integer_value(id));
-	} else if (json_is_string(raw)) {
-		job_parse(&j, json_string_value(raw), json_string_length(raw),
-		    d->q->max_job_bytes);
-		memcpy(out, j.id, sizeof(j.id));
-		job_free(&j);
-	}
+	e->el = el->str;
+	e->len = el->len;
+	e->index = index;
+	e->ok = wrapper_parse(el->str, el->len, WRAPPER_DEAD, &e->w) == 0;
+	dead_entry_id(e->ok ? &e->w : NULL, e->el, e->len, d->q->max_job_bytes,
+	    e->id);
 }
 
 static bool
-entry_matches(const struct dead_cmd *d, json_t *doc)
+entry_matches(const struct dead_cmd *d, const struct entry *e)
 {
-	char id[JOB_ID_MAX + 1];
-
-	if (d->id == NULL)
-		return true;
-	entry_id(d, doc, id);
-	return strcmp(id, d->id) == 0;
+	return d->id == NULL || strcmp(e->id, d->id) == 0;
 }
 
 /* Call fn for every entry, newest first, LRANGE by LRANGE. */
@@ -100,12 +85,10 @@ scan(struct dead_cmd *d, entry_fn fn)
 		if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY)
 			return ctl_redis_fail(d->c, "LRANGE of the dead list", r);
 		for (size_t i = 0; i < r->elements && rc == 0; i++) {
-			const redisReply *el = r->element[i];
-			json_t *doc = entry_load(d, el->str, el->len,
-			    start + (long)i);
-			if (doc != NULL)
-				rc = fn(d, el, doc);
-			json_decref(doc);
+			struct entry e;
+			entry_read(d, &e, r->element[i], start + (long)i);
+			rc = fn(d, &e);
+			wrapper_free(&e.w);
 		}
 		n = r->elements;
 		freeReplyObject(r);
@@ -129,14 +112,22 @@ print_text(const char *s, size_t max)
 }
 
 static void
-print_time(json_t *t)
+print_token(struct wrapper_str s, size_t max)
 {
-	long long ms = json_integer_value(t);
+	char *text = wrapper_str_text(s);
+
+	print_text(text != NULL ? text : "-", max);
+	free(text);
+}
+
+static void
+print_time(long long ms)
+{
 	time_t sec = (time_t)(ms / 1000);
 	struct tm tm;
 	char buf[32];
 
-	if (!json_is_integer(t) || gmtime_r(&sec, &tm) == NULL ||
+	if (ms < 0 || gmtime_r(&sec, &tm) == NULL ||
 	    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
 		fputs("-", stdout);
 		return;
@@ -145,77 +136,175 @@ print_time(json_t *t)
 }
 
 static int
-list_one(struct dead_cmd *d, const redisReply *el, json_t *doc)
+list_one(struct dead_cmd *d, const struct entry *e)
 {
-	const char *reason = json_string_value(json_object_get(doc, "reason"));
-	const char *last = json_string_value(json_object_get(doc,
-	    "last_error"));
-	char id[JOB_ID_MAX + 1];
-
-	(void)el;
-	entry_id(d, doc, id);
-	print_text(id[0] != '\0' ? id : "-", JOB_ID_MAX);
+	print_text(e->id[0] != '\0' ? e->id : "-", JOB_ID_MAX);
 	putchar('\t');
-	print_time(json_object_get(doc, "time"));
-	printf("\t%lld\t%lld\t",
-	    (long long)json_integer_value(json_object_get(doc, "attempts")),
-	    (long long)json_integer_value(json_object_get(doc, "recoveries")));
-	print_text(reason != NULL ? reason : "-", 500);
-	putchar('\t');
-	print_text(last != NULL ? last : "-", LAST_ERROR_SHOWN);
-	putchar('\n');
-	d->found++;
-	return 0;
-}
-
-static int
-show_one(struct dead_cmd *d, const redisReply *el, json_t *doc)
-{
-	(void)el;
-	if (!entry_matches(d, doc))
+	if (!e->ok) {
+		printf("-\t-\t-\t" DEAD_ENTRY_MALFORMED "\t-\n");
+		d->found++;
 		return 0;
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	}
+	print_time(e->w.time);
+	printf("\t%lld\t%lld\t", e->w.attempts, e->w.recoveries);
+	print_token(e->w.reason, 500);
+	putchar('\t');
+	print_token(e->w.last_error, LAST_ERROR_SHOWN);
 	putchar('\n');
 	d->found++;
 	return 0;
 }
 
-static int
-collect_one(struct dead_cmd *d, const redisReply *el, json_t *doc)
+/* What `show` prints of an element that does not match the grammar. */
+static json_t *
+show_raw(const struct entry *e)
 {
-	json_t *raw = json_object_get(doc, "job");
+	json_t *o = json_object();
+
+	if (o == NULL || json_object_set_new(o, "id", json_string(e->id)) != 0 ||
+	    json_object_set_new(o, "reason",
+	    json_string(DEAD_ENTRY_MALFORMED)) != 0 ||
+	    dead_entry_raw(o, e->el, e->len) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The header and the job of an entry that matches the grammar; NULL when
+ * jansson failed (the caller shows the raw bytes). */
+static json_t *
+show_entry(const struct entry *e)
+{
+	json_t *o = json_object();
+
+	if (o != NULL && dead_entry_header(o, &e->w) == 0 &&
+	    dead_entry_job(o, e->w.doc, e->w.doc_len) == 0)
+		return o;
+	json_decref(o);
+	fprintf(stderr, "ferryctl: the dead entry of job %s could not be "
+	    "decoded; shown as its raw bytes\n", e->id);
+	return NULL;
+}
+
+/* The document is valid JSON: it is printed as it is, as "document" after
+ * the other members (no re-encoding: its bytes as the producer sent them). */
+static bool
+valid_json(const char *p, size_t n)
+{
+	json_t *v = json_loadb(p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+	json_decref(v);
+	return v != NULL;
+}
+
+static int
+show_one(struct dead_cmd *d, const struct entry *e)
+{
+	json_t *o = NULL;
+	bool decoded;
+	char *text = NULL;
+	size_t n;
+
+	if (!entry_matches(d, e))
+		return 0;
+	decoded = e->ok && (o = show_entry(e)) != NULL;
+	if (!decoded)
+		o = show_raw(e);
+	if (o != NULL)
+		text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (text == NULL) {
+		fprintf(stderr, "ferryctl: out of memory showing the dead entry of "
+		    "job %s\n", e->id);
+		return CTL_EX_IOERR;
+	}
+	n = strlen(text);
+	if (decoded && n >= 2 && valid_json(e->w.doc, e->w.doc_len)) {
+		fwrite(text, 1, n - 2, stdout);        /* without "\n}" */
+		fputs(",\n  \"document\": ", stdout);
+		fwrite(e->w.doc, 1, e->w.doc_len, stdout);
+		fputs("\n}\n", stdout);
+	} else {
+		fwrite(text, 1, n, stdout);
+		putchar('\n');
+	}
+	free(text);
+	d->found++;
+	return 0;
+}
+
+/* The cache key the job of an entry names, if it lies in the queue's cache
+ * space (never one of ferry's own keys, nor another application's). */
+static char *
+entry_cache_key(const struct dead_cmd *d, const struct entry *e)
+{
+	char *key = NULL;
+	struct job j;
+
+	if (!e->ok)
+		return NULL;
+	job_parse(&j, e->w.doc, e->w.doc_len, 0);
+	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key,
+	    d->c->cfg->redis_prefix, d->q->name))
+		key = xstrdup(j.cache_key);
+	job_free(&j);
+	return key;
+}
+
+/* Remember a matching entry: its bytes (to remove exactly it) unless the
+ * whole list goes (--all), and its cache key. */
+static int
+collect_one(struct dead_cmd *d, const struct entry *e)
+{
 	struct match *m;
 
-	if (!entry_matches(d, doc))
+	if (!entry_matches(d, e))
 		return 0;
 	if (d->nmatches == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 16;
 		d->matches = xrealloc(d->matches, d->cap * sizeof(*d->matches));
 	}
 	m = &d->matches[d->nmatches++];
-	m->el = xmalloc(el->len);
-	memcpy(m->el, el->str, el->len);
-	m->el_len = el->len;
-	m->job = NULL;
-	if (json_is_string(raw)) {
-		m->job_len = json_string_length(raw);
-		m->job = xmalloc(m->job_len + 1);
-		memcpy(m->job, json_string_value(raw), m->job_len);
+	memset(m, 0, sizeof(*m));
+	if (d->id != NULL) {
+		m->el = xmalloc(e->len + 1);
+		memcpy(m->el, e->el, e->len);
+		m->el_len = e->len;
 	}
+	m->ok = e->ok;
+	m->cache_key = entry_cache_key(d, e);
 	d->found++;
 	return 0;
 }
 
-/* dead_retry.lua on one entry: *replayed + 1, or + 0 when it is gone. */
-static int
-retry_one(struct dead_cmd *d, const char *el, size_t len, const char *job,
-    size_t job_len, long long *replayed)
+static void
+say_malformed(const struct dead_cmd *d, const char *id)
 {
-	const char *argv[5] = { d->k.dead, d->k.ready, d->k.stats, el, job };
-	size_t lens[5] = { strlen(d->k.dead), strlen(d->k.ready),
-	    strlen(d->k.stats), len, job_len };
-	redisReply *r = queue_script(d->c->rc, LUA_DEAD_RETRY, 3, 5, argv, lens);
+	fprintf(stderr, "ferryctl: the dead entry %s of queue %s is malformed "
+	    "(it is not a dead entry of doc/formats.md): it cannot be replayed, "
+	    "only shown and purged (`ferryctl dead purge %s %s`)\n", id,
+	    d->q->name, d->q->name, id);
+}
 
+/* dead_retry.lua on one entry: *replayed + 1, or + 0 when it is gone or
+ * refused (d->refused + 1). */
+static int
+retry_one(struct dead_cmd *d, const char *el, size_t len, const char *id,
+    long long *replayed)
+{
+	const char *argv[4] = { d->k.dead, d->k.requeue, d->k.stats, el };
+	size_t lens[4] = { strlen(d->k.dead), strlen(d->k.requeue),
+	    strlen(d->k.stats), len };
+	redisReply *r = queue_script(d->c->rc, LUA_DEAD_RETRY, 3, 4, argv, lens);
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "BADENTRY ", 9) == 0) {
+		say_malformed(d, id);
+		d->refused++;
+		freeReplyObject(r);
+		return 0;
+	}
 	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
 		return ctl_redis_fail(d->c, "replaying a dead entry", r);
 	*replayed += r->integer;
@@ -223,7 +312,8 @@ retry_one(struct dead_cmd *d, const char *el, size_t len, const char *job,
 	return 0;
 }
 
-/* The entry at the right end of this LRANGE reply is the oldest. */
+/* The entry at the right end of this LRANGE reply is the oldest. A
+ * malformed entry stays where it is (*skipped + 1). */
 static int
 retry_chunk(struct dead_cmd *d, redisReply *r, long *skipped,
     long long *replayed)
@@ -231,19 +321,17 @@ retry_chunk(struct dead_cmd *d, redisReply *r, long *skipped,
 	int rc = 0;
 
 	for (size_t i = r->elements; i-- > 0 && rc == 0; ) {
-		const redisReply *el = r->element[i];
-		json_t *doc = entry_load(d, el->str, el->len, -1 - *skipped);
-		json_t *raw = json_object_get(doc, "job");
-		if (json_is_string(raw))
-			rc = retry_one(d, el->str, el->len, json_string_value(raw),
-			    json_string_length(raw), replayed);
-		else
-			(*skipped)++;   /* stays where it is */
-		if (doc != NULL && !json_is_string(raw))
-			fprintf(stderr, "ferryctl: the dead entry of queue %s at "
-			    "LINDEX %ld has no \"job\" string: skipped\n",
-			    d->q->name, -*skipped);
-		json_decref(doc);
+		struct entry e;
+		long long refused = d->refused;
+		entry_read(d, &e, r->element[i], -1 - *skipped);
+		if (!e.ok) {
+			say_malformed(d, e.id);
+			d->refused++;
+		} else {
+			rc = retry_one(d, e.el, e.len, e.id, replayed);
+		}
+		*skipped += d->refused - refused;
+		wrapper_free(&e.w);
 	}
 	return rc;
 }
@@ -289,33 +377,26 @@ retry_matches(struct dead_cmd *d, long long *replayed)
 
 	for (size_t i = 0; i < d->nmatches && rc == 0; i++) {
 		struct match *m = &d->matches[i];
-		if (m->job == NULL)
-			fprintf(stderr, "ferryctl: a dead entry of job %s has no "
-			    "\"job\" string; it cannot be replayed, only purged\n",
-			    d->id);
-		else
-			rc = retry_one(d, m->el, m->el_len, m->job, m->job_len,
-			    replayed);
+		if (!m->ok) {
+			say_malformed(d, d->id);
+			d->refused++;
+		} else {
+			rc = retry_one(d, m->el, m->el_len, d->id, replayed);
+		}
 	}
 	return rc;
 }
 
-/* DEL the cache key that the job of match m names, if any (never one of
- * ferry's own keys). */
+/* DEL the cache key of a purged job, if it has one. */
 static int
 purge_cache_key(struct dead_cmd *d, const struct match *m)
 {
-	redisReply *r = NULL;
-	struct job j;
+	redisReply *r;
 
-	if (m->job == NULL)
+	if (m->cache_key == NULL)
 		return 0;
-	job_parse(&j, m->job, m->job_len, 0);
-	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key,
-	    d->c->cfg->redis_prefix, d->q->name))
-		r = redisCommand(d->c->rc, "DEL %s", j.cache_key);
-	job_free(&j);
-	if (r != NULL && !ctl_reply_ok(r))
+	r = redisCommand(d->c->rc, "DEL %s", m->cache_key);
+	if (!ctl_reply_ok(r))
 		return ctl_redis_fail(d->c, "DEL of a cache key", r);
 	freeReplyObject(r);
 	return 0;
@@ -381,6 +462,9 @@ not_found(const struct dead_cmd *d)
 	return CTL_EX_NOTFOUND;
 }
 
+/* Exit status: 0; with an id, 1 when its entries were gone meanwhile and
+ * 65 when they were all malformed. --all leaves malformed entries in
+ * place, says so, and exits 0. */
 static int
 run_retry(struct dead_cmd *d)
 {
@@ -397,10 +481,17 @@ run_retry(struct dead_cmd *d)
 		return rc;
 	printf("replayed %lld job%s to queue %s\n", replayed,
 	    replayed == 1 ? "" : "s", d->q->name);
-	if (d->id != NULL && replayed == 0)
-		fprintf(stderr, "ferryctl: the dead entries of job %s were gone "
-		    "before they could be replayed (another ferryctl?)\n", d->id);
-	return d->id != NULL && replayed == 0 ? CTL_EX_NOTFOUND : 0;
+	if (d->id == NULL && d->refused > 0)
+		fprintf(stderr, "ferryctl: %lld malformed dead entr%s left in "
+		    "queue %s (see `ferryctl dead list %s`)\n", d->refused,
+		    d->refused == 1 ? "y" : "ies", d->q->name, d->q->name);
+	if (d->id == NULL || replayed > 0)
+		return 0;
+	if (d->refused > 0)
+		return CTL_EX_DATAERR;
+	fprintf(stderr, "ferryctl: the dead entries of job %s were gone "
+	    "before they could be replayed (another ferryctl?)\n", d->id);
+	return CTL_EX_NOTFOUND;
 }
 
 static int
@@ -495,7 +586,7 @@ ctl_dead(struct ctl *c, int argc, char **argv)
 	rc = run(&d);
 	for (size_t i = 0; i < d.nmatches; i++) {
 		free(d.matches[i].el);
-		free(d.matches[i].job);
+		free(d.matches[i].cache_key);
 	}
 	free(d.matches);
 	return rc;

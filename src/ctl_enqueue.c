@@ -16,6 +16,7 @@
 #include "job.h"
 #include "memory_check.h"
 #include "util.h"
+#include "wrapper.h"
 
 #define MAX_REPORTED 10                 /* bad lines named before a summary */
 #define CHUNK_BYTES (16 * 1024 * 1024)  /* cap of one LPUSH */
@@ -169,6 +170,14 @@ expand(struct input *in, const struct line *l, const char *id,
 	return 0;
 }
 
+/* ferry's own wrapper starts {"ferry":1, and lives only in ferry's lists:
+ * a producer's document that starts so is still a document to ferry (it
+ * is never trusted as metadata), but one pushed by hand is almost surely
+ * a wrapper copied out of ferry, so it is refused. */
+#define WRAPPER_REFUSED "it starts with {\"ferry\":1, the prefix of " \
+	"ferry's own wrapper format (doc/formats.md), which producers may not " \
+	"use: push the job's document itself"
+
 /* Every job as a worker will see it; returns the number of bad lines. */
 static size_t
 validate(struct input *in, const struct queue_config *q,
@@ -179,6 +188,11 @@ validate(struct input *in, const struct queue_config *q,
 
 	for (size_t i = 0; i < in->n; i++) {
 		struct line *l = &in->lines[i];
+		if (wrapper_looks_like(in->buf + l->off, l->len)) {
+			if (++bad <= MAX_REPORTED)
+				report(in, l, NULL, WRAPPER_REFUSED);
+			continue;
+		}
 		job_parse(&j, in->buf + l->off, l->len, q->max_job_bytes);
 		if (j.invalid != NULL && ++bad <= MAX_REPORTED)
 			report(in, l, NULL, j.invalid);

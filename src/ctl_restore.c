@@ -1,6 +1,7 @@
 /* ctl_restore.c - ferryctl dead restore QUEUE FILE: put the dead-letter
  * entries that workers archived (dead_max, src/dead_archive.c) back in the
- * queue's ready list with fresh counters, like `dead retry`, recreating
+ * queue's requeue list as fresh wrappers that keep their stamps, like
+ * `dead retry`, recreating
  * the cache keys whose data the archive lines carry (restore.lua: a key
  * that exists again is left alone). The file is locked as the workers
  * lock it, then read twice: first every line is checked (one line that is
@@ -18,6 +19,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "cache.h"
 #include "ctl.h"
 #include "job.h"
@@ -28,14 +30,16 @@
 #define RESTORE_ERRORS_SHOWN 20
 #define RESTORE_CHUNK_BYTES (16 << 20)
 
-/* One archive line to push: the original document and, when the line
- * carries it, the data of the job's cache key (both held by doc). */
+/* One archive line to push: the original document ("job", or decoded
+ * from "job_base64"), its stamps and, when the line carries it, the data
+ * of the job's cache key (held by doc). */
 struct entry {
 	json_t *doc;
 	const char *job;
 	size_t job_len;
-	const char *batch;      /* the batch it was in, or "" */
-	size_t batch_len;
+	char *job_buf;          /* job decoded from base64, or NULL */
+	json_t *stamps;         /* an array of strings, or NULL */
+	json_t *batch;          /* an older archive's one stamp, or NULL */
 	char *key;              /* NULL: nothing to recreate */
 	json_t *cache;          /* a string, or an object or array of them */
 };
@@ -138,6 +142,73 @@ cache_invalid(json_t *cache)
 	return "\"cache\" is not a string, a hash or a list";
 }
 
+/* The job of a line: "job" (a JSON string) or "job_base64". 0, with the
+ * bytes in *p (*buf malloc'd when decoded), or -1 after a line error. */
+static int
+line_job(struct restore *r, json_t *doc, const char **p, size_t *n,
+    char **buf)
+{
+	json_t *job = json_object_get(doc, "job");
+	json_t *b64 = json_object_get(doc, "job_base64");
+
+	*buf = NULL;
+	if (job != NULL && b64 != NULL) {
+		line_error(r, "both \"job\" and \"job_base64\"");
+		return -1;
+	}
+	if (json_is_string(job)) {
+		*p = json_string_value(job);
+		*n = json_string_length(job);
+		return 0;
+	}
+	if (json_is_string(b64) && base64_decode(json_string_value(b64),
+	    json_string_length(b64), buf, n) == 0) {
+		*p = *buf;
+		return 0;
+	}
+	line_error(r, b64 != NULL ? "\"job_base64\" is not base64" :
+	    "no \"job\" string");
+	return -1;
+}
+
+/* "stamps": absent or an array of strings. */
+static bool
+stamps_valid(json_t *stamps)
+{
+	json_t *v;
+	size_t i;
+
+	if (stamps == NULL)
+		return true;
+	if (!json_is_array(stamps))
+		return false;
+	json_array_foreach(stamps, i, v)
+		if (!json_is_string(v))
+			return false;
+	return true;
+}
+
+/* The cache key whose data the line carries (malloc'd), NULL and *why
+ * when that data cannot be restored. */
+static char *
+line_cache_key(struct restore *r, const char *job, size_t job_len,
+    json_t *cache, const char **why)
+{
+	char *key = NULL;
+	struct job j;
+
+	job_parse(&j, job, job_len, 0);
+	if (j.cache_key == NULL)
+		*why = "\"cache\" data for a job that names no cache key";
+	else if (cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
+	    r->q->name))
+		*why = "\"cache\" data for a key outside the queue's cache space";
+	else if ((*why = cache_invalid(cache)) == NULL)
+		key = xstrdup(j.cache_key);
+	job_free(&j);
+	return key;
+}
+
 /* Check one line; with `take`, add its job to r->v. 1: a job to restore;
  * 0: skipped (blank, another queue, repeated, not replayable); -1: not an
  * archive entry. */
@@ -145,17 +216,18 @@ static int
 entry_read(struct restore *r, const char *line, size_t len, bool take)
 {
 	json_error_t err;
-	json_t *doc, *queue, *job, *cache;
-	const char *why = NULL;
-	struct job j;
-	char *key = NULL;
+	json_t *doc, *queue, *cache, *stamps, *batch;
+	const char *why = NULL, *job;
+	char *key = NULL, *job_buf;
+	size_t job_len;
 
 	if (strspn(line, " \t\r\n") == len)
 		return 0;
 	doc = json_loadb(line, len, JSON_ALLOW_NUL, &err);
 	queue = json_object_get(doc, "queue");
-	job = json_object_get(doc, "job");
 	cache = json_object_get(doc, "cache");
+	stamps = json_object_get(doc, "stamps");
+	batch = json_object_get(doc, "batch");
 	if (!json_is_object(doc) || !json_is_string(queue)) {
 		line_error(r, doc == NULL ? err.text : "no \"queue\" string");
 		json_decref(doc);
@@ -167,57 +239,55 @@ entry_read(struct restore *r, const char *line, size_t len, bool take)
 		json_decref(doc);
 		return 0;
 	}
-	if (json_object_get(doc, "raw_hex") != NULL && job == NULL) {
+	if (json_object_get(doc, "raw_hex") != NULL &&
+	    json_object_get(doc, "job") == NULL &&
+	    json_object_get(doc, "job_base64") == NULL) {
 		if (take)
-			fprintf(stderr, "ferryctl: %s:%ld: the dead entry was not a "
-			    "JSON object (raw_hex): not replayable, skipped\n",
+			fprintf(stderr, "ferryctl: %s:%ld: the dead entry was "
+			    "malformed (raw_hex): not replayable, skipped\n",
 			    r->path, r->lineno);
 		r->unreplayable += take;
 		json_decref(doc);
 		return 0;
 	}
-	if (!json_is_string(job)) {
-		line_error(r, "no \"job\" string");
+	if (line_job(r, doc, &job, &job_len, &job_buf) == -1) {
 		json_decref(doc);
 		return -1;
 	}
-	if (cache != NULL) {
-		job_parse(&j, json_string_value(job), json_string_length(job), 0);
-		if (j.cache_key == NULL)
-			why = "\"cache\" data for a job that names no cache key";
-		else if (cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
-		    r->q->name))
-			why = "\"cache\" data for a key outside the queue's cache "
-			    "space";
-		else if ((why = cache_invalid(cache)) == NULL)
-			key = xstrdup(j.cache_key);
-		job_free(&j);
-	}
+	if (!stamps_valid(stamps))
+		why = "\"stamps\" is not an array of strings";
+	else if (batch != NULL && !json_is_string(batch))
+		why = "\"batch\" is not a string";
+	else if (cache != NULL)
+		key = line_cache_key(r, job, job_len, cache, &why);
 	if (why != NULL) {
 		line_error(r, why);
+		free(job_buf);
 		json_decref(doc);
 		return -1;
 	}
 	if (repeated(r, doc)) {
 		r->repeated += take;
 		free(key);
+		free(job_buf);
 		json_decref(doc);
 		return 0;
 	}
 	if (!take) {
 		free(key);
+		free(job_buf);
 		json_decref(doc);
 		return 1;
 	}
 	struct entry *e = &r->v[r->n++];
 	e->doc = doc;
-	e->job = json_string_value(job);
-	e->job_len = json_string_length(job);
+	e->job = job;
+	e->job_len = job_len;
+	e->job_buf = job_buf;
+	e->stamps = stamps;
+	e->batch = batch;
 	e->key = key;
 	e->cache = key != NULL ? cache : NULL;
-	json_t *batch = json_object_get(doc, "batch");
-	e->batch = json_is_string(batch) ? json_string_value(batch) : "";
-	e->batch_len = json_is_string(batch) ? json_string_length(batch) : 0;
 	r->bytes += len;
 	return 1;
 }
@@ -227,14 +297,15 @@ entries_free(struct restore *r)
 {
 	for (int i = 0; i < r->n; i++) {
 		free(r->v[i].key);
+		free(r->v[i].job_buf);
 		json_decref(r->v[i].doc);
 	}
 	r->n = 0;
 	r->bytes = 0;
 }
 
-/* The restore.lua arguments of the chunk: KEYS ready, stats, cache keys;
- * ARGV per job. */
+/* The restore.lua arguments of the chunk: KEYS requeue, stats, cache
+ * keys; ARGV per job. */
 struct args {
 	const char **v;
 	size_t *len;
@@ -276,7 +347,7 @@ build_args(struct restore *r, struct args *a)
 	json_t *v;
 	size_t i;
 
-	arg(a, r->k.ready, strlen(r->k.ready));
+	arg(a, r->k.requeue, strlen(r->k.requeue));
 	arg(a, r->k.stats, strlen(r->k.stats));
 	for (int e = 0; e < r->n; e++)
 		if (r->v[e].key != NULL)
@@ -285,7 +356,16 @@ build_args(struct restore *r, struct args *a)
 		struct entry *en = &r->v[e];
 		json_t *c = en->cache;
 		arg(a, en->job, en->job_len);
-		arg(a, en->batch, en->batch_len);
+		if (en->stamps != NULL) {
+			arg_num(a, (long)json_array_size(en->stamps));
+			json_array_foreach(en->stamps, i, v)
+				arg_json_string(a, v);
+		} else if (en->batch != NULL) {
+			arg_num(a, 1);
+			arg_json_string(a, en->batch);
+		} else {
+			arg_num(a, 0);
+		}
 		arg_num(a, en->key != NULL ? 3 + nkeys++ : 0);
 		if (c == NULL) {
 			arg(a, "", 0);
@@ -319,7 +399,7 @@ push_chunk(struct restore *r)
 
 	if (rc != 0)
 		return rc;
-	a.num = xcalloc((size_t)r->n * 2, sizeof(*a.num));
+	a.num = xcalloc((size_t)r->n * 3, sizeof(*a.num));
 	build_args(r, &a);
 	int nkeys = 2;
 	for (int e = 0; e < r->n; e++)

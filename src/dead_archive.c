@@ -19,10 +19,12 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "dead_entry.h"
 #include "job.h"
 #include "log.h"
 #include "sha1.h"
 #include "util.h"
+#include "wrapper.h"
 
 #define ROUND_ENTRIES 100
 #define MAX_ROUNDS 100
@@ -49,43 +51,84 @@ put(struct round *r, const char *p, size_t n)
 	r->len += n;
 }
 
-/* The cache key named by the job inside a dead entry (malloc'd), or NULL. */
+/* The cache key named by the job inside a dead entry (malloc'd), or NULL:
+ * the document is parsed as a worker parses it. */
 static char *
 entry_cache_key(const redisReply *e, const char *prefix, const char *queue)
 {
-	json_t *doc = json_loadb(e->str, e->len, 0, NULL);
-	json_t *raw = json_object_get(doc, "job");
+	struct wrapper w;
 	char *key = NULL;
 	struct job j;
 
-	if (json_is_string(raw)) {
-		job_parse(&j, json_string_value(raw), json_string_length(raw), 0);
-		if (j.cache_key != NULL &&
-		    !cache_key_foreign(j.cache_key, prefix, queue))
-			key = xstrdup(j.cache_key);
-		job_free(&j);
-	}
-	json_decref(doc);
+	if (wrapper_parse(e->str, e->len, WRAPPER_DEAD, &w) != 0)
+		return NULL;
+	job_parse(&j, w.doc, w.doc_len, 0);
+	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key, prefix, queue))
+		key = xstrdup(j.cache_key);
+	job_free(&j);
+	wrapper_free(&w);
 	return key;
 }
 
-/* A JSON object entry becomes {"queue":..,"archived":ms,<its members>
- * [,"cache":<data>]}; anything else {"queue":..,..,"raw_hex":"..."}. */
-static void
+/* The line's members as JSON text without its closing brace: queue,
+ * archived, then the entry's header decoded and its job (src/dead_entry.c)
+ * when it matches the grammar (*whole), else only the first two. NULL when
+ * jansson failed. */
+static char *
+line_head(const char *queue, const redisReply *e, bool *whole)
+{
+	json_t *o = json_object();
+	struct wrapper w;
+	char *text = NULL;
+	bool ok = wrapper_parse(e->str, e->len, WRAPPER_DEAD, &w) == 0;
+
+	*whole = false;
+	if (o == NULL || json_object_set_new(o, "queue", json_string(queue)) != 0 ||
+	    json_object_set_new(o, "archived",
+	    json_integer(util_realtime_ms())) != 0)
+		goto out;
+	if (ok) {
+		json_t *full = json_copy(o);
+		if (full != NULL && dead_entry_header(full, &w) == 0 &&
+		    dead_entry_job(full, w.doc, w.doc_len) == 0) {
+			json_decref(o);
+			o = full;
+			*whole = true;
+		} else {
+			json_decref(full);
+			log_error("dead-letter archive: an entry could not be "
+			    "encoded; archived as raw_hex");
+		}
+	}
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (text != NULL)
+		text[strlen(text) - 1] = '\0';        /* the closing brace */
+out:
+	json_decref(o);
+	wrapper_free(&w);
+	return text;
+}
+
+/* An entry becomes {"queue":..,"archived":ms,<its header>,"job":..
+ * [,"cache":<data>]}; one that does not match the grammar
+ * {"queue":..,"archived":ms,"raw_hex":".."}. -1 when jansson failed. */
+static int
 put_line(struct round *r, const char *queue, const redisReply *e,
     const struct cache_item *it)
 {
-	json_t *doc = json_loadb(e->str, e->len, 0, NULL);
-	char head[160];
+	static const char hex[] = "0123456789abcdef";
+	bool whole;
+	char *head = line_head(queue, e, &whole);
 
-	snprintf(head, sizeof(head), "{\"queue\":\"%s\",\"archived\":%lld,",
-	    queue, (long long)util_realtime_ms());
+	if (head == NULL) {
+		log_error("dead-letter archive: out of memory encoding an entry; "
+		    "nothing archived");
+		return -1;
+	}
 	put(r, head, strlen(head));
-	if (json_is_object(doc) && json_object_size(doc) > 0) {
-		put(r, e->str + 1, e->len - 2);        /* without its braces */
-	} else {
-		static const char hex[] = "0123456789abcdef";
-		put(r, "\"raw_hex\":\"", 11);
+	free(head);
+	if (!whole) {
+		put(r, ",\"raw_hex\":\"", 12);
 		for (size_t i = 0; i < e->len; i++) {
 			unsigned char b = (unsigned char)e->str[i];
 			char x[2] = { hex[b >> 4], hex[b & 15] };
@@ -98,14 +141,18 @@ put_line(struct round *r, const char *queue, const redisReply *e,
 		put(r, it->json, it->json_len);
 	} else if (it->key != NULL && it->state == CACHE_BAD) {
 		json_t *why = json_string(it->why);
+		if (why == NULL)
+			why = json_string("the key's data cannot be archived");
 		char *text = json_dumps(why, JSON_ENCODE_ANY);
-		put(r, ",\"cache_kept\":", 14);
-		put(r, text, strlen(text));
+		if (text != NULL) {
+			put(r, ",\"cache_kept\":", 14);
+			put(r, text, strlen(text));
+		}
 		free(text);
 		json_decref(why);
 	}
 	put(r, "}\n", 2);
-	json_decref(doc);
+	return 0;
 }
 
 /* SHA-1 of the tail as dead_trim.lua computes it. */
@@ -221,7 +268,7 @@ build(redisContext *c, const char *prefix, const struct queue_config *q,
 	}
 	free(want);
 	for (size_t i = n; rc == 0 && i-- > 0; )
-		put_line(r, q->name, r->tail->element[i], &r->items[i]);
+		rc = put_line(r, q->name, r->tail->element[i], &r->items[i]);
 	return rc;
 }
 

@@ -1,44 +1,59 @@
 #!lua
 -- restore.lua - put a chunk of archived dead-letter jobs back (ferryctl dead
 -- restore): each job's cache key is created from the archived data unless
--- it exists (newer data is left alone), then the job goes to ready with
--- fresh counters. One atomic step per chunk. No allow-oom: at maxmemory
--- Redis refuses it before it starts, and nothing is half done.
--- KEYS: ready, stats, then the cache keys the entries name
--- ARGV: per job: document, the batch it was in ("" for none: one is
---       stamped on the job so that the sink fences it), index of its cache
---       key in KEYS (0: none), kind (string|hash|list), value count, values
---       (hash: field, value, ...)
+-- it exists (newer data is left alone), then the job goes to requeue as a
+-- fresh wrapper (attempts and recoveries 0) carrying the entry's stamps, so
+-- the sink fences those batches again. One atomic step per chunk: every
+-- argument is checked and every wrapper built before the first write. No
+-- allow-oom: at maxmemory Redis refuses it before it starts, and nothing
+-- is half done.
+-- KEYS: requeue, stats, then the cache keys the entries name
+-- ARGV: per job: document, stamp count, the stamps (batch keys as plain
+--       strings), index of its cache key in KEYS (0: none), kind
+--       (string|hash|list, "" without a key), value count, values (hash:
+--       field, value, ...)
 -- Returns {jobs pushed, cache keys created, cache keys already there}.
-local pushed, made, kept = 0, 0, 0
+local kinds = { string = 1, hash = 2, list = 1 }
+local jobs = {}
 local i = 1
 while i <= #ARGV do
-	local job, batch, k, kind, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]),
-		ARGV[i + 3], tonumber(ARGV[i + 4])
-	local from = i + 5
-	if k > 0 then
-		local key = KEYS[k]
+	local ns = tonumber(ARGV[i + 1])
+	if not ns or ns < 0 or ns ~= math.floor(ns) or i + 1 + ns + 3 > #ARGV then
+		return ferry_error('BADARGS', 'restore: job argument ' .. (#jobs + 1) .. ' is malformed')
+	end
+	local m = fresh(ARGV[i])
+	for s = 1, ns do add_stamp(m, ARGV[i + 1 + s]) end
+	local at = i + 2 + ns
+	local k, kind, n = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
+	local from = at + 3
+	if not k or k < 0 or k ~= math.floor(k) or k == 1 or k == 2 or k > #KEYS or not n or n < 0 or n ~= math.floor(n) or from + n - 1 > #ARGV or (k > 0 and (not kinds[kind] or n < 1 or n % kinds[kind] ~= 0 or (kind == 'string' and n ~= 1))) then
+		return ferry_error('BADARGS', 'restore: job argument ' .. (#jobs + 1) .. ' is malformed')
+	end
+	jobs[#jobs + 1] = { el = wrap(m), k = k, kind = kind, from = from, n = n }
+	i = from + n
+end
+
+local made, kept = 0, 0
+local els = {}
+for j, e in ipairs(jobs) do
+	if e.k > 0 then
+		local key = KEYS[e.k]
 		if redis.call('EXISTS', key) == 1 then
 			kept = kept + 1
-		elseif kind == 'string' then
-			redis.call('SET', key, ARGV[from])
+		elseif e.kind == 'string' then
+			redis.call('SET', key, ARGV[e.from])
 			made = made + 1
 		else
-			local cmd = kind == 'hash' and 'HSET' or 'RPUSH'
+			local cmd = e.kind == 'hash' and 'HSET' or 'RPUSH'
 			-- unpack() is limited to a few thousand values
-			for at = from, from + n - 1, 1000 do
-				redis.call(cmd, key, unpack(ARGV, at,
-					math.min(at + 999, from + n - 1)))
+			for at = e.from, e.from + e.n - 1, 1000 do
+				redis.call(cmd, key, unpack(ARGV, at, math.min(at + 999, e.from + e.n - 1)))
 			end
 			made = made + 1
 		end
 	end
-	if batch ~= '' then
-		job = wrap({ recoveries = 0, attempts = 0, batch = batch }, job)
-	end
-	redis.call('LPUSH', KEYS[1], job)
-	pushed = pushed + 1
-	i = from + n
+	els[j] = e.el
 end
-redis.call('HINCRBY', KEYS[2], 'replayed', pushed)
-return { pushed, made, kept }
+push_all('LPUSH', KEYS[1], els)
+if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
+return { #els, made, kept }

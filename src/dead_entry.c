@@ -1,0 +1,124 @@
+/* dead_entry.c - see dead_entry.h. Every jansson call is checked:
+ * json_string* returns NULL on invalid UTF-8, and json_object_set_new
+ * fails on a NULL value, so a member cannot vanish unnoticed. */
+#include "dead_entry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "util.h"
+
+/* obj[name] = v (stolen); -1 when v is NULL or the set failed. */
+static int
+set(json_t *obj, const char *name, json_t *v)
+{
+	return v != NULL && json_object_set_new(obj, name, v) == 0 ? 0 : -1;
+}
+
+/* A token decoded as a JSON string, or NULL (never for a token the
+ * grammar accepted: its text is valid UTF-8 without NUL). */
+static json_t *
+token(struct wrapper_str s)
+{
+	char *text = wrapper_str_text(s);
+	json_t *v = text != NULL ? json_string(text) : NULL;
+
+	free(text);
+	return v;
+}
+
+static int
+set_token(json_t *obj, const char *name, struct wrapper_str s)
+{
+	return s.p == NULL ? 0 : set(obj, name, token(s));
+}
+
+static int
+set_stamps(json_t *obj, const struct wrapper *w)
+{
+	json_t *a;
+
+	if (w->nstamps == 0)
+		return 0;
+	if ((a = json_array()) == NULL)
+		return -1;
+	for (int i = 0; i < w->nstamps; i++)
+		if (json_array_append_new(a, token(w->stamps[i])) != 0) {
+			json_decref(a);
+			return -1;
+		}
+	return set(obj, "stamps", a);
+}
+
+int
+dead_entry_header(json_t *obj, const struct wrapper *w)
+{
+	if (set_token(obj, "reason", w->reason) != 0 ||
+	    set(obj, "attempts", json_integer(w->attempts)) != 0 ||
+	    set(obj, "recoveries", json_integer(w->recoveries)) != 0 ||
+	    set(obj, "time", json_integer(w->time)) != 0 ||
+	    set_token(obj, "worker", w->worker) != 0 ||
+	    set_token(obj, "id", w->id) != 0 ||
+	    set_stamps(obj, w) != 0 ||
+	    set_token(obj, "first_error", w->first_error) != 0 ||
+	    set_token(obj, "last_error", w->last_error) != 0)
+		return -1;
+	return 0;
+}
+
+/* bytes as "name" (a JSON string) when valid UTF-8, else as b64name. */
+static int
+set_bytes(json_t *obj, const char *name, const char *b64name,
+    const char *p, size_t len, int both)
+{
+	json_t *s = json_stringn(p, len);
+	char *b64;
+	int rc;
+
+	if (s != NULL && set(obj, name, s) != 0)
+		return -1;
+	if (s != NULL && !both)
+		return 0;
+	b64 = base64_encode(p, len, &len);
+	rc = set(obj, b64name, json_stringn(b64, len));
+	free(b64);
+	return rc;
+}
+
+int
+dead_entry_job(json_t *obj, const char *doc, size_t len)
+{
+	return set_bytes(obj, "job", "job_base64", doc, len, 0);
+}
+
+int
+dead_entry_raw(json_t *obj, const char *el, size_t len)
+{
+	return set_bytes(obj, "raw", "raw_base64", el, len, 1);
+}
+
+void
+dead_entry_id(const struct wrapper *w, const char *el, size_t len,
+    long max_job_bytes, char out[JOB_ID_MAX + 1])
+{
+	struct job j;
+	char *id;
+
+	if (w == NULL) {
+		char sha[41];
+		job_sha1_hex(el, len, sha);
+		snprintf(out, JOB_ID_MAX + 1, "%s", sha);
+		return;
+	}
+	if (w->id.p != NULL && w->id.n > 2) {
+		id = wrapper_str_text(w->id);
+		snprintf(out, JOB_ID_MAX + 1, "%s", id);
+		free(id);
+		return;
+	}
+	job_parse(&j, w->doc, w->doc_len, max_job_bytes);
+	snprintf(out, JOB_ID_MAX + 1, "%s", job_id(&j));
+	job_free(&j);
+}

@@ -1,0 +1,163 @@
+/* test_dead_entry.c - a dead-letter entry made readable (src/dead_entry.c):
+ * the header decoded member by member, the job as a JSON string or as
+ * base64 whatever its bytes, the id an operator names it by; and base64
+ * both ways, strict on decoding. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "dead_entry.h"
+#include "job.h"
+#include "wrapper.h"
+
+#define HEAD "{\"reason\":\"failed by the handler\",\"attempts\":3," \
+	"\"recoveries\":1,\"time\":1700000000000,\"worker\":\"h:1:w0\""
+
+static void
+roundtrip(const char *bytes, size_t n, const char *text)
+{
+	size_t len, back_len;
+	char *enc = base64_encode(bytes, n, &len), *back;
+
+	cr_assert_str_eq(enc, text);
+	cr_assert_eq(len, strlen(text));
+	cr_assert_eq(base64_decode(enc, len, &back, &back_len), 0);
+	cr_assert_eq(back_len, n);
+	cr_assert_eq(memcmp(back, bytes, n), 0);
+	free(enc);
+	free(back);
+}
+
+Test(base64, rfc4648_vectors)
+{
+	roundtrip("", 0, "");
+	roundtrip("f", 1, "Zg==");
+	roundtrip("fo", 2, "Zm8=");
+	roundtrip("foo", 3, "Zm9v");
+	roundtrip("foob", 4, "Zm9vYg==");
+	roundtrip("fooba", 5, "Zm9vYmE=");
+	roundtrip("foobar", 6, "Zm9vYmFy");
+	roundtrip("\xff\x00\xfe\x80", 4, "/wD+gA==");
+}
+
+Test(base64, refuses_what_is_not_base64)
+{
+	const char *bad[] = { "Zg", "Zg=", "Z===", "Zh==", "Zm9=", "Zm9v\n",
+	    "Zm=v", "Z!==", "====", NULL };
+	char *out = NULL;
+	size_t n;
+
+	for (const char **b = bad; *b != NULL; b++)
+		cr_assert_eq(base64_decode(*b, strlen(*b), &out, &n), -1, "%s", *b);
+	cr_assert_null(out);
+}
+
+static json_t *
+header_of(const char *el, size_t len, struct wrapper *w)
+{
+	json_t *o = json_object();
+
+	cr_assert_eq(wrapper_parse(el, len, WRAPPER_DEAD, w), 0, "%s", el);
+	cr_assert_eq(dead_entry_header(o, w), 0);
+	cr_assert_eq(dead_entry_job(o, w->doc, w->doc_len), 0);
+	return o;
+}
+
+static char *
+dump(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	cr_assert_not_null(s);
+	return s;
+}
+
+Test(dead_entry, every_member_decoded_in_order)
+{
+	static const char el[] = HEAD ",\"id\":\"j\\u0001\\\"1\","
+	    "\"stamps\":[\"k1\",\"k\\/2\"],\"first_error\":\"\\u001f no\","
+	    "\"last_error\":\"caf\xc3\xa9\\n\",\"job\":{\"id\":\"x\"}}";
+	struct wrapper w;
+	json_t *o = header_of(el, sizeof(el) - 1, &w);
+	char *s = dump(o);
+
+	cr_assert_str_eq(s, "{\"reason\":\"failed by the handler\","
+	    "\"attempts\":3,\"recoveries\":1,\"time\":1700000000000,"
+	    "\"worker\":\"h:1:w0\",\"id\":\"j\\u0001\\\"1\",\"stamps\":[\"k1\","
+	    "\"k/2\"],\"first_error\":\"\\u001F no\",\"last_error\":"
+	    "\"caf\xc3\xa9\\n\",\"job\":\"{\\\"id\\\":\\\"x\\\"}\"}");
+	free(s);
+	json_decref(o);
+	wrapper_free(&w);
+}
+
+Test(dead_entry, job_as_string_or_base64)
+{
+	static const char nul[] = HEAD ",\"job\":{\"s\":\"a\0b\"}}";
+	static const char bad[] = HEAD ",\"job\":{\"s\":\"\xff\xfe\"}}";
+	struct wrapper w;
+	json_t *o = header_of(nul, sizeof(nul) - 1, &w);
+
+	cr_assert_eq(json_string_length(json_object_get(o, "job")), 11);
+	cr_assert_eq(memcmp(json_string_value(json_object_get(o, "job")),
+	    "{\"s\":\"a\0b\"}", 11), 0);
+	cr_assert_null(json_object_get(o, "job_base64"));
+	json_decref(o);
+	wrapper_free(&w);
+
+	o = header_of(bad, sizeof(bad) - 1, &w);
+	cr_assert_null(json_object_get(o, "job"));
+	cr_assert_str_eq(json_string_value(json_object_get(o, "job_base64")),
+	    "eyJzIjoi//4ifQ==");
+	cr_assert_eq(json_object_size(o), 6);
+	json_decref(o);
+	wrapper_free(&w);
+}
+
+Test(dead_entry, raw_bytes_of_a_malformed_entry)
+{
+	json_t *o = json_object();
+
+	cr_assert_eq(dead_entry_raw(o, "{\"job\":1}", 9), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "raw")),
+	    "{\"job\":1}");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "raw_base64")),
+	    "eyJqb2IiOjF9");
+	json_decref(o);
+	o = json_object();
+	cr_assert_eq(dead_entry_raw(o, "\xc0\x80", 2), 0);
+	cr_assert_null(json_object_get(o, "raw"));
+	cr_assert_str_eq(json_string_value(json_object_get(o, "raw_base64")),
+	    "wIA=");
+	json_decref(o);
+}
+
+Test(dead_entry, id_from_entry_document_or_bytes)
+{
+	static const char with_id[] = HEAD ",\"id\":\"e1\",\"job\":{\"id\":\"d\"}}";
+	static const char doc_id[] = HEAD ",\"job\":{\"id\":\"d\"}}";
+	static const char no_id[] = HEAD ",\"job\":\xff}";
+	char id[JOB_ID_MAX + 1], sha[41];
+	struct wrapper w;
+
+	cr_assert_eq(wrapper_parse(with_id, sizeof(with_id) - 1, WRAPPER_DEAD,
+	    &w), 0);
+	dead_entry_id(&w, with_id, sizeof(with_id) - 1, 0, id);
+	cr_assert_str_eq(id, "e1");
+	wrapper_free(&w);
+	cr_assert_eq(wrapper_parse(doc_id, sizeof(doc_id) - 1, WRAPPER_DEAD,
+	    &w), 0);
+	dead_entry_id(&w, doc_id, sizeof(doc_id) - 1, 0, id);
+	cr_assert_str_eq(id, "d");
+	wrapper_free(&w);
+	cr_assert_eq(wrapper_parse(no_id, sizeof(no_id) - 1, WRAPPER_DEAD,
+	    &w), 0);
+	dead_entry_id(&w, no_id, sizeof(no_id) - 1, 0, id);
+	job_sha1_hex("\xff", 1, sha);
+	cr_assert_str_eq(id, sha);
+	wrapper_free(&w);
+	dead_entry_id(NULL, "garbage", 7, 0, id);
+	job_sha1_hex("garbage", 7, sha);
+	cr_assert_str_eq(id, sha);
+}
