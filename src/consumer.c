@@ -367,8 +367,8 @@ prepare(struct consumer *c, struct batch *b)
 	for (int i = 0; i < b->n; i++)
 		(h == CONFIG_HANDLER_POSTGRES ? job_parse_unnamed : job_parse)(
 		    &b->jobs[i], b->els[i], b->lens[i], c->q->max_job_bytes);
-	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix,
-	    c->q->name, mode, c->q->max_job_bytes) == -1)
+	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix, c->q,
+	    mode) == -1)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		if (b->jobs[i].invalid != NULL) {

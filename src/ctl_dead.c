@@ -300,8 +300,8 @@ retry_matches(struct dead_cmd *d, long long *replayed)
 	return rc;
 }
 
-/* DEL the cache key that the job of match m names, if any (never one of
- * ferry's own keys). */
+/* DEL the cache key that the job of match m names, if any and if it is
+ * in the queue's cache space (cache_key_allowed): never another key. */
 static int
 purge_cache_key(struct dead_cmd *d, const struct match *m)
 {
@@ -311,8 +311,8 @@ purge_cache_key(struct dead_cmd *d, const struct match *m)
 	if (m->job == NULL)
 		return 0;
 	job_parse(&j, m->job, m->job_len, 0);
-	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key,
-	    d->c->cfg->redis_prefix, d->q->name))
+	if (j.cache_key != NULL && cache_key_allowed(j.cache_key,
+	    d->c->cfg->redis_prefix, d->q))
 		r = redisCommand(d->c->rc, "DEL %s", j.cache_key);
 	job_free(&j);
 	if (r != NULL && !ctl_reply_ok(r))

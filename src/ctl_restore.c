@@ -185,10 +185,10 @@ entry_read(struct restore *r, const char *line, size_t len, bool take)
 		job_parse(&j, json_string_value(job), json_string_length(job), 0);
 		if (j.cache_key == NULL)
 			why = "\"cache\" data for a job that names no cache key";
-		else if (cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
-		    r->q->name))
+		else if (!cache_key_allowed(j.cache_key, r->c->cfg->redis_prefix,
+		    r->q))
 			why = "\"cache\" data for a key outside the queue's cache "
-			    "space";
+			    "space and its cache_key_prefixes";
 		else if ((why = cache_invalid(cache)) == NULL)
 			key = xstrdup(j.cache_key);
 		job_free(&j);
