@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_scan.h"
 #include "util.h"
+
+#define QUEUE_OWN_MAX (32 + CONFIG_QUEUE_NAME_MAX + 16) /* p:{q}:cache: */
 
 enum { K_NONE, K_STRING, K_HASH, K_LIST, K_OTHER };
 
@@ -190,15 +193,50 @@ cache_item_free(struct cache_item *it)
 }
 
 bool
-cache_key_foreign(const char *key, const char *prefix, const char *queue)
+cache_key_allowed(const char *key, const char *prefix,
+    const struct queue_config *q)
 {
-	size_t n = strlen(prefix);
-	char own[160];
+	size_t n = strlen(prefix), len;
+	const char *cur = q->cache_key_prefixes, *item;
+	char own[QUEUE_OWN_MAX];
 
-	if (strncmp(key, prefix, n) != 0 || key[n] != ':')
-		return false;
-	snprintf(own, sizeof(own), "%s:{%s}:cache:", prefix, queue);
-	return strncmp(key, own, strlen(own)) != 0;
+	snprintf(own, sizeof(own), "%s:{%s}:cache:", prefix, q->name);
+	if (strncmp(key, own, strlen(own)) == 0)
+		return true;
+	if (strncmp(key, prefix, n) == 0 && key[n] == ':')
+		return false;           /* ferry's own keys: never */
+	while (cur != NULL && config_list_next(&cur, &item, &len))
+		if (len > 0 && strncmp(key, item, len) == 0)
+			return true;
+	return false;
+}
+
+void
+cache_key_refusal(char *buf, size_t size, const char *key,
+    const char *prefix, const char *queue)
+{
+	char shown[64];
+	size_t n = strlen(key), i = 0, o = 0, w;
+
+	while (i < n) {
+		w = json_scan_utf8_len(key + i, n - i);     /* 0: not shown */
+		if (o + (w == 0 ? 1 : w) > sizeof(shown) - 4)
+			break;
+		if (w == 0)
+			shown[o++] = '?';
+		else
+			memcpy(shown + o, key + i, w);
+		o += w;
+		i += w == 0 ? 1 : w;
+	}
+	if (i < n) {
+		memcpy(shown + o, "...", 3);
+		o += 3;
+	}
+	shown[o] = '\0';
+	snprintf(buf, size, "cache_key \"%s\" is outside the queue's cache "
+	    "space %s:{%s}:cache: and cache_key_prefixes", shown, prefix,
+	    queue);
 }
 
 static void
@@ -222,7 +260,7 @@ job_result(struct job *j, struct cache_item *it)
 
 int
 cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
-    const char *queue, enum cache_mode mode, long max_bytes)
+    const struct queue_config *q, enum cache_mode mode)
 {
 	struct cache_item *items = xcalloc((size_t)(n > 0 ? n : 1),
 	    sizeof(*items));
@@ -230,19 +268,27 @@ cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
 
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
-		if (j->invalid != NULL || j->cache_key == NULL)
+		if (j->cache_key == NULL)
 			continue;
-		if (cache_key_foreign(j->cache_key, prefix, queue)) {
-			snprintf(j->invalid_buf, sizeof(j->invalid_buf), "cache_key "
-			    "names a key of ferry's own (%s:...), outside %s:{%s}:"
-			    "cache:", prefix, prefix, queue);
-			j->invalid = j->invalid_buf;
+		if (!cache_key_allowed(j->cache_key, prefix, q)) {
+			/* refused whether or not the job is invalid already: its
+			 * dead-lettering must not PERSIST the key either */
+			if (j->invalid == NULL) {
+				cache_key_refusal(j->invalid_buf,
+				    sizeof(j->invalid_buf), j->cache_key, prefix,
+				    q->name);
+				j->invalid = j->invalid_buf;
+			}
+			free(j->cache_key);
+			j->cache_key = NULL;
 			continue;
 		}
+		if (j->invalid != NULL)
+			continue;
 		items[m].key = j->cache_key;
 		items[m].mode = mode == CACHE_ROWS && j->has_data ?
 		    CACHE_EXISTS : (int)mode;
-		items[m].max_bytes = max_bytes;
+		items[m].max_bytes = q->max_job_bytes;
 		idx[m++] = i;
 	}
 	rc = m > 0 ? cache_read(c, items, m) : 0;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config.h"
 #include "job.h"
 
 #define CACHE_MISSING_REASON "cache key expired or evicted"
@@ -41,17 +42,27 @@ struct cache_item {
 int cache_read(redisContext *c, struct cache_item *items, int n);
 void cache_item_free(struct cache_item *it);
 
-/* True for a key under `prefix`: that is outside prefix:{queue}:cache: */
-bool cache_key_foreign(const char *key, const char *prefix,
-    const char *queue);
+/* The trust boundary of cache keys (DESIGN.md "A job, and the trust
+ * boundary"): a job's cache_key may name only the queue's own cache space
+ * prefix:{q}:cache:, or a key outside prefix: that starts with one of the
+ * queue's cache_key_prefixes. Any other key (another application's, or
+ * one of ferry's own) is never read, deleted or made persistent. */
+bool cache_key_allowed(const char *key, const char *prefix,
+    const struct queue_config *q);
+/* Why a job naming `key` is dead-lettered: names the key (cut to at most
+ * 64 bytes at a character boundary, control characters as '?'), the
+ * queue's cache space and the config key that widens it. */
+void cache_key_refusal(char *buf, size_t size, const char *key,
+    const char *prefix, const char *queue);
 
 /* A worker's batch: give every valid job with a cache_key its data
  * (j->cache, j->rows) or mark it invalid (CACHE_MISSING_REASON and
- * j->cache_missing when the key is gone). A key under `prefix`: that is
- * not in the queue's own cache space (prefix:{queue}:cache:) is refused:
- * ferry's own keys must never be read or deleted as cache. mode: what the
- * handler needs. -1 when the connection failed. */
+ * j->cache_missing when the key is gone). A job whose key is not
+ * cache_key_allowed is invalid with cache_key_refusal's reason and loses
+ * its cache_key (j->cache_key = NULL), so that settling it can never
+ * touch that key. mode: what the handler needs. -1 when the connection
+ * failed. */
 int cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
-    const char *queue, enum cache_mode mode, long max_bytes);
+    const struct queue_config *q, enum cache_mode mode);
 
 #endif

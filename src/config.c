@@ -422,6 +422,29 @@ check_handler_key(struct loader *st, int i, const char *key, const char *v,
 		    config_handler_name(q->handler), fix);
 }
 
+/* A cache_key_prefixes item under redis_prefix: would let a job name (and
+ * ferry delete) ferry's own keys, another queue's lists among them. */
+static void
+check_cache_prefixes(struct loader *st, int i)
+{
+	const struct queue_config *q = &st->cfg->queues[i];
+	const char *prefix = st->cfg->redis_prefix, *cur = q->cache_key_prefixes;
+	const char *item;
+	size_t n = strlen(prefix), len;
+
+	while (config_list_next(&cur, &item, &len)) {
+		if (len <= n || strncmp(item, prefix, n) != 0 || item[n] != ':')
+			continue;
+		config_error(st, blame_line(st, i, "cache_key_prefixes", NULL),
+		    "[queue %s] cache_key_prefixes: \"%.*s\" is under redis_prefix "
+		    "%s: (ferry's own keys, which a job must never name); the "
+		    "queue's cache space %s:{%s}:cache: is always allowed, list "
+		    "only prefixes outside %s:", q->name, (int)len, item, prefix,
+		    prefix, q->name, prefix);
+		return;
+	}
+}
+
 static void
 check_queue(struct loader *st, int i)
 {
@@ -439,6 +462,7 @@ check_queue(struct loader *st, int i)
 	check_pair(st, i, q->handler_timeout_ms < q->job_timeout_ms,
 	    "handler_timeout", q->handler_timeout_ms, "<", "job_timeout",
 	    q->job_timeout_ms);
+	check_cache_prefixes(st, i);
 }
 
 static void

@@ -13,6 +13,8 @@
 #define CONFIG_MAX_WORKERS 256   /* per queue */
 #define CONFIG_LINE_MAX 199      /* inih 55 silently cuts longer lines */
 #define CONFIG_IDENT_MAX 63      /* PostgreSQL's NAMEDATALEN - 1 */
+#define CONFIG_CACHE_PREFIX_MAX 64 /* bytes of one cache_key_prefixes item */
+#define CONFIG_CACHE_PREFIXES 16   /* items in cache_key_prefixes */
 
 enum config_log_level {
 	CONFIG_LOG_DEBUG,
@@ -48,6 +50,10 @@ struct queue_config {
 	long dead_max;           /* dead entries kept; 0: no bound */
 	char *dead_archive;      /* JSON-lines file for trimmed dead entries;
 	                          * "" = never trim (warn instead) */
+	/* Key prefixes outside redis_prefix that a job's cache_key may name
+	 * besides the queue's own cache space, comma-separated (checked);
+	 * "" = only the own space (cache.c cache_key_allowed). */
+	char *cache_key_prefixes;
 	/* handler = postgres */
 	char *table;             /* "name" or "schema.name", checked */
 	char *columns;           /* copy_columns_parse spec, checked; "" =
@@ -164,6 +170,11 @@ int config_parse_listen(const char *listen, char *addr, size_t addrsize,
 void config_keep_static(const struct ferry_config *old,
     struct ferry_config *fresh, void (*warn)(const char *key,
     const char *old_value, const char *new_value));
+
+/* The next item of a comma-separated list such as cache_key_prefixes,
+ * blanks around it trimmed: true with the item in *item and *len (possibly
+ * empty, for ",,"), advancing *cursor; false at the end of the list. */
+bool config_list_next(const char **cursor, const char **item, size_t *len);
 
 const char *config_handler_name(int handler);
 const char *config_log_level_name(int level);

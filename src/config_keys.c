@@ -44,6 +44,7 @@ static const char *check_listen(const char *, char *, size_t);
 static const char *check_prefix(const char *, char *, size_t);
 static const char *check_table(const char *, char *, size_t);
 static const char *check_columns(const char *, char *, size_t);
+static const char *check_cache_prefixes(const char *, char *, size_t);
 
 static const char *const log_level_names[] = {
 	"debug", "info", "notice", "warn", "error", NULL
@@ -133,6 +134,8 @@ static const struct config_key config_keys[] = {
 	NUM(S_QUEUE, "chunk_rows", T_INT, Q(chunk_rows), "1000", 1, 1000000),
 	NUM(S_QUEUE, "dead_max", T_LONG, Q(dead_max), "100000", 0, 1000000000),
 	STR(S_QUEUE, "dead_archive", Q(dead_archive), "", check_abs_path),
+	STR(S_QUEUE, "cache_key_prefixes", Q(cache_key_prefixes), "",
+	    check_cache_prefixes),
 	STR(S_QUEUE, "table", Q(table), "", check_table),
 	STR(S_QUEUE, "columns", Q(columns), "", check_columns),
 	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
@@ -287,6 +290,57 @@ check_columns(const char *v, char *buf, size_t size)
 	if (copy_columns_parse(v, &cols, buf, size) == -1)
 		return buf;
 	copy_columns_free(&cols);
+	return NULL;
+}
+
+bool
+config_list_next(const char **cursor, const char **item, size_t *len)
+{
+	const char *p = *cursor, *e;
+
+	p += strspn(p, " \t");
+	if (*p == '\0')
+		return false;      /* the end (a trailing comma included) */
+	e = p + strcspn(p, ",");
+	*cursor = *e == ',' ? e + 1 : e;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*item = p;
+	*len = (size_t)(e - p);
+	return true;
+}
+
+/* Every item 1..CONFIG_CACHE_PREFIX_MAX printable ASCII characters, no
+ * blanks: an empty one would allow every key. config.c checks them
+ * against redis_prefix, which this row cannot see. */
+static const char *
+check_cache_prefixes(const char *v, char *buf, size_t size)
+{
+	const char *cur = v, *item;
+	size_t len, n = 0, i;
+
+	while (config_list_next(&cur, &item, &len)) {
+		for (i = 0; i < len && item[i] > ' ' && item[i] < 0x7f; i++)
+			;
+		if (++n > CONFIG_CACHE_PREFIXES)
+			snprintf(buf, size, "has more than %d prefixes",
+			    CONFIG_CACHE_PREFIXES);
+		else if (len == 0)
+			snprintf(buf, size, "has an empty prefix (item %zu), which "
+			    "would let a job name any key", n);
+		else if (len > CONFIG_CACHE_PREFIX_MAX || i < len)
+			snprintf(buf, size, "prefix \"%.*s\" is not valid", (int)
+			    (len > CONFIG_CACHE_PREFIX_MAX ? CONFIG_CACHE_PREFIX_MAX :
+			    len), item);
+		else
+			continue;
+		snprintf(buf + strlen(buf), size - strlen(buf), " (allowed: "
+		    "empty, or up to %d key prefixes separated by commas, such as "
+		    "app:cache:, other: ; each 1..%d printable ASCII characters "
+		    "without blanks)", CONFIG_CACHE_PREFIXES,
+		    CONFIG_CACHE_PREFIX_MAX);
+		return buf;
+	}
 	return NULL;
 }
 

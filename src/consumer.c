@@ -453,8 +453,8 @@ prepare(struct consumer *c, struct batch *b)
 				j->invalid = CONSUMER_DIED_REASON;
 		}
 	}
-	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix,
-	    c->q->name, mode, c->q->max_job_bytes) == -1)
+	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix, c->q,
+	    mode) == -1)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		if (b->jobs[i].invalid != NULL) {

@@ -235,7 +235,8 @@ show_one(struct dead_cmd *d, const struct entry *e)
 }
 
 /* The cache key the job of an entry names, if it lies in the queue's cache
- * space (never one of ferry's own keys, nor another application's). */
+ * space or cache_key_prefixes (cache_key_allowed: never one of ferry's own
+ * keys, nor another application's). */
 static char *
 entry_cache_key(const struct dead_cmd *d, const struct entry *e)
 {
@@ -245,8 +246,8 @@ entry_cache_key(const struct dead_cmd *d, const struct entry *e)
 	if (!e->ok)
 		return NULL;
 	job_parse(&j, e->w.doc, e->w.doc_len, 0);
-	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key,
-	    d->c->cfg->redis_prefix, d->q->name))
+	if (j.cache_key != NULL && cache_key_allowed(j.cache_key,
+	    d->c->cfg->redis_prefix, d->q))
 		key = xstrdup(j.cache_key);
 	job_free(&j);
 	return key;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "chunk.h"
 #include "ctl.h"
 #include "job.h"
@@ -138,8 +139,8 @@ cache_json_len(const struct chunk_job *cj)
  * as a worker will see it; 0, or -1 after a message. */
 static int
 expand(struct input *in, const struct line *l, const char *id,
-    const struct queue_config *q, const char *cache_prefix, int chunk_rows,
-    bool say)
+    const struct ctl *c, const struct queue_config *q,
+    const char *cache_prefix, int chunk_rows, bool say)
 {
 	size_t first = in->jobs.n;
 	char err[256], why[256];
@@ -155,7 +156,12 @@ expand(struct input *in, const struct line *l, const char *id,
 		const struct chunk_job *cj = &in->jobs.v[i];
 		job_parse(&j, cj->el, cj->el_len, q->max_job_bytes);
 		snprintf(why, sizeof(why), "%s", j.invalid ? j.invalid : "");
-		if (j.invalid == NULL && cj->cache != NULL &&
+		/* the worker dead-letters a job naming any other key */
+		if (j.invalid == NULL && j.cache_key != NULL &&
+		    !cache_key_allowed(j.cache_key, c->cfg->redis_prefix, q))
+			cache_key_refusal(why, sizeof(why), j.cache_key,
+			    c->cfg->redis_prefix, q->name);
+		else if (j.invalid == NULL && cj->cache != NULL &&
 		    cache_json_len(cj) > (size_t)q->max_job_bytes)
 			snprintf(why, sizeof(why), "its data is %zu bytes as a JSON "
 			    "string, over max_job_bytes %ld", cache_json_len(cj),
@@ -180,7 +186,7 @@ expand(struct input *in, const struct line *l, const char *id,
 
 /* Every job as a worker will see it; returns the number of bad lines. */
 static size_t
-validate(struct input *in, const struct queue_config *q,
+validate(struct input *in, const struct ctl *c, const struct queue_config *q,
     const char *cache_prefix, int chunk_rows)
 {
 	size_t bad = 0;
@@ -196,7 +202,7 @@ validate(struct input *in, const struct queue_config *q,
 		job_parse(&j, in->buf + l->off, l->len, q->max_job_bytes);
 		if (j.invalid != NULL && ++bad <= MAX_REPORTED)
 			report(in, l, NULL, j.invalid);
-		if (j.invalid == NULL && expand(in, l, j.id, q, cache_prefix,
+		if (j.invalid == NULL && expand(in, l, j.id, c, q, cache_prefix,
 		    chunk_rows, bad < MAX_REPORTED) == -1)
 			bad++;
 		job_free(&j);
@@ -456,7 +462,7 @@ check_and_push(struct ctl *c, const struct queue_config *q,
 
 	snprintf(prefix, sizeof(prefix), "%s:{%s}:cache:", c->cfg->redis_prefix,
 	    q->name);
-	if ((bad = validate(in, q, o->cache_ttl_ms > 0 ? prefix : NULL,
+	if ((bad = validate(in, c, q, o->cache_ttl_ms > 0 ? prefix : NULL,
 	    o->chunk_rows > 0 ? o->chunk_rows : q->chunk_rows)) > 0) {
 		fprintf(stderr, "ferryctl: %zu invalid job%s; nothing was pushed "
 		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);

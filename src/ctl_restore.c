@@ -200,9 +200,10 @@ line_cache_key(struct restore *r, const char *job, size_t job_len,
 	job_parse(&j, job, job_len, 0);
 	if (j.cache_key == NULL)
 		*why = "\"cache\" data for a job that names no cache key";
-	else if (cache_key_foreign(j.cache_key, r->c->cfg->redis_prefix,
-	    r->q->name))
-		*why = "\"cache\" data for a key outside the queue's cache space";
+	else if (!cache_key_allowed(j.cache_key, r->c->cfg->redis_prefix,
+	    r->q))
+		*why = "\"cache\" data for a key outside the queue's cache "
+		    "space and its cache_key_prefixes";
 	else if ((*why = cache_invalid(cache)) == NULL)
 		key = xstrdup(j.cache_key);
 	job_free(&j);

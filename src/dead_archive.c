@@ -51,10 +51,11 @@ put(struct round *r, const char *p, size_t n)
 	r->len += n;
 }
 
-/* The cache key named by the job inside a dead entry (malloc'd), or NULL:
- * the document is parsed as a worker parses it. */
+/* The cache key named by the job inside a dead entry (malloc'd), or NULL,
+ * also for a key that is not cache_key_allowed: never read or deleted. */
 static char *
-entry_cache_key(const redisReply *e, const char *prefix, const char *queue)
+entry_cache_key(const redisReply *e, const char *prefix,
+    const struct queue_config *q)
 {
 	struct wrapper w;
 	char *key = NULL;
@@ -63,7 +64,7 @@ entry_cache_key(const redisReply *e, const char *prefix, const char *queue)
 	if (wrapper_parse(e->str, e->len, WRAPPER_DEAD, &w) != 0)
 		return NULL;
 	job_parse(&j, w.doc, w.doc_len, 0);
-	if (j.cache_key != NULL && !cache_key_foreign(j.cache_key, prefix, queue))
+	if (j.cache_key != NULL && cache_key_allowed(j.cache_key, prefix, q))
 		key = xstrdup(j.cache_key);
 	job_free(&j);
 	wrapper_free(&w);
@@ -252,8 +253,7 @@ build(redisContext *c, const char *prefix, const struct queue_config *q,
 	r->items = xcalloc(n, sizeof(*r->items));
 	r->keys = xcalloc(n, sizeof(*r->keys));
 	for (size_t i = 0; i < n; i++) {
-		r->items[i].key = entry_cache_key(r->tail->element[i], prefix,
-		    q->name);
+		r->items[i].key = entry_cache_key(r->tail->element[i], prefix, q);
 		r->items[i].mode = CACHE_JSON;
 		if (r->items[i].key != NULL)
 			want[m++] = r->items[i];

@@ -182,9 +182,23 @@ main(int argc, char **argv)
 	sigset_t managed;
 	master_signal_set(&managed);
 	sigprocmask(SIG_BLOCK, &managed, NULL);
+	/* after detaching (the id carries the daemon's pid), before the
+	 * first process reports success: a clash of ids is a failed start */
+	struct master_ident ident;
+	int claimed = master_ident_init(&ident, err, sizeof(err));
+	if (claimed == -1)
+		log_error("%s; not started", err);
+	else
+		claimed = master_ident_claim(cfg, &ident);
+	if (claimed == -1) {
+		metrics_http_close(http);
+		control_close(control);
+		daemon_pidfile_remove(cfg->pidfile, pidfd);
+		return 1;
+	}
 	daemon_ready(ready_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
-	int status = master_run(cfg, control, http);
+	int status = master_run(cfg, control, http, &ident);
 	daemon_pidfile_remove(pidfile, pidfd);
 	free(pidfile);
 	log_close();

@@ -543,9 +543,16 @@ free_all(struct master *m)
 	free(m->cfg);
 }
 
+void
+master_stop(struct master *m, int exit_code)
+{
+	m->exit_code = exit_code;
+	begin_stop(m, MASTER_STOPPING);
+}
+
 int
 master_run(struct ferry_config *cfg, struct control *control,
-    struct metrics_http *http)
+    struct metrics_http *http, const struct master_ident *ident)
 {
 	struct master master, *m = &master;
 	int workers = 0;
@@ -580,9 +587,8 @@ master_run(struct ferry_config *cfg, struct control *control,
 	ev_timer_init(&m->tick, tick_cb, MASTER_TICK_S, MASTER_TICK_S);
 	m->tick.data = m;
 	ev_timer_start(m->loop, &m->tick);
-	char host[64] = "localhost";
-	gethostname(host, sizeof(host) - 1);
-	snprintf(m->master_id, sizeof(m->master_id), "%s:%d", host, (int)getpid());
+	snprintf(m->master_id, sizeof(m->master_id), "%s", ident->id);
+	snprintf(m->master_token, sizeof(m->master_token), "%s", ident->token);
 	master_redis_start(m);
 	metrics_start(m);
 	control_start(m->control, m);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "master_id.h"
 #include "master_redis.h"
 #include "metrics.h"
 #include "scoreboard.h"
@@ -67,7 +68,8 @@ struct master {
 	ev_timer tick;
 	int exit_code;
 	bool killing;             /* workers die because we stop: no bump */
-	char master_id[128];      /* hostname:pid, names us in Redis */
+	char master_id[MASTER_ID_MAX];  /* host:pid:8hex, names us in Redis */
+	char master_token[MASTER_TOKEN_MAX]; /* our heartbeat key's value */
 	struct master_redis *redis;
 	struct control *control;  /* NULL when control_socket is empty */
 	struct metrics_http *http; /* NULL when metrics_listen is empty */
@@ -77,9 +79,14 @@ struct master {
 
 /* Run until stopped; returns the process exit status. Takes ownership of
  * cfg (heap-allocated), control and http (control_open's and
- * metrics_http_open's, either NULL). */
+ * metrics_http_open's, either NULL); ident names this start in Redis
+ * (claimed by master_ident_claim). */
 int master_run(struct ferry_config *cfg, struct control *control,
-    struct metrics_http *http);
+    struct metrics_http *http, const struct master_ident *ident);
+
+/* A graceful stop (as TERM) that makes the master exit with exit_code:
+ * for errors found while running (master_redis.c: our id is taken). */
+void master_stop(struct master *m, int exit_code);
 
 /* master.c, used by master_reload.c */
 void master_reconcile(struct master *m, struct master_queue *mq);

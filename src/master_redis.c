@@ -46,6 +46,7 @@ struct master_redis {
 	double retry_s;
 	int inflight;
 	int64_t last_reply_ms;
+	bool reap_waiting;       /* the reaper waits after a gap (reap.lua) */
 	ev_timer reconnect, heartbeat, reap, promote;
 	struct reclaim *pending;
 };
@@ -109,7 +110,8 @@ on_connect(const redisAsyncContext *ac, int status)
 	send_pending(r);
 }
 
-/* Reply callback for fire-and-forget commands: log errors. */
+/* Reply callback for fire-and-forget commands: log errors, and the jobs a
+ * reaper or reclaim ({back, dead, ...}) moved. */
 static void
 on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -122,7 +124,7 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
 		log_error("redis %s failed: %s", what, rep->str);
 	else if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
-	    rep->elements == 2 && rep->element[0]->integer +
+	    rep->elements >= 2 && rep->element[0]->integer +
 	    rep->element[1]->integer > 0)
 		log_notice("%s: %lld jobs handed back (requeue), %lld dead", what,
 		    rep->element[0]->integer, rep->element[1]->integer);
@@ -245,24 +247,74 @@ master_redis_reclaim(struct master *m, const struct queue_config *q,
 	send_reclaim(r, rc);
 }
 
+/* heartbeat.lua's answer: the gap it found in Redis' service, or that
+ * another running ferryd holds our id (then we stop: exit 1). */
+static void
+on_heartbeat(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	redisReply *rep = reply;
+	size_t n = strlen(MASTER_ID_TAKEN);
+	(void)privdata;
+
+	r->inflight--;
+	if (rep == NULL)
+		return;
+	r->last_reply_ms = util_monotonic_ms();
+	if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str,
+	    MASTER_ID_TAKEN, n) == 0) {
+		if (r->m->exit_code != 0)
+			return;         /* stopping already */
+		log_error("master id %s is in use by another running ferryd (%s): "
+		    "two masters under one id would share processing lists; "
+		    "stopping (exit 1)", r->m->master_id, rep->str + n);
+		master_stop(r->m, 1);
+	} else if (rep->type == REDIS_REPLY_ERROR) {
+		log_error("redis heartbeat failed: %s", rep->str);
+	} else if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
+		log_warn("redis ran no heartbeat of any ferryd for %.1f s (a long "
+		    "command, Redis stopped or restarted, or its clock stepped): "
+		    "no master is taken for dead for the next heartbeat_ttl",
+		    (double)rep->integer / 1000.);
+	}
+}
+
 static void
 heartbeat_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct master_redis *r = t->data;
-	char key[QUEUE_KEY_MAX + 160], pid[16], ttl[24];
+	struct master_beat b;
 	(void)loop;
 	(void)revents;
 
-	queue_heartbeat_key(r->m->cfg->redis_prefix, r->m->master_id, key,
-	    sizeof(key));
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	snprintf(ttl, sizeof(ttl), "%ld", r->m->cfg->heartbeat_ttl_ms);
 	/* a script: a plain SET is refused at maxmemory (heartbeat.lua) */
-	const char *args[] = { key, pid, ttl };
-	send_script(r, LUA_HEARTBEAT, on_reply, "heartbeat", 1, 3, args);
+	master_beat_init(&b, r->m->cfg, r->m->master_id, r->m->master_token,
+	    r->m->cfg->heartbeat_ttl_ms);
+	send_script(r, LUA_HEARTBEAT, on_heartbeat, NULL, MASTER_BEAT_KEYS,
+	    MASTER_BEAT_ARGS, b.args);
 	/* a TTL change on reload takes effect at the next beat */
 	t->repeat = (double)r->m->cfg->heartbeat_ttl_ms / 3000.;
 	ev_timer_again(r->m->loop, t);
+}
+
+/* reap.lua's answer: counts as on_reply, and whether it waits after a
+ * gap in Redis' service (said once per gap). */
+static void
+on_reap(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	redisReply *rep = reply;
+
+	on_reply(ac, reply, privdata);
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 3)
+		return;
+	if (rep->element[2]->integer > 0 && !r->reap_waiting)
+		log_notice("reaper: waiting %lld ms before taking any master for "
+		    "dead: Redis served no heartbeat for a while, and live "
+		    "masters must get to beat first", rep->element[2]->integer);
+	else if (rep->element[2]->integer == 0 && r->reap_waiting)
+		log_info("reaper: reaping again");
+	r->reap_waiting = rep->element[2]->integer > 0;
 }
 
 static void
@@ -282,12 +334,14 @@ reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	send_pending(r);
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
 		struct queue_keys k;
-		char maxrec[16];
+		char maxrec[16], ttl[24], clock[QUEUE_KEY_MAX];
 		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
+		master_clock_key(r->m->cfg->redis_prefix, clock, sizeof(clock));
 		snprintf(maxrec, sizeof(maxrec), "%d", mq->cfg.max_recoveries);
+		snprintf(ttl, sizeof(ttl), "%ld", r->m->cfg->heartbeat_ttl_ms);
 		const char *args[] = { k.owners, k.requeue, k.dead, k.stats, k.bkeys,
-		    r->m->cfg->redis_prefix, mq->cfg.name, maxrec };
-		send_script(r, LUA_REAP, on_reply, "reaper", 5, 8, args);
+		    clock, r->m->cfg->redis_prefix, mq->cfg.name, maxrec, ttl };
+		send_script(r, LUA_REAP, on_reap, "reaper", 6, 10, args);
 	}
 	t->repeat = (double)r->m->cfg->reaper_interval_ms / 1000.;
 	ev_timer_again(r->m->loop, t);
@@ -421,7 +475,8 @@ void
 master_redis_finish(struct master *m)
 {
 	struct master_redis *r = m->redis;
-	char err[512], key[QUEUE_KEY_MAX + 160];
+	struct master_beat b;
+	char err[512];
 
 	if (r == NULL)
 		return;
@@ -444,9 +499,11 @@ master_redis_finish(struct master *m)
 		reclaim_free(r, rc);
 	}
 	if (c != NULL) {
-		queue_heartbeat_key(m->cfg->redis_prefix, m->master_id, key,
-		    sizeof(key));
-		freeReplyObject(redisCommand(c, "DEL %s", key));
+		/* deleted only while it holds our token: after a clash it is
+		 * the other master's */
+		master_beat_init(&b, m->cfg, m->master_id, m->master_token, 0);
+		freeReplyObject(queue_script(c, LUA_HEARTBEAT, MASTER_BEAT_KEYS,
+		    MASTER_BEAT_ARGS, b.args, NULL));
 		redisFree(c);
 	}
 	while (r->pending != NULL)

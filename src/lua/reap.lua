@@ -2,13 +2,41 @@
 -- reap.lua - find processing lists whose master's heartbeat key is gone
 -- (a dead host) and hand them back, bumping recoveries; sweep the lists of
 -- workers already handed back, then forget them after TOMBSTONE_MS.
--- KEYS: owners, requeue, dead, stats, bkeys
--- ARGV: key prefix ("ferry"), queue name, max_recoveries
+-- KEYS: owners, requeue, dead, stats, bkeys, clock hash (heartbeat.lua)
+-- ARGV: key prefix ("ferry"), queue name, max_recoveries, heartbeat_ttl ms
+-- Returns {jobs handed back, jobs dead, ms the reaper still waits}.
 -- The processing and heartbeat keys are derived here, so this script
 -- assumes a single Redis (not Cluster) like the rest of the master.
+--
+-- Liveness is judged in Redis' service time, never by a host's clock. A
+-- heartbeat key expires by Redis' clock even while Redis serves nobody: a
+-- script or DEBUG SLEEP that blocks Redis past heartbeat_ttl expires every
+-- master's key, and once Redis is free this script may run before a live
+-- master's queued beat does; taking that master for dead would hand back
+-- batches its workers are still running (jobs run twice). So no master is
+-- taken for dead while the clock shows a gap no heartbeat has seen yet
+-- (over half a heartbeat_ttl since the last beat of any master: live
+-- masters beat every third of one), nor for one heartbeat_ttl after a gap
+-- ended: long enough for every live master's next beat, whose timer kept
+-- running while Redis was blocked, or which follows its reconnection. A
+-- master really dead is then reaped within heartbeat_ttl +
+-- reaper_interval after a gap ends (a gap longer than its ttl expired its
+-- key already), or heartbeat_ttl + reaper_interval after its death without
+-- one. Workers already handed back are swept whatever the clock says.
 local TOMBSTONE_MS = 30000
 local owners = redis.call('HGETALL', KEYS[1])
 local back, buried, now = 0, 0, now_ms()
+local ttl, wait = tonumber(ARGV[4]), 0
+local last, resumed = nil, 0
+if redis.call('TYPE', KEYS[6]).ok == 'hash' then
+	last = tonumber(redis.call('HGET', KEYS[6], 'last'))
+	resumed = tonumber(redis.call('HGET', KEYS[6], 'resumed')) or 0
+end
+if last == nil or now < last or now - last > ttl / 2 then
+	wait = ttl              -- a gap that no heartbeat has seen yet
+elseif now - resumed < ttl then
+	wait = ttl - (now - resumed)
+end
 for i = 1, #owners, 2 do
 	local wid, mid = owners[i], owners[i + 1]
 	local proc = ARGV[1] .. ':{' .. ARGV[2] .. '}:proc:' .. wid
@@ -22,10 +50,11 @@ for i = 1, #owners, 2 do
 		elseif now - (tonumber(string.sub(mid, 6)) or 0) > TOMBSTONE_MS then
 			redis.call('HDEL', KEYS[1], wid)
 		end
-	elseif redis.call('EXISTS', ARGV[1] .. ':master:' .. mid) == 0 then
+	elseif wait == 0 and
+		redis.call('EXISTS', ARGV[1] .. ':master:' .. mid) == 0 then
 		r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
 			wid, tonumber(ARGV[3]) or 0, true)
 	end
 	back, buried = back + r[1], buried + r[2]
 end
-return { back, buried }
+return { back, buried, wait }

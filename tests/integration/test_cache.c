@@ -123,8 +123,9 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:b"), -1);
 	cr_assert_str_eq(dead_reason("b"), "failed by the handler");
 	cr_assert_str_eq(dead_reason("c"), "cache key expired or evicted");
-	cr_assert(strstr(dead_reason("own"), "names a key of ferry's own") !=
-	    NULL, "%s", dead_reason("own"));
+	cr_assert_str_eq(dead_reason("own"), "cache_key \"ferry:{q}:ready\" is "
+	    "outside the queue's cache space ferry:{q}:cache: and "
+	    "cache_key_prefixes");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
 	/* and in the metrics (refreshed every second) */
 	char *m = NULL;
@@ -148,6 +149,82 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	cr_assert_eq(ctl(NULL, NULL, "dead", "retry", "q", "b", NULL), 0);
 	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:b"), 0);
+}
+
+/* The trust boundary: a job whose cache_key names a key outside the
+ * queue's cache space and cache_key_prefixes is dead at once with a reason
+ * naming the key, and the key is never read (its idle time keeps growing),
+ * deleted or made persistent; keys under an allowed prefix work like the
+ * queue's own. ferryctl enqueue refuses what the worker would refuse. */
+Test(cache, foreign_cache_key_is_dead_and_untouched)
+{
+	char path[400];
+	struct h_run r;
+
+	setup_exec("cache_key_prefixes = app:cache:, other:\n", false);
+	freeReplyObject(h_redis(&d, "SET app:session:1 secret PX 600000"));
+	freeReplyObject(h_redis(&d, "SET app:cachex secret2 PX 600000"));
+	freeReplyObject(h_redis(&d, "SET app:cache:7 {\"x\":7} PX 600000"));
+	freeReplyObject(h_redis(&d, "SET app:cache:8 fail-me PX 600000"));
+	freeReplyObject(h_redis(&d, "HSET other:h f v"));
+	long long set_at = h_now_ms();
+
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "enqueue", "q",
+	    "{\"id\":\"x\",\"cache_key\":\"app:session:1\"}", NULL), 65,
+	    "%s", r.err);
+	cr_assert_str_eq(r.err, "ferryctl: the job is not valid: cache_key "
+	    "\"app:session:1\" is outside the queue's cache space "
+	    "ferry:{q}:cache: and cache_key_prefixes\n"
+	    "ferryctl: 1 invalid job; nothing was pushed to queue q\n");
+	h_run_free(&r);
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "enqueue", "q",
+	    "{\"id\":\"allowed\",\"cache_key\":\"app:cache:7\"}", NULL), 0,
+	    "%s", r.err);
+	h_run_free(&r);
+	/* producers that bypass ferryctl */
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s %s %s",
+	    "{\"id\":\"foreign\",\"cache_key\":\"app:session:1\"}",
+	    "{\"id\":\"lookalike\",\"cache_key\":\"app:cachex\"}",
+	    "{\"id\":\"allowed-dead\",\"cache_key\":\"app:cache:8\"}",
+	    "{\"id\":\"hash\",\"cache_key\":\"other:h\"}"));
+	h_sleep_ms(2100);       /* OBJECT IDLETIME counts whole seconds */
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
+
+	cr_assert_str_eq(dead_reason("foreign"), "cache_key \"app:session:1\" "
+	    "is outside the queue's cache space ferry:{q}:cache: and "
+	    "cache_key_prefixes");
+	cr_assert_str_eq(dead_reason("lookalike"), "cache_key \"app:cachex\" "
+	    "is outside the queue's cache space ferry:{q}:cache: and "
+	    "cache_key_prefixes");
+	cr_assert_str_eq(dead_reason("allowed-dead"), "failed by the handler");
+	/* untouched: never read (TYPE or GET would reset the idle time),
+	 * same value, still expiring */
+	long long idle_s = (h_now_ms() - set_at) / 1000 - 1;
+	cr_assert_geq(h_redis_int(&d, "OBJECT IDLETIME app:session:1"), idle_s);
+	cr_assert_geq(h_redis_int(&d, "OBJECT IDLETIME app:cachex"), idle_s);
+	long long pttl = h_redis_int(&d, "PTTL app:session:1");
+	cr_assert(pttl > 0 && pttl <= 600000 - (h_now_ms() - set_at) + 50,
+	    "PTTL %lld", pttl);
+	cr_assert_gt(h_redis_int(&d, "PTTL app:cachex"), 0);
+	redisReply *v = h_redis(&d, "GET app:session:1");
+	cr_assert_str_eq(v->str, "secret");
+	freeReplyObject(v);
+	/* an allowed prefix works end to end: read into the handler's line,
+	 * deleted when done, made persistent when dead */
+	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":\"{\\\"x\\\":7}\"}"), 1);
+	cr_assert_eq(h_count_in_file(path, "\"cache\":{\"f\":\"v\"}}"), 1);
+	cr_assert_eq(h_count_in_file(path, "app:session:1"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS app:cache:7"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS other:h"), 0);
+	cr_assert_eq(h_redis_int(&d, "PTTL app:cache:8"), -1);
+	/* purging the dead jobs leaves the foreign keys alone too */
+	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "--all", NULL), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS app:session:1"), 1);
+	cr_assert_eq(h_redis_int(&d, "EXISTS app:cachex"), 1);
+	cr_assert_eq(h_redis_int(&d, "EXISTS app:cache:8"), 0);
 }
 
 /* {"id":ID,"data":[{"r":first},..,{"r":first+n-1}]} and a newline. */

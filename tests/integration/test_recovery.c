@@ -341,3 +341,128 @@ Test(recovery, handed_back_worker_does_not_run_what_blmove_gave_it)
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 1);
 	h_assert_queue_empty(&d, "q");
 }
+
+/* Until `n` processing lists of q hold jobs. */
+static void
+wait_held_lists(struct ferryd *f, const char *q, int n)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	int held = 0;
+
+	while (h_now_ms() < end) {
+		redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
+		held = 0;
+		for (size_t i = 0; i < r->elements; i++)
+			held += h_redis_int(f, "LLEN %s", r->element[i]->str) > 0;
+		freeReplyObject(r);
+		if (held == n)
+			return;
+		h_sleep_ms(10);
+	}
+	cr_assert_fail("%d processing lists of %s hold jobs, not %d", held, q,
+	    n);
+}
+
+/* The processing list of f's worker (its only one). */
+static void
+worker_list(struct ferryd *f, char *key, size_t size)
+{
+	pid_t pids[H_MAX_PIDS];
+	redisReply *r = h_redis(f, "HGETALL ferry:{q}:owners");
+
+	cr_assert_eq(h_children(f->pid, pids, H_MAX_PIDS), 1);
+	key[0] = '\0';
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const char *wid = r->element[i]->str, *dot = strrchr(wid, '.');
+		if (dot != NULL && atoi(dot + 1) == (int)pids[0])
+			snprintf(key, size, "ferry:{q}:proc:%s", wid);
+	}
+	freeReplyObject(r);
+	cr_assert(key[0] != '\0', "no owner entry for worker %d", (int)pids[0]);
+}
+
+static bool
+handed_back(struct ferryd *f)
+{
+	return h_count_in_file(f->log, "handed back") +
+	    h_count_in_file(f->log, "jobs back in ready") +
+	    h_count_in_file(f->log, "is not registered") > 0;
+}
+
+/* Redis blocked (DEBUG SLEEP) longer than heartbeat_ttl expires the
+ * heartbeat key of every master; once Redis is free, a reaper may run
+ * before a live master's queued beat. No reaper may then take a live
+ * master for dead (its worker is still running its batch: the jobs would
+ * run twice), while a master that really died is still reaped soon after
+ * the block: within heartbeat_ttl (the wait after a gap) + reaper_interval
+ * and a margin for this box. */
+Test(recovery, blocked_redis_takes_no_live_master_for_dead)
+{
+	const char *debug[] = { "--enable-debug-command", "yes", NULL };
+	const char *extra = "heartbeat_ttl = 1s\nreaper_interval = 200ms\n";
+	char held[256], path[400], flag[400], dead_list[256], queues[800];
+	pid_t pids[H_MAX_PIDS];
+	const int jobs = 30;
+
+	/* an exec handler whose batches take 3 s while DIR/slow exists */
+	h_setup_redis(&d, extra, "", debug);
+	snprintf(path, sizeof(path), "%s/slow.sh", d.dir);
+	snprintf(flag, sizeof(flag), "%s/slow", d.dir);
+	h_write_file(flag, "\n");
+	h_write_file(path,
+	    "#!/bin/sh\n"
+	    "[ -e %s ] && sleep 3\n"
+	    "exec awk -F'\"' -v out=%s/done.txt '{ print $0 >> out; "
+	    "print \"ok \" $4; fflush() }'\n", flag, d.dir);
+	chmod(path, 0755);
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "batch_size = 5\nhandler = exec\ncommand = %s\n", path);
+	h_config(&d, extra, queues);
+	h_setup_peer(&d2, &d, extra, queues);
+	h_push_jobs(&d, "q", 0, jobs);
+	h_start(&d, 1);
+	wait_held(&d, "q", held, sizeof(held));
+	h_start(&d2, 1);
+	wait_held_lists(&d, "q", 2);            /* both workers in a batch */
+	worker_list(&d2, dead_list, sizeof(dead_list));
+
+	/* 1. both masters alive: Redis blocked for 2.5 heartbeat_ttl */
+	freeReplyObject(h_redis(&d, "DEBUG SLEEP 2.5"));
+	h_sleep_ms(2000);       /* the wait after the gap, and then some */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0,
+	    "a live master's jobs were handed back");
+	cr_assert_not(handed_back(&d), "d handed back or was handed back");
+	cr_assert_not(handed_back(&d2), "d2 handed back or was handed back");
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:owners"), 2);
+	cr_assert_eq(h_live_owners(&d, "q"), 2);
+	cr_assert_gt(h_count_in_file(d.log, "ran no heartbeat of any ferryd") +
+	    h_count_in_file(d2.log, "ran no heartbeat of any ferryd"), 0,
+	    "the gap was not noticed");
+
+	/* 2. d2's host dies while Redis is blocked: reaped after the block */
+	wait_held_lists(&d, "q", 2);
+	worker_list(&d2, dead_list, sizeof(dead_list));
+	long long in_batch = h_redis_int(&d, "LLEN %s", dead_list);
+	cr_assert_gt(in_batch, 0);
+	int n = h_children(d2.pid, pids, H_MAX_PIDS);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	kill(d2.pid, SIGKILL);
+	waitpid(d2.pid, NULL, 0);
+	d2.pid = 0;
+	freeReplyObject(h_redis(&d, "DEBUG SLEEP 2.5"));
+	long long freed = h_now_ms();
+	h_wait_redis_int(&d, 0, "EXISTS %s", dead_list);
+	long long reaped_ms = h_now_ms() - freed;
+	/* heartbeat_ttl (1 s) + reaper_interval (0.2 s) + margin */
+	cr_assert_lt(reaped_ms, 4000, "reaped %lld ms after the block",
+	    reaped_ms);
+	cr_assert_geq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"),
+	    in_batch);
+	cr_assert_eq(h_count_in_file(d.log, "is not registered"), 0,
+	    "the live master's worker was handed back");
+	unlink(flag);
+	h_wait_redis_int(&d, jobs, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, jobs), jobs);
+	h_assert_queue_empty(&d, "q");
+}

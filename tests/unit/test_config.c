@@ -1334,3 +1334,55 @@ Test(config, every_key_is_documented)
 	free(ini);
 	free(man);
 }
+
+Test(config, cache_key_prefixes)
+{
+	struct ferry_config c;
+
+	load_ok(Q1 "cache_key_prefixes = app:cache:, other:\n[queue r]\n", &c);
+	cr_expect_str_eq(c.queues[0].cache_key_prefixes, "app:cache:, other:");
+	cr_expect_str_eq(c.queues[1].cache_key_prefixes, "");
+	config_free(&c);
+	/* a prefix that only starts like redis_prefix is not under it */
+	load_ok(Q1 "cache_key_prefixes = ferry, ferryx:, app,\n", &c);
+	config_free(&c);
+}
+
+Test(config_errors, cache_key_prefixes)
+{
+	const char *tail = " (allowed: empty, or up to 16 key prefixes "
+	    "separated by commas, such as app:cache:, other: ; each 1..64 "
+	    "printable ASCII characters without blanks)\n";
+	char *want;
+
+	want = xasprintf("F:2: [queue q] cache_key_prefixes: \"a:,,b:\" has an "
+	    "empty prefix (item 2), which would let a job name any key%s", tail);
+	expect_errors(Q1 "cache_key_prefixes = a:,,b:\n", want);
+	free(want);
+	want = xasprintf("F:2: [queue q] cache_key_prefixes: \", a:\" has an "
+	    "empty prefix (item 1), which would let a job name any key%s", tail);
+	expect_errors(Q1 "cache_key_prefixes = , a:\n", want);
+	free(want);
+	want = xasprintf("F:2: [queue q] cache_key_prefixes: \"a: b:, c\" "
+	    "prefix \"a: b:\" is not valid%s", tail);
+	expect_errors(Q1 "cache_key_prefixes = a: b:, c\n", want);
+	free(want);
+	want = xasprintf("F:2: [queue q] cache_key_prefixes: \"a,b,c,d,e,f,g,h,"
+	    "i,j,k,l,m,n,o,p,q\" has more than 16 prefixes%s", tail);
+	expect_errors(Q1 "cache_key_prefixes = a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,"
+	    "q\n", want);
+	free(want);
+	/* under redis_prefix: ferry's own keys, checked against the prefix
+	 * in use */
+	expect_errors(Q1 "cache_key_prefixes = app:, ferry:{q}:\n",
+	    "F:2: [queue q] cache_key_prefixes: \"ferry:{q}:\" is under "
+	    "redis_prefix ferry: (ferry's own keys, which a job must never "
+	    "name); the queue's cache space ferry:{q}:cache: is always allowed, "
+	    "list only prefixes outside ferry:\n");
+	expect_errors("[ferryd]\nredis_prefix = f2\n" Q1
+	    "cache_key_prefixes = ferry:, f2:x\n",
+	    "F:4: [queue q] cache_key_prefixes: \"f2:x\" is under redis_prefix "
+	    "f2: (ferry's own keys, which a job must never name); the queue's "
+	    "cache space f2:{q}:cache: is always allowed, list only prefixes "
+	    "outside f2:\n");
+}

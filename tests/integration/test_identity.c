@@ -1,0 +1,205 @@
+/* test_identity.c - each master's identity in Redis is its own: a random
+ * part per start keeps apart replicas that share a hostname and run
+ * ferryd as pid 1 (each in its own PID namespace here), and a master whose
+ * id is held by a live heartbeat of another start refuses to run, at start
+ * or when a later beat finds the key taken. */
+#include <criterion/criterion.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct ferryd d, d2;
+static pid_t ns[2];
+
+/* SIGTERM to the ferryd that unshare runs (unshare ignores TERM) and
+ * its exit status, which unshare passes on. */
+static int
+stop_in_pid_namespace(pid_t unshare)
+{
+	pid_t child;
+	int status;
+
+	if (h_children(unshare, &child, 1) == 1)
+		kill(child, SIGTERM);
+	if ((status = h_wait_exit(unshare, H_DEADLINE_MS)) == -1) {
+		kill(unshare, SIGKILL);     /* --kill-child: TERM to ferryd */
+		waitpid(unshare, NULL, 0);
+	}
+	return status;
+}
+
+static void
+teardown(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (ns[i] > 0)
+			stop_in_pid_namespace(ns[i]);
+		ns[i] = 0;
+	}
+	h_teardown(&d2);
+	h_teardown(&d);
+}
+
+TestSuite(identity, .fini = teardown, .timeout = 300);
+
+/* The heartbeat keys in d's Redis: their count, the ids in ids[]. */
+static int
+master_ids(char ids[][128], int max)
+{
+	redisReply *r = h_redis(&d, "KEYS ferry:master:*");
+	int n = 0;
+
+	for (size_t i = 0; i < r->elements && n < max; i++)
+		snprintf(ids[n++], 128, "%s", r->element[i]->str + 13);
+	freeReplyObject(r);
+	return n;
+}
+
+/* `ferryd -f` as pid 1 of a new PID namespace (as in a container); its
+ * stop_in_pid_namespace stops it. */
+static pid_t
+start_in_pid_namespace(struct ferryd *f)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		const char *ferryd = getenv("FERRYD");
+		char path[400];
+		snprintf(path, sizeof(path), "%s", ferryd != NULL ? ferryd :
+		    TEST_BUILDDIR "/ferryd");
+		freopen(f->stderr_path, "a", stdout);
+		freopen(f->stderr_path, "a", stderr);
+		setpgid(0, 0);
+		execlp("unshare", "unshare", "--pid", "--fork",
+		    "--kill-child=SIGTERM", path, "-f", "-c", f->config,
+		    (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool
+matches(const char *s, const char *pattern)
+{
+	regex_t re;
+	bool ok;
+
+	cr_assert_eq(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	ok = regexec(&re, s, 0, NULL, 0) == 0;
+	regfree(&re);
+	return ok;
+}
+
+/* Two replicas on one host name, both pid 1: host:1 alone would be one id
+ * (shared processing lists); with the random part they are two. */
+Test(identity, pid_1_replicas_get_different_ids)
+{
+	char ids[4][128], host[64] = "", pattern[200];
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_setup_peer(&d2, &d, NULL, "[queue q]\nworkers = 1\n");
+	ns[0] = start_in_pid_namespace(&d);
+	ns[1] = start_in_pid_namespace(&d2);
+	h_wait_redis_int(&d, 2, "EVAL %s 0", "return #redis.call('KEYS', "
+	    "'ferry:master:*')");
+	h_wait_redis_int(&d, 2, "HLEN ferry:{q}:owners");
+	cr_assert_eq(master_ids(ids, 4), 2);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(pattern, sizeof(pattern), "^%s:1:[0-9a-f]{8}$", host);
+	cr_assert(matches(ids[0], pattern), "id %s", ids[0]);
+	cr_assert(matches(ids[1], pattern), "id %s", ids[1]);
+	cr_assert_str_neq(ids[0], ids[1]);
+	/* each worker is owned by its own master */
+	redisReply *r = h_redis(&d, "HVALS ferry:{q}:owners");
+	cr_assert_eq(r->elements, 2);
+	cr_assert_str_neq(r->element[0]->str, r->element[1]->str);
+	freeReplyObject(r);
+	/* both stop cleanly, each removing only its own heartbeat */
+	for (int i = 0; i < 2; i++) {
+		int status = stop_in_pid_namespace(ns[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		    "status %d", status);
+		ns[i] = 0;
+		cr_assert_eq(master_ids(ids, 4), 1 - i);
+	}
+}
+
+/* Two starts of one ferryd in turn get different ids (random part). */
+Test(identity, two_starts_get_different_ids)
+{
+	char first[4][128], second[4][128];
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	cr_assert_eq(master_ids(first, 4), 1);
+	h_teardown(&d);
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	cr_assert_eq(master_ids(second, 4), 1);
+	char *a = strrchr(first[0], ':'), *b = strrchr(second[0], ':');
+	cr_assert(a != NULL && b != NULL && strlen(a) == 9);
+	cr_assert_str_neq(a, b, "same random part %s", a);
+}
+
+/* Forced to one id: the second master refuses to start (exit 1) and
+ * leaves the first one's heartbeat and workers alone. */
+Test(identity, second_master_with_the_same_id_refuses)
+{
+	char *out;
+
+	setenv("FERRYD_TEST_MASTER_ID", "box:1", 1);
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_setup_peer(&d2, &d, NULL, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	redisReply *v = h_redis(&d, "GET ferry:master:box:1");
+	cr_assert_eq(v->type, REDIS_REPLY_STRING);
+	char token[64];
+	snprintf(token, sizeof(token), "%s", v->str);
+	freeReplyObject(v);
+	cr_assert_eq(atoi(token), d.pid, "token %s", token);
+
+	const char *args[] = { "-f", "-c", d2.config, NULL };
+	int status = h_run_ferryd(args, &out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+	    "status %d: %s", status, out);
+	cr_assert(strstr(out, "ferryd: master id box:1 is in use by another "
+	    "running ferryd (ferry:master:box:1 holds ") != NULL, "%s", out);
+	cr_assert(strstr(out, "not started") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(h_count_in_file(d2.log, "master id box:1 is in use"), 1);
+	v = h_redis(&d, "GET ferry:master:box:1");
+	cr_assert_str_eq(v->str, token, "the first master's heartbeat changed");
+	freeReplyObject(v);
+	cr_assert_eq(h_live_owners(&d, "q"), 1);
+	cr_assert(h_pid_alive(d.pid));
+	cr_assert_eq(h_count_in_file(d.log, "in use"), 0);
+}
+
+/* A later beat that finds the key taken (another start got the id while
+ * ours had expired) stops the master: exit 1, its key left to the other. */
+Test(identity, master_whose_id_is_taken_later_stops)
+{
+	setenv("FERRYD_TEST_MASTER_ID", "box:2", 1);
+	h_setup(&d, "heartbeat_ttl = 1s\n", "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 1, "EXISTS ferry:master:box:2");
+	freeReplyObject(h_redis(&d, "SET ferry:master:box:2 1:other PX 60000"));
+	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
+	d.pid = 0;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d",
+	    status);
+	cr_assert_eq(h_count_in_file(d.log, "master id box:2 is in use by "
+	    "another running ferryd (ferry:master:box:2 holds 1:other, not "),
+	    1);
+	redisReply *v = h_redis(&d, "GET ferry:master:box:2");
+	cr_assert_str_eq(v->str, "1:other");
+	freeReplyObject(v);
+	cr_assert_eq(h_live_owners(&d, "q"), 0);
+}
