@@ -21,6 +21,7 @@
 #include "handler.h"
 #include "log.h"
 #include "master.h"
+#include "script_args.h"
 #include "sink_pg.h"
 #include "util.h"
 
@@ -120,8 +121,12 @@ loading(struct consumer *c, const redisReply *r)
 static bool
 registered(struct consumer *c)
 {
-	const char *argv[] = { c->keys.owners, c->worker_id, c->master_id };
-	redisReply *r = queue_script(c->redis, LUA_REGISTER, 1, 3, argv, NULL);
+	struct sargs a;
+
+	sargs_register(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
+	    c->master_id);
+	redisReply *r = queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens);
 	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
 
 	if (r != NULL && !ok && !loading(c, r))
@@ -210,17 +215,13 @@ batch_clear(struct batch *b)
 static redisReply *
 fetch(struct consumer *c, int n, int held)
 {
-	char nbuf[16], hbuf[16], mbuf[16];
-	const char *argv[] = { c->keys.ready, c->proc, c->keys.bkeys,
-	    c->keys.owners, c->keys.requeue, nbuf, c->worker_id, c->batch_key,
-	    hbuf, c->master_id, mbuf };
+	struct sargs a;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(hbuf, sizeof(hbuf), "%d", held);
-	snprintf(mbuf, sizeof(mbuf), "%d", c->q->max_recoveries);
 	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%s:%ld", c->worker_id,
 	    c->nonce, ++c->batch_seq);
-	return queue_script(c->redis, LUA_FETCH, 5, 11, argv, NULL);
+	sargs_fetch(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
+	    c->master_id, c->batch_key, n, held, c->q->max_recoveries);
+	return queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv, a.lens);
 }
 
 /* fetch.lua's reply {kind, {elements}} into b. */
@@ -530,29 +531,23 @@ settle_once(struct consumer *c, struct batch *b)
 		char pos[12], num[24], reason[300];
 	} *named;
 	int listed = 0;
-	char count[16];
 
 	for (int i = 0; i < b->n; i++)
 		listed += b->results[i].outcome != HANDLER_OK ||
 		    b->jobs[i].cache_key != NULL;
-	int argc = 9 + 6 * listed;
+	struct sargs fixed;
+	sargs_settle(&fixed, c->cfg->redis_prefix, c->q->name, c->worker_id,
+	    c->master_id, b->n);
+	int argc = SARGS_SETTLE_FIXED + SARGS_SETTLE_PER_JOB * listed;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
 	named = listed > 0 ? xcalloc((size_t)listed, sizeof(*named)) : NULL;
-	snprintf(count, sizeof(count), "%d", b->n);
-	argv[0] = c->proc;
-	argv[1] = c->keys.delayed;
-	argv[2] = c->keys.dead;
-	argv[3] = c->keys.stats;
-	argv[4] = c->keys.bkeys;
-	argv[5] = c->keys.owners;
-	argv[6] = c->worker_id;
-	argv[7] = c->master_id;
-	argv[8] = count;
+	memcpy(argv, fixed.argv, SARGS_SETTLE_FIXED * sizeof(*argv));
 	for (int i = 0, k = 0; i < b->n; i++) {
 		if (b->results[i].outcome == HANDLER_OK &&
 		    b->jobs[i].cache_key == NULL)
 			continue;
-		const char **a = argv + 9 + 6 * k;
+		const char **a = argv + SARGS_SETTLE_FIXED +
+		    SARGS_SETTLE_PER_JOB * k;
 		snprintf(named[k].pos, sizeof(named[k].pos), "%d", i + 1);
 		a[0] = named[k].pos;
 		outcome_args(c, &b->jobs[i], &b->results[i], a, named[k].num,
@@ -560,7 +555,8 @@ settle_once(struct consumer *c, struct batch *b)
 		    sizeof(named[k].reason));
 		k++;
 	}
-	redisReply *r = queue_script(c->redis, LUA_SETTLE, 6, argc, argv, NULL);
+	redisReply *r = queue_script(c->redis, LUA_SETTLE, fixed.nkeys, argc,
+	    argv, NULL);
 	free(argv);
 	free(named);
 	return r;

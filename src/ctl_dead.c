@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "dead_entry.h"
 #include "job.h"
+#include "script_args.h"
 #include "util.h"
 #include "wrapper.h"
 
@@ -294,10 +295,11 @@ static int
 retry_one(struct dead_cmd *d, const char *el, size_t len, const char *id,
     long long *replayed)
 {
-	const char *argv[4] = { d->k.dead, d->k.requeue, d->k.stats, el };
-	size_t lens[4] = { strlen(d->k.dead), strlen(d->k.requeue),
-	    strlen(d->k.stats), len };
-	redisReply *r = queue_script(d->c->rc, LUA_DEAD_RETRY, 3, 4, argv, lens);
+	struct sargs a;
+
+	sargs_dead_retry(&a, d->c->cfg->redis_prefix, d->q->name, el, len);
+	redisReply *r = queue_script(d->c->rc, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens);
 
 	if (r != NULL && r->type == REDIS_REPLY_ERROR &&
 	    strncmp(r->str, "BADENTRY ", 9) == 0) {

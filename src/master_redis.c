@@ -19,11 +19,12 @@
 #include "master.h"
 #include "master_memory.h"
 #include "queue.h"
+#include "script_args.h"
 #include "util.h"
 #include "worker.h"
 
 #define PROMOTE_INTERVAL_S 0.1
-#define PROMOTE_LIMIT "1000"
+#define PROMOTE_LIMIT 1000
 #define WATCHDOG_MS 10000
 #define RECONNECT_MIN_S 0.1
 #define RECONNECT_MAX_S 5.0
@@ -192,34 +193,15 @@ on_reclaim(redisAsyncContext *ac, void *reply, void *privdata)
 	reclaim_free(r, rc);
 }
 
-/* The KEYS and ARGV of reclaim.lua for one worker's list. */
-struct reclaim_call {
-	struct queue_keys k;
-	char proc[QUEUE_KEY_MAX + 160];
-	char maxrec[16];
-	const char *args[9];
-};
-
-static void
-reclaim_call_init(struct reclaim_call *call, const char *prefix,
-    const struct reclaim *rc)
-{
-	queue_keys_init(&call->k, prefix, rc->queue);
-	queue_proc_key(&call->k, rc->worker_id, call->proc, sizeof(call->proc));
-	snprintf(call->maxrec, sizeof(call->maxrec), "%d", rc->max_recoveries);
-	const char *args[] = { call->proc, call->k.requeue, call->k.dead,
-	    call->k.stats, call->k.owners, call->k.bkeys, rc->worker_id,
-	    call->maxrec, rc->bump ? "1" : "0" };
-	memcpy(call->args, args, sizeof(args));
-}
-
 static void
 send_reclaim(struct master_redis *r, struct reclaim *rc)
 {
-	struct reclaim_call call;
+	struct sargs a;
 
-	reclaim_call_init(&call, r->m->cfg->redis_prefix, rc);
-	if (send_script(r, LUA_RECLAIM, on_reclaim, rc, 6, 9, call.args) == 0)
+	sargs_reclaim(&a, r->m->cfg->redis_prefix, rc->queue, rc->worker_id,
+	    rc->max_recoveries, rc->bump);
+	if (send_script(r, a.script, on_reclaim, rc, a.nkeys, a.argc,
+	    a.argv) == 0)
 		rc->sent = true;
 }
 
@@ -333,15 +315,13 @@ reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	}
 	send_pending(r);
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
-		struct queue_keys k;
-		char maxrec[16], ttl[24], clock[QUEUE_KEY_MAX];
-		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
+		struct sargs a;
+		char clock[QUEUE_KEY_MAX];
 		master_clock_key(r->m->cfg->redis_prefix, clock, sizeof(clock));
-		snprintf(maxrec, sizeof(maxrec), "%d", mq->cfg.max_recoveries);
-		snprintf(ttl, sizeof(ttl), "%ld", r->m->cfg->heartbeat_ttl_ms);
-		const char *args[] = { k.owners, k.requeue, k.dead, k.stats, k.bkeys,
-		    clock, r->m->cfg->redis_prefix, mq->cfg.name, maxrec, ttl };
-		send_script(r, LUA_REAP, on_reap, "reaper", 6, 10, args);
+		sargs_reap(&a, r->m->cfg->redis_prefix, mq->cfg.name, clock,
+		    mq->cfg.max_recoveries, r->m->cfg->heartbeat_ttl_ms);
+		send_script(r, a.script, on_reap, "reaper", a.nkeys, a.argc,
+		    a.argv);
 	}
 	t->repeat = (double)r->m->cfg->reaper_interval_ms / 1000.;
 	ev_timer_again(r->m->loop, t);
@@ -355,10 +335,11 @@ promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
-		struct queue_keys k;
-		queue_keys_init(&k, r->m->cfg->redis_prefix, mq->cfg.name);
-		const char *args[] = { k.delayed, k.requeue, PROMOTE_LIMIT };
-		send_script(r, LUA_PROMOTE, on_reply, "promote", 2, 3, args);
+		struct sargs a;
+		sargs_promote(&a, r->m->cfg->redis_prefix, mq->cfg.name,
+		    PROMOTE_LIMIT);
+		send_script(r, a.script, on_reply, "promote", a.nkeys, a.argc,
+		    a.argv);
 	}
 }
 
@@ -492,10 +473,11 @@ master_redis_finish(struct master *m)
 		    r->pending->worker_id);
 	while (c != NULL && r->pending != NULL) {
 		struct reclaim *rc = r->pending;
-		struct reclaim_call call;
-		reclaim_call_init(&call, m->cfg->redis_prefix, rc);
-		freeReplyObject(queue_script(c, LUA_RECLAIM, 6, 9, call.args,
-		    NULL));
+		struct sargs a;
+		sargs_reclaim(&a, m->cfg->redis_prefix, rc->queue, rc->worker_id,
+		    rc->max_recoveries, rc->bump);
+		freeReplyObject(queue_script(c, a.script, a.nkeys, a.argc, a.argv,
+		    a.lens));
 		reclaim_free(r, rc);
 	}
 	if (c != NULL) {

@@ -10,11 +10,13 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "lua_scripts.h"
 #include "queue.h"
+#include "script_args.h"
 
 #define READY "ferry:{q}:ready"
 #define REQUEUE "ferry:{q}:requeue"
@@ -45,12 +47,10 @@ TestSuite(scripts, .fini = teardown, .timeout = 120);
 static redisReply *
 fetch(int n, int held)
 {
-	char nbuf[16], hbuf[16];
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(hbuf, sizeof(hbuf), "%d", held);
-	const char *argv[] = { READY, PROC, BKEYS, OWNERS, REQUEUE, nbuf, "w1",
-		"w1:x:1", hbuf, "m1", "3" };
-	redisReply *r = queue_script(d.rc, LUA_FETCH, 5, 11, argv, NULL);
+	struct sargs a;
+	sargs_fetch(&a, "ferry", "q", "w1", "m1", "w1:x:1", n, held, 3);
+	redisReply *r = queue_script(d.rc, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens);
 	cr_assert_not_null(r, "fetch: %s", d.rc->errstr);
 	return r;
 }
@@ -191,14 +191,15 @@ Test(scripts, script_errors_name_the_scripts_own_lines)
 static redisReply *
 settle(int count, int nargs, const char **args)
 {
-	char cbuf[16];
-	const char *argv[64] = { PROC, DELAYED, DEAD, STATS, BKEYS, OWNERS, "w1",
-		"m1", cbuf };
+	struct sargs a;
+	const char *argv[64];
 
-	snprintf(cbuf, sizeof(cbuf), "%d", count);
+	sargs_settle(&a, "ferry", "q", "w1", "m1", count);
+	memcpy(argv, a.argv, SARGS_SETTLE_FIXED * sizeof(*argv));
 	for (int i = 0; i < nargs; i++)
-		argv[9 + i] = args[i];
-	redisReply *r = queue_script(d.rc, LUA_SETTLE, 6, 9 + nargs, argv, NULL);
+		argv[SARGS_SETTLE_FIXED + i] = args[i];
+	redisReply *r = queue_script(d.rc, LUA_SETTLE, a.nkeys,
+	    SARGS_SETTLE_FIXED + nargs, argv, NULL);
 	cr_assert_not_null(r, "settle: %s", d.rc->errstr);
 	return r;
 }
@@ -303,9 +304,10 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 static redisReply *
 reclaim(const char *maxrec, const char *bump)
 {
-	const char *argv[] = { PROC, REQUEUE, DEAD, STATS, OWNERS, BKEYS, "w1",
-		maxrec, bump };
-	redisReply *r = queue_script(d.rc, LUA_RECLAIM, 6, 9, argv, NULL);
+	struct sargs a;
+	sargs_reclaim(&a, "ferry", "q", "w1", atoi(maxrec), strcmp(bump, "1") == 0);
+	redisReply *r = queue_script(d.rc, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens);
 	cr_assert_not_null(r, "reclaim: %s", d.rc->errstr);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "reclaim: %s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "");

@@ -1,0 +1,55 @@
+/* script_args.h - the KEYS and ARGV of each Lua script, built in exactly
+ * one place per script, in the order its header comment in src/lua/
+ * states. The worker, the master (asynchronously), ferryctl and the tests
+ * all call these, so a script's argument order is written down once in C.
+ * Pure code: it only fills strings. */
+#ifndef FERRY_SCRIPT_ARGS_H
+#define FERRY_SCRIPT_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lua_scripts.h"
+#include "queue.h"
+
+#define SARGS_MAX 12
+#define SARGS_KEY_MAX (QUEUE_KEY_MAX + 160)
+
+/* One call: script, nkeys, argc, argv and lens (argv points into the
+ * struct itself: fill it where it is used, never copy it). */
+struct sargs {
+	enum lua_script script;
+	int nkeys, argc;
+	const char *argv[SARGS_MAX];
+	size_t lens[SARGS_MAX];
+	struct queue_keys k;
+	char proc[SARGS_KEY_MAX];
+	char num[4][24];
+};
+
+/* fetch.lua: up to n jobs into proc; held already there (BLMOVE). */
+void sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
+    const char *worker, const char *master, const char *batch_key, int n,
+    int held, int max_recoveries);
+/* register.lua: worker records its master. */
+void sargs_register(struct sargs *a, const char *prefix, const char *queue,
+    const char *worker, const char *master);
+/* settle.lua's fixed part; append 6 values per named job (settle.lua). */
+void sargs_settle(struct sargs *a, const char *prefix, const char *queue,
+    const char *worker, const char *master, int count);
+#define SARGS_SETTLE_FIXED 9    /* KEYS and ARGV before the per-job values */
+#define SARGS_SETTLE_PER_JOB 6
+/* reclaim.lua: hand worker's processing list back (bump: recoveries+1). */
+void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
+    const char *worker, int max_recoveries, bool bump);
+/* reap.lua: dead hosts' lists of queue, judged by the clock hash. */
+void sargs_reap(struct sargs *a, const char *prefix, const char *queue,
+    const char *clock_key, int max_recoveries, long heartbeat_ttl_ms);
+/* promote.lua: at most limit due retries to requeue. */
+void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
+    int limit);
+/* dead_retry.lua: replay the dead entry el (len bytes). */
+void sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
+    const char *el, size_t len);
+
+#endif
