@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "job.h"
 #include "queue.h"
+#include "script_args.h"
 #include "wrapper.h"
 
 #define QUEUES "[queue q]\nworkers = 0\n"
@@ -114,28 +115,24 @@ static void
 settle_dead(const char *const *els, const size_t *lens, int n,
     const char *const *ids, const char *batch)
 {
-	char proc[QUEUE_KEY_MAX], count[16], pos[16][8];
-	const char *argv[6 + 3 + 16 * 6];
-	size_t argl[6 + 3 + 16 * 6];
+	char pos[16][16];
+	const char *argv[SARGS_SETTLE_FIXED + 16 * SARGS_SETTLE_PER_JOB];
+	size_t argl[SARGS_SETTLE_FIXED + 16 * SARGS_SETTLE_PER_JOB];
+	struct sargs sa;
 	int a = 0;
 
 	cr_assert(n <= 16);
-	queue_proc_key(&k, "w1", proc, sizeof(proc));
+	sargs_settle(&sa, "ferry", "q", "w1", "m1", n);
+	const char *proc = sa.argv[0];
 	freeReplyObject(h_redis(&d, "HSET %s w1 m1", k.owners));
 	if (batch != NULL)
 		freeReplyObject(h_redis(&d, "HSET %s w1 %s", k.bkeys, batch));
 	for (int i = 0; i < n; i++)
 		freeReplyObject(h_redis(&d, "RPUSH %s %b", proc, els[i], lens[i]));
-	const char *keys[] = { proc, k.delayed, k.dead, k.stats, k.bkeys,
-	    k.owners };
-	for (int i = 0; i < 6; i++) {
-		argv[a] = keys[i];
-		argl[a++] = strlen(keys[i]);
+	for (; a < SARGS_SETTLE_FIXED; a++) {
+		argv[a] = sa.argv[a];
+		argl[a] = sa.lens[a];
 	}
-	snprintf(count, sizeof(count), "%d", n);
-	argv[a] = "w1"; argl[a++] = 2;
-	argv[a] = "m1"; argl[a++] = 2;
-	argv[a] = count; argl[a++] = strlen(count);
 	for (int i = 0; i < n; i++) {
 		snprintf(pos[i], sizeof(pos[i]), "%d", i + 1);
 		const char *v[] = { pos[i], "dead", ids[i],
@@ -145,7 +142,7 @@ settle_dead(const char *const *els, const size_t *lens, int n,
 			argl[a++] = strlen(v[j]);
 		}
 	}
-	redisReply *r = queue_script(d.rc, LUA_SETTLE, 6, a, argv, argl);
+	redisReply *r = queue_script(d.rc, LUA_SETTLE, sa.nkeys, a, argv, argl);
 	reply_ok(r, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->element[2]->integer, n);
 	freeReplyObject(r);
