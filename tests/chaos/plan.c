@@ -9,6 +9,9 @@
  * The first round uses every fault kind once, in a seeded order, so even a
  * short run covers them all; after that kinds are drawn by weight.
  *
+ * faults=0 or hostile=0 leave out the faults or the hostile elements (to
+ * tell which of the two a failure needs).
+ *
  * Events (H is a or b):
  *   wkill H I           SIGKILL the I-th (mod count) worker of host H
  *   mkill H / mstart H  SIGKILL the master of H / start it again
@@ -215,6 +218,8 @@ chaos_plan_main(int argc, char **argv)
 	long long gap_min = chaos_arg_ll(argc, argv, "gap_min_ms", 300);
 	long long gap_max = chaos_arg_ll(argc, argv, "gap_max_ms", 2500);
 	long long hgap_max = chaos_arg_ll(argc, argv, "hostile_gap_max_ms", 1500);
+	int faults = (int)chaos_arg_ll(argc, argv, "faults", 1);
+	int hostiles = (int)chaos_arg_ll(argc, argv, "hostile", 1);
 	struct chaos_rng r = { (uint64_t)seed };
 	struct world w = { .b_from = -100000, .b_until = -100000 };
 	char buf[96];
@@ -231,9 +236,10 @@ chaos_plan_main(int argc, char **argv)
 	}
 	int next_first = 0;
 	/* host b first: the freeze of round one needs it */
-	schedule(&w, &r, K_HOSTB, 1000, end - 1000, ttl);
+	if (faults)
+		schedule(&w, &r, K_HOSTB, 1000, end - 1000, ttl);
 	long long t = 2500;
-	while (t < end - 1500) {
+	while (faults && t < end - 1500) {
 		int done = 0;
 		for (int tries = 0; tries < 12 && !done; tries++) {
 			enum kind k = next_first < K_NKINDS ? order[next_first] : draw(&r);
@@ -250,7 +256,8 @@ chaos_plan_main(int argc, char **argv)
 	while (chaos_hostile_kinds[nh] != NULL)
 		nh++;
 	int hi = 0;
-	for (t = 1500; t < end - 1000; t += chaos_rng_range(&r, 100, hgap_max)) {
+	for (t = 1500; hostiles && t < end - 1000;
+	    t += chaos_rng_range(&r, 100, hgap_max)) {
 		int kind = hi < 2 * nh ? hi % nh : (int)chaos_rng_range(&r, 0, nh - 1);
 		/* round one onto the pg queue, round two onto exec, then drawn */
 		const char *q = hi < nh ? "pg" : hi < 2 * nh ? "exec" :
