@@ -551,5 +551,8 @@ chaos_check_main(int argc, char **argv)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
 	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
 	    left != 0 || foreign;
+	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		chaos_buf_free(&all[i]->ids);
 	return failed ? 1 : 0;
 }
