@@ -189,7 +189,7 @@ hostile(struct producer *p, int q, const char *kind, long long idx,
 		chaos_buf_add(b, "\xc3\x28\xa0\xa1 not json \xff\x00\x01", 17);
 	} else if (strcmp(kind, "notjson") == 0) {
 		static const char *const v[] = { "", "hello", "{\"id\":\"h-cut\",",
-			"null", "[1,2,3]", "{\"id\":\"h-dup\",\"id\":\"p-1\"}", "42",
+			"null", "[1,2,3]", "{\"id\":\"h-dup\",\"id\":\"h-dup2\"}", "42",
 			"{\"data\":{\"job_id\":null}}", };
 		const char *s = v[idx % (long long)(sizeof(v) / sizeof(v[0]))];
 		chaos_buf_add(b, s, strlen(s));
