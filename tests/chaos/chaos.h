@@ -1,0 +1,75 @@
+/* chaos.h - the helper program of scripts/chaos (the fault-injection suite):
+ * one binary, one subcommand per module.
+ *
+ *   chaos_helper servers LINK...   real redis-server (AOF, appendfsync
+ *                                  always) and PostgreSQL, a TCP proxy per
+ *                                  LINK that can be cut, commands on stdin
+ *   chaos_helper plan KEY=VALUE... the seeded fault schedule, on stdout
+ *   chaos_helper produce KEY=VALUE... good jobs and the plan's hostile
+ *                                  elements onto the ready lists
+ *   chaos_helper foreign KEY=VALUE... create the foreign keys
+ *   chaos_helper check KEY=VALUE...  the checker; exit 1 on loss/duplicate
+ *   chaos_helper wait KEY=VALUE...   wait until every ferry list but dead
+ *                                  is empty (bounded)
+ *   chaos_helper handle FILE       the exec queue's handler
+ *
+ * Everything is on 127.0.0.1; every loop has a deadline. */
+#ifndef FERRY_CHAOS_H
+#define FERRY_CHAOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+/* ------------------------------------------------------------- util */
+long long chaos_now_ms(void);
+void chaos_sleep_ms(long ms);
+void chaos_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+    noreturn));
+
+/* KEY=VALUE arguments: the value of `key`, or `def` when absent. */
+const char *chaos_arg(int argc, char **argv, const char *key, const char *def);
+long long chaos_arg_ll(int argc, char **argv, const char *key, long long def);
+
+/* splitmix64: small, seedable, the same on every machine */
+struct chaos_rng {
+	uint64_t s;
+};
+uint64_t chaos_rng_next(struct chaos_rng *r);
+/* uniform in [lo, hi] */
+long long chaos_rng_range(struct chaos_rng *r, long long lo, long long hi);
+
+/* A Redis connection with connect and command timeouts (ms); NULL when
+ * Redis does not answer. */
+redisContext *chaos_redis(int port, long timeout_ms);
+
+/* A growable byte buffer. */
+struct chaos_buf {
+	char *p;
+	size_t len, cap;
+};
+void chaos_buf_add(struct chaos_buf *b, const void *data, size_t n);
+void chaos_buf_printf(struct chaos_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void chaos_buf_free(struct chaos_buf *b);
+
+/* Foreign keys: keys of "another application" that hostile cache_keys
+ * name; created by `foreign`, verified by `check`. */
+extern const char *const chaos_foreign_keys[];
+int chaos_foreign_create(redisContext *c);
+/* Number of foreign keys changed (each printed to stdout). */
+int chaos_foreign_check(redisContext *c);
+
+/* The hostile element kinds (plan.c), NULL-terminated. */
+extern const char *const chaos_hostile_kinds[];
+
+/* --------------------------------------------------------- commands */
+int chaos_servers_main(int argc, char **argv);
+int chaos_plan_main(int argc, char **argv);
+int chaos_produce_main(int argc, char **argv);
+int chaos_check_main(int argc, char **argv);
+int chaos_wait_main(int argc, char **argv);
+int chaos_handle_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,558 @@
+/* check.c - the end of a chaos run.
+ *
+ * `chaos_helper wait redis=PORT seconds=S ...` waits (bounded) until every
+ * list and sorted set of both queues but `dead` is empty and has stayed so
+ * for two seconds; exit 1 on timeout, naming what is left.
+ *
+ * `chaos_helper check redis=PORT pg=CONNINFO ledger=FILE handled=FILE
+ * table=T pgq=Q execq=Q prefix=P` asserts:
+ *   - every acknowledged good postgres job is in the table exactly once and
+ *     not dead, or dead (with a reason) and not in the table; a refused row
+ *     ("pb-") is dead and not in the table;
+ *   - every acknowledged exec job was handled at least once, or is dead;
+ *   - no row of an unknown id; nothing left in ready, proc, delayed,
+ *     requeue or any other list of a queue but dead; the foreign keys
+ *     untouched.
+ * Prints the summary (rows, duplicates, lost, dead by reason) and the ids
+ * of every failure; exit 1 on any. Uncertain jobs (their LPUSH got no
+ * reply) may be missing, but never doubled. */
+#include "chaos.h"
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------- a tiny string map */
+
+struct entry {
+	char *key;
+	int acked, uncertain, rows, dead, handled, stuck;
+	char *reason;  /* of its first dead entry */
+	struct entry *next;
+};
+
+#define NBUCKETS 65536
+static struct entry *buckets[NBUCKETS];
+
+static struct entry *
+get(const char *key, int create)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	struct entry **b = &buckets[h % NBUCKETS];
+	for (struct entry *e = *b; e != NULL; e = e->next)
+		if (strcmp(e->key, key) == 0)
+			return e;
+	if (!create)
+		return NULL;
+	struct entry *e = calloc(1, sizeof(*e));
+	if (e == NULL || (e->key = strdup(key)) == NULL)
+		chaos_die("out of memory");
+	e->next = *b;
+	*b = e;
+	return e;
+}
+
+/* The id of a list element: the producer's "id" of the document, inside
+ * ferry's wrapper when there is one; by a plain text search when the bytes
+ * are not JSON (invalid UTF-8 survives in elements and dead entries). */
+static int
+element_id(const char *el, size_t len, char *out, size_t size)
+{
+	static const char wrap[] = "{\"ferry\":1,", mark[] = ",\"job\":";
+	const char *doc = el, *end = el + len;
+	json_error_t err;
+	out[0] = '\0';
+	if (len > sizeof(wrap) && memcmp(el, wrap, sizeof(wrap) - 1) == 0) {
+		const char *m = memmem(el, len, mark, sizeof(mark) - 1);
+		if (m != NULL) {
+			doc = m + sizeof(mark) - 1;
+			end = el + len - 1;
+		}
+	}
+	if (end < doc)
+		end = doc;
+	json_t *j = json_loadb(doc, (size_t)(end - doc), JSON_DECODE_ANY, &err);
+	const char *id = json_string_value(json_object_get(j, "id"));
+	if (id != NULL)
+		snprintf(out, size, "%s", id);
+	json_decref(j);
+	if (out[0] == '\0') {
+		const char *p = memmem(doc, (size_t)(end - doc), "\"id\":\"", 6);
+		if (p != NULL) {
+			p += 6;
+			size_t n = 0;
+			while (p + n < end && p[n] != '"' && n + 1 < size)
+				n++;
+			memcpy(out, p, n);
+			out[n] = '\0';
+		}
+	}
+	return out[0] != '\0';
+}
+
+static void mark_stuck(const char *id);
+
+/* ------------------------------------------------------------- redis */
+
+/* Print (when `say`) and count the non-empty lists and sorted sets of
+ * queue q other than dead; dead entries are handed to `dead_cb`. */
+static long long
+leftovers(redisContext *c, const char *prefix, const char *q, int say,
+    void (*dead_cb)(const char *, size_t, const char *))
+{
+	char pat[200];
+	long long left = 0;
+	/* what is left, by kind of key: ready, proc:*, delayed, requeue... */
+	struct { char kind[32]; long long keys, n; } kinds[16];
+	int nkinds = 0;
+	snprintf(pat, sizeof(pat), "%s:{%s}:*", prefix, q);
+	char cursor[32] = "0";
+	do {
+		redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000",
+		    cursor, pat);
+		if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+			if (r)
+				freeReplyObject(r);
+			return -1;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		redisReply *keys = r->element[1];
+		for (size_t i = 0; i < keys->elements; i++) {
+			const char *k = keys->element[i]->str;
+			redisReply *t = redisCommand(c, "TYPE %s", k);
+			if (t == NULL)
+				continue;
+			int list = strcmp(t->str, "list") == 0;
+			int zset = strcmp(t->str, "zset") == 0;
+			freeReplyObject(t);
+			size_t kl = strlen(k);
+			int dead = kl > 5 && strcmp(k + kl - 5, ":dead") == 0;
+			if (dead && list && dead_cb != NULL) {
+				redisReply *d = redisCommand(c, "LRANGE %s 0 -1", k);
+				for (size_t j = 0; d && j < d->elements; j++)
+					dead_cb(d->element[j]->str, d->element[j]->len, q);
+				if (d)
+					freeReplyObject(d);
+			}
+			if (dead || (!list && !zset))
+				continue;
+			redisReply *n = redisCommand(c, list ? "LLEN %s" : "ZCARD %s", k);
+			if (n != NULL && n->integer > 0) {
+				const char *kind = strstr(k, "}:");
+				char kb[32];
+				kind = kind ? kind + 2 : k;
+				snprintf(kb, sizeof(kb), "%.*s", (int)strcspn(kind, ":"), kind);
+				int i = 0;
+				while (i < nkinds && strcmp(kinds[i].kind, kb) != 0)
+					i++;
+				if (i == nkinds && nkinds < 16) {
+					snprintf(kinds[i].kind, sizeof(kinds[i].kind), "%s", kb);
+					kinds[i].keys = kinds[i].n = 0;
+					nkinds++;
+				}
+				if (i < nkinds) {
+					kinds[i].keys++;
+					kinds[i].n += n->integer;
+				}
+				left += n->integer;
+			}
+			if (n)
+				freeReplyObject(n);
+			redisReply *els = say ? redisCommand(c, list ?
+			    "LRANGE %s 0 -1" : "ZRANGE %s 0 -1", k) : NULL;
+			for (size_t j = 0; els && j < els->elements; j++) {
+				char id[200];
+				if (element_id(els->element[j]->str,
+				    els->element[j]->len, id, sizeof(id)))
+					mark_stuck(id);
+			}
+			if (els)
+				freeReplyObject(els);
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	for (int i = 0; say && i < nkinds; i++)
+		printf("  left in %s:{%s}:%s%s: %lld jobs in %lld keys\n", prefix, q,
+		    kinds[i].kind, strcmp(kinds[i].kind, "proc") == 0 ? ":*" : "",
+		    kinds[i].n, kinds[i].keys);
+	return left;
+}
+
+/* Sum of the counters of queue q's stats hash that move when work is done. */
+static long long
+progress(redisContext *c, const char *prefix, const char *q)
+{
+	redisReply *r = redisCommand(c, "HMGET %s:{%s}:stats done dead retried "
+	    "recovered", prefix, q);
+	long long sum = 0;
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			sum += atoll(r->element[i]->str);
+	if (r)
+		freeReplyObject(r);
+	return sum;
+}
+
+/* Bounded: `seconds` in all, and `stuck` seconds without any progress (no
+ * job done, dead, retried or recovered while some are left) ends it early. */
+int
+chaos_wait_main(int argc, char **argv)
+{
+	int port = (int)chaos_arg_ll(argc, argv, "redis", 0);
+	long long start = chaos_now_ms();
+	long long deadline = start + chaos_arg_ll(argc, argv, "seconds", 60) * 1000;
+	long long stuck_ms = chaos_arg_ll(argc, argv, "stuck", 20) * 1000;
+	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
+	const char *q[2] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
+		chaos_arg(argc, argv, "execq", "chaos_exec") };
+	long long empty_since = -1, last_sig = -1, moved_at = start;
+	for (;;) {
+		long long now = chaos_now_ms(), left = -1, sig = -1;
+		redisContext *c = chaos_redis(port, 2000);
+		if (c != NULL) {
+			long long a = leftovers(c, prefix, q[0], 0, NULL);
+			long long b = leftovers(c, prefix, q[1], 0, NULL);
+			left = a < 0 || b < 0 ? -1 : a + b;
+			sig = progress(c, prefix, q[0]) * 7 + progress(c, prefix, q[1]) +
+			    left * 1000003;
+		}
+		if (sig != last_sig) {
+			last_sig = sig;
+			moved_at = now;
+		}
+		if (left == 0 && empty_since < 0)
+			empty_since = now;
+		if (left != 0)
+			empty_since = -1;
+		if (empty_since >= 0 && now - empty_since >= 2000) {
+			printf("chaos: drained in %lld s\n", (now - start) / 1000);
+			redisFree(c);
+			return 0;
+		}
+		if (now >= deadline || now - moved_at >= stuck_ms) {
+			if (now >= deadline)
+				printf("chaos: not drained after %lld s:\n",
+				    (now - start) / 1000);
+			else
+				printf("chaos: not drained, and no progress for %lld s "
+				    "(after %lld s):\n", stuck_ms / 1000,
+				    (now - start) / 1000);
+			if (c != NULL) {
+				leftovers(c, prefix, q[0], 1, NULL);
+				leftovers(c, prefix, q[1], 1, NULL);
+				redisFree(c);
+			}
+			return 1;
+		}
+		if (c != NULL)
+			redisFree(c);
+		chaos_sleep_ms(250);
+	}
+}
+
+/* ---------------------------------------------------------- checking */
+
+struct reason_count {
+	char reason[100];
+	long long n;
+};
+static struct reason_count reasons[2][64];
+static long long dead_total[2], dead_hostile[2], dead_unknown[2];
+static const char *queue_names[2];
+
+static void
+count_reason(int q, const char *reason)
+{
+	char r[100];
+	/* the first 90 bytes */
+	snprintf(r, sizeof(r), "%.90s", reason);
+	for (int i = 0; i < 64; i++) {
+		if (reasons[q][i].n == 0)
+			snprintf(reasons[q][i].reason, sizeof(r), "%s", r);
+		if (strcmp(reasons[q][i].reason, r) == 0) {
+			reasons[q][i].n++;
+			return;
+		}
+	}
+}
+
+static void
+on_dead(const char *el, size_t len, const char *qname)
+{
+	int q = strcmp(qname, queue_names[1]) == 0;
+	json_error_t err;
+	json_t *e = json_loadb(el, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	const char *reason = json_string_value(json_object_get(e, "reason"));
+	const char *id = json_string_value(json_object_get(e, "id"));
+	char idbuf[200];
+	dead_total[q]++;
+	if (e == NULL) {
+		/* not valid JSON (invalid UTF-8 of the job copied as is): still
+		 * find which job it is */
+		dead_unknown[q]++;
+		const char *r = memmem(el, len, "\"reason\":\"", 10);
+		static char rb[80];
+		if (r != NULL) {
+			size_t n = 0;
+			r += 10;
+			while (r + n < el + len && r[n] != '"' && n + 1 < sizeof(rb))
+				n++;
+			memcpy(rb, r, n);
+			rb[n] = '\0';
+			reason = rb;
+		}
+		const char *j = memmem(el, len, ",\"job\":", 7);
+		if (j != NULL && element_id(j, (size_t)(el + len - j), idbuf,
+		    sizeof(idbuf)))
+			id = idbuf;
+	} else if (id == NULL) {
+		const char *raw = json_string_value(json_object_get(e, "job"));
+		if (raw != NULL && element_id(raw, strlen(raw), idbuf, sizeof(idbuf)))
+			id = idbuf;
+	}
+	struct entry *x = id ? get(id, 0) : NULL;
+	if (x != NULL) {
+		if (x->dead++ == 0)
+			x->reason = strdup(reason ? reason : "");
+		/* "failed by the handler" says little: add the start of the
+		 * last error, up to its first colon (the SQLSTATE's message) */
+		const char *le = json_string_value(json_object_get(e, "last_error"));
+		char rr[200];
+		snprintf(rr, sizeof(rr), "%s%s%.*s", reason && *reason ? reason :
+		    "(no reason)", le && strcmp(le, reason ? reason : "") ? ": " : "",
+		    le && strcmp(le, reason ? reason : "") ?
+		    (int)strcspn(le, ":") : 0, le ? le : "");
+		count_reason(q, rr);
+	} else {
+		dead_hostile[q]++;
+	}
+	json_decref(e);
+}
+
+static void
+mark_stuck(const char *id)
+{
+	struct entry *e = get(id, 0);
+	if (e != NULL)
+		e->stuck++;
+}
+
+struct failures {
+	const char *what;
+	long long n;
+	struct chaos_buf ids;
+};
+
+static void
+fail(struct failures *f, const char *id)
+{
+	if (f->n++ < 40)
+		chaos_buf_printf(&f->ids, " %s", id);
+}
+
+static void
+print_fail(const struct failures *f)
+{
+	if (f->n > 0)
+		printf("chaos: FAIL %lld %s:%s%s\n", f->n, f->what,
+		    f->ids.p ? f->ids.p : "", f->n > 40 ? " ..." : "");
+}
+
+static int
+load_ledger(const char *path, long long *counts, long long *hostile)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == 'h') {
+			(*hostile)++;
+			continue;
+		}
+		if (strlen(line) < 3)
+			continue;
+		struct entry *e = get(line + 2, 1);
+		if (line[0] == 'a')
+			e->acked = 1;
+		else
+			e->uncertain = 1;
+		counts[line[2] == 'e']++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int
+load_rows(const char *conninfo, const char *table, long long *rows,
+    long long *foreign_rows)
+{
+	PGconn *pg = PQconnectdb(conninfo);
+	if (PQstatus(pg) != CONNECTION_OK) {
+		fprintf(stderr, "chaos check: postgres: %s", PQerrorMessage(pg));
+		PQfinish(pg);
+		return -1;
+	}
+	char sql[300];
+	snprintf(sql, sizeof(sql), "SELECT job_id, count(*) FROM %s GROUP BY "
+	    "job_id", table);
+	PGresult *r = PQexec(pg, sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "chaos check: %s", PQerrorMessage(pg));
+		PQclear(r);
+		PQfinish(pg);
+		return -1;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *id = PQgetvalue(r, i, 0);
+		int n = atoi(PQgetvalue(r, i, 1));
+		*rows += n;
+		struct entry *e = get(id, 0);
+		if (e == NULL) {
+			/* a hostile document's own row ("h-..."), or unknown */
+			if (strncmp(id, "h-", 2) != 0)
+				printf("  row of an id nobody enqueued: %.80s (x%d)\n",
+				    id, n);
+			(*foreign_rows)++;
+			continue;
+		}
+		e->rows += n;
+	}
+	PQclear(r);
+	PQfinish(pg);
+	return 0;
+}
+
+static void
+load_handled(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		struct entry *e = get(line, 0);
+		if (e != NULL)
+			e->handled++;
+	}
+	fclose(f);
+}
+
+static void
+print_reasons(int q)
+{
+	printf("chaos: %s: dead %lld (good jobs by reason:", queue_names[q],
+	    dead_total[q]);
+	int any = 0;
+	for (int i = 0; i < 64 && reasons[q][i].n > 0; i++, any = 1)
+		printf("%s %lld \"%s\"", i ? "," : "", reasons[q][i].n,
+		    reasons[q][i].reason);
+	printf("%s; hostile %lld", any ? "" : " none", dead_hostile[q]);
+	if (dead_unknown[q])
+		printf("; %lld entries not valid JSON", dead_unknown[q]);
+	printf(")\n");
+}
+
+int
+chaos_check_main(int argc, char **argv)
+{
+	int port = (int)chaos_arg_ll(argc, argv, "redis", 0);
+	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
+	queue_names[0] = chaos_arg(argc, argv, "pgq", "chaos_pg");
+	queue_names[1] = chaos_arg(argc, argv, "execq", "chaos_exec");
+	long long jobs[2] = { 0, 0 }, hostile = 0, rows = 0, foreign_rows = 0;
+	if (load_ledger(chaos_arg(argc, argv, "ledger", ""), jobs, &hostile) != 0)
+		chaos_die("check: no ledger");
+	if (load_rows(chaos_arg(argc, argv, "pg", ""),
+	    chaos_arg(argc, argv, "table", "chaos_rows"), &rows, &foreign_rows))
+		return 2;
+	load_handled(chaos_arg(argc, argv, "handled", ""));
+	redisContext *c = chaos_redis(port, 10000);
+	if (c == NULL)
+		chaos_die("check: cannot connect to redis");
+	long long left = 0;
+	for (int q = 0; q < 2; q++)
+		left += leftovers(c, prefix, queue_names[q], 1, on_dead);
+	int foreign = chaos_foreign_check(c);
+	redisFree(c);
+
+	struct failures dup = { "duplicate rows (written more than once)", 0, { 0 } },
+	    lost = { "lost (acknowledged by Redis, neither written nor dead)", 0,
+		{ 0 } },
+	    deadw = { "dead-lettered although written (a replay writes them "
+		"twice)", 0, { 0 } },
+	    badw = { "refused rows written", 0, { 0 } },
+	    noreason = { "dead without a reason", 0, { 0 } },
+	    stuck = { "stuck (still in a ready, processing or retry list)", 0,
+		{ 0 } };
+	long long handled_twice = 0, handled = 0, uncertain = 0, unpushed = 0;
+	for (size_t b = 0; b < NBUCKETS; b++)
+		for (struct entry *e = buckets[b]; e != NULL; e = e->next) {
+			int exec = e->key[0] == 'e';
+			uncertain += e->uncertain && !e->acked;
+			if (e->dead && e->reason != NULL && e->reason[0] == '\0')
+				fail(&noreason, e->key);
+			if (e->stuck)
+				fail(&stuck, e->key);
+			if (exec) {
+				handled += e->handled > 0;
+				handled_twice += e->handled > 1;
+				if (!e->handled && !e->dead && !e->stuck) {
+					if (e->acked)
+						fail(&lost, e->key);
+					else
+						unpushed++;
+				}
+				continue;
+			}
+			int bad = strncmp(e->key, "pb-", 3) == 0;
+			if (e->rows > 1)
+				fail(&dup, e->key);
+			if (e->rows > 0 && bad)
+				fail(&badw, e->key);
+			else if (e->rows > 0 && e->dead)
+				fail(&deadw, e->key);
+			if (e->rows == 0 && !e->dead && !e->stuck) {
+				if (e->acked)
+					fail(&lost, e->key);
+				else
+					unpushed++;
+			}
+		}
+
+	printf("chaos: enqueued: pg %lld jobs, exec %lld jobs (%lld with an "
+	    "unknown outcome, %lld of them never arrived), %lld hostile elements\n",
+	    jobs[0], jobs[1], uncertain, unpushed, hostile);
+	printf("chaos: %s: rows %lld (%lld of hostile documents), duplicates "
+	    "%lld, lost %lld\n", queue_names[0], rows, foreign_rows, dup.n,
+	    lost.n);
+	print_reasons(0);
+	printf("chaos: %s: handled %lld (more than once %lld)\n", queue_names[1],
+	    handled, handled_twice);
+	print_reasons(1);
+	printf("chaos: redis: %lld jobs left outside dead, %d foreign keys "
+	    "changed\n", left, foreign);
+	print_fail(&dup);
+	print_fail(&lost);
+	print_fail(&deadw);
+	print_fail(&badw);
+	print_fail(&noreason);
+	print_fail(&stuck);
+	if (left > 0)
+		printf("chaos: FAIL %lld jobs left in ready/proc/delayed/requeue "
+		    "lists\n", left);
+	if (foreign > 0)
+		printf("chaos: FAIL %d foreign keys changed\n", foreign);
+	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
+	    left != 0 || foreign;
+	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		chaos_buf_free(&all[i]->ids);
+	return failed ? 1 : 0;
+}
