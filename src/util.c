@@ -87,10 +87,8 @@ util_realtime_ms(void)
 	return clock_ms(CLOCK_REALTIME);
 }
 
-/* Length of the valid UTF-8 character at p (RFC 3629) within n bytes, or
- * 0. */
-static size_t
-utf8_char(const unsigned char *p, size_t n)
+size_t
+util_utf8_char(const unsigned char *p, size_t n)
 {
 	size_t len;
 	unsigned char lo = 0x80, hi = 0xbf;
@@ -130,7 +128,7 @@ util_utf8_copy(char *dst, size_t size, const char *src, size_t n)
 	size_t o = 0;
 
 	while (p < end) {
-		size_t len = utf8_char(p, (size_t)(end - p));
+		size_t len = util_utf8_char(p, (size_t)(end - p));
 		if (o + (len ? len : 1) > size - 1)
 			break;
 		if (len == 0 || *p < 0x20 || *p == 0x7f) {

@@ -14,6 +14,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Length of the valid UTF-8 character at p (RFC 3629: no overlong forms,
+ * no surrogates, at most U+10FFFF) within n > 0 bytes, or 0. */
+size_t util_utf8_char(const unsigned char *p, size_t n);
 /* Copy n bytes of src into dst (size bytes, size > 0) as valid UTF-8
  * without control characters, NUL-terminated: a byte that does not start
  * a valid character, and a control character (tab, newline...), becomes

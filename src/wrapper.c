@@ -52,41 +52,6 @@ hex(unsigned char x)
 	return -1;
 }
 
-/* Length of the valid UTF-8 character at p (RFC 3629), or 0. */
-static size_t
-utf8_char(const unsigned char *p, const unsigned char *end)
-{
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (*p < 0x80)
-		return 1;
-	if (*p >= 0xc2 && *p <= 0xdf)
-		n = 2;
-	else if (*p >= 0xe0 && *p <= 0xef)
-		n = 3;
-	else if (*p >= 0xf0 && *p <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if ((size_t)(end - p) < n)
-		return 0;
-	if (*p == 0xe0)
-		lo = 0xa0;
-	else if (*p == 0xed)
-		hi = 0x9f;
-	else if (*p == 0xf0)
-		lo = 0x90;
-	else if (*p == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 static bool
 str(struct cursor *c, struct wrapper_str *out)
 {
@@ -125,7 +90,7 @@ str(struct cursor *c, struct wrapper_str *out)
 			c->p += 6;
 			continue;
 		}
-		size_t n = utf8_char(c->p, c->end);
+		size_t n = util_utf8_char(c->p, (size_t)(c->end - c->p));
 		if (n == 0)
 			return false;
 		c->p += n;
