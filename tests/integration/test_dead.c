@@ -114,7 +114,7 @@ static void
 settle_dead(const char *const *els, const size_t *lens, int n,
     const char *const *ids, const char *batch)
 {
-	char proc[QUEUE_KEY_MAX], count[16], pos[16][8];
+	char proc[QUEUE_KEY_MAX], count[16], pos[16][12];
 	const char *argv[6 + 3 + 16 * 6];
 	size_t argl[6 + 3 + 16 * 6];
 	int a = 0;
