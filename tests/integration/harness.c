@@ -215,17 +215,191 @@ h_wait_exit(pid_t pid, int timeout_ms)
 	return -1;
 }
 
+static int proc_stat(const char *pid_dir, char *state, int *ppid,
+    int *pgrp);
+
+void
+h_expect_log(struct ferryd *d, const char *pattern)
+{
+	cr_assert_lt(d->nexpect, H_MAX_EXPECT, "more than %d h_expect_log",
+	    H_MAX_EXPECT);
+	d->expect[d->nexpect++] = pattern;
+}
+
+/* Stop d's master if it still runs: SIGTERM (and SIGCONT to its process
+ * group when `wake`: a test that failed may leave it frozen), SIGKILL to
+ * the group after timeout_ms. Returns its wait status; -1 when there was
+ * nothing of ours to wait for (never started, reaped by the test, not our
+ * child); -2 when it had to be killed. */
+static int
+stop_master(struct ferryd *d, int timeout_ms, bool wake)
+{
+	pid_t pid = d->pid;
+	int status;
+
+	if (pid <= 0)
+		return -1;
+	d->pid = 0;
+	pid_t r = waitpid(pid, &status, WNOHANG);
+	if (r == pid)
+		return status;          /* it ended before, on its own */
+	if (r != 0)
+		return -1;
+	kill(pid, SIGTERM);
+	if (wake)
+		kill(-pid, SIGCONT);
+	if ((status = h_wait_exit(pid, timeout_ms)) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		kill(-pid, SIGKILL);
+		return -2;
+	}
+	return status;
+}
+
+/* A line of ferryd's log or stderr that reports an error. */
+static bool
+is_error_line(const char *line)
+{
+	static const char *const marks[] = {
+		" level=error ", " level=crit ", "ERROR: AddressSanitizer",
+		"ERROR: LeakSanitizer", "runtime error:", NULL
+	};
+	for (int i = 0; marks[i] != NULL; i++)
+		if (strstr(line, marks[i]) != NULL)
+			return true;
+	return false;
+}
+
+/* Print the error lines of `path` that no pattern of d expects, each with
+ * `tag`; return how many there are, the first in first. */
+static int
+unexpected_lines(struct ferryd *d, const char *path, const char *tag,
+    char *first, size_t size)
+{
+	char *text = h_read_file(path);
+	int n = 0;
+
+	for (char *line = text, *next; *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (!is_error_line(line))
+			continue;
+		bool expected = false;
+		for (int i = 0; i < d->nexpect && !expected; i++)
+			expected = strstr(line, d->expect[i]) != NULL;
+		if (expected)
+			continue;
+		if (n == 0 && first[0] == '\0')
+			snprintf(first, size, "%s", line);
+		if (n++ < 40)
+			fprintf(stderr, "%s %s: %s\n", tag, path, line);
+	}
+	if (n > 40)
+		fprintf(stderr, "%s %s: ... %d more\n", tag, path, n - 40);
+	free(text);
+	return n;
+}
+
+/* Live processes of process group pgid, their pids in pids (up to max). */
+static int
+group_members(pid_t pgid, pid_t *pids, int max)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	int n = 0, ppid, pgrp;
+	char state;
+
+	if (dir == NULL)
+		return 0;
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		if (proc_stat(e->d_name, &state, &ppid, &pgrp) == 0 &&
+		    pgrp == (int)pgid && state != 'Z' && n < max)
+			pids[n++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Wait a little for the master's process group to empty; kill what is
+ * left and say so. Returns how many were left. */
+static int
+leftovers(pid_t pgid, char *what, size_t size)
+{
+	pid_t pids[H_MAX_PIDS];
+	long long end = h_now_ms() + 5000;
+	int n;
+
+	while ((n = group_members(pgid, pids, H_MAX_PIDS)) > 0 &&
+	    h_now_ms() < end)
+		h_sleep_ms(20);
+	if (n == 0)
+		return 0;
+	int off = snprintf(what, size, "processes of ferryd left behind:");
+	for (int i = 0; i < n && off < (int)size; i++)
+		off += snprintf(what + off, size - (size_t)off, " %d", (int)pids[i]);
+	kill(-pgid, SIGKILL);
+	return n;
+}
+
+static void
+describe_status(int status, char *out, size_t size)
+{
+	if (WIFEXITED(status))
+		snprintf(out, size, "exit %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, size, "signal %d (%s)", WTERMSIG(status),
+		    strsignal(WTERMSIG(status)));
+	else
+		snprintf(out, size, "wait status %d", status);
+}
+
+void
+h_stop(struct ferryd *d)
+{
+	char problem[512] = "", first[1024] = "", how[64];
+	pid_t pgid = d->pid;
+	int status = stop_master(d, H_STOP_MS, false);
+
+	d->stopped = true;
+	if (status == -2) {
+		snprintf(problem, sizeof(problem), "ferryd did not exit within "
+		    "%d s of SIGTERM (killed)", H_STOP_MS / 1000);
+	} else if (status >= 0 && d->expect_exit != H_EXIT_ANY &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) == d->expect_exit)) {
+		describe_status(status, how, sizeof(how));
+		snprintf(problem, sizeof(problem), "ferryd ended with %s, "
+		    "expected exit %d", how, d->expect_exit);
+	} else if (status >= 0 && pgid > 0) {
+		leftovers(pgid, problem, sizeof(problem));
+	}
+	int n = unexpected_lines(d, d->log, "unexpected error in", first,
+	    sizeof(first));
+	n += unexpected_lines(d, d->stderr_path, "unexpected error in", first,
+	    sizeof(first));
+	cr_assert(problem[0] == '\0', "h_stop: %s", problem);
+	cr_assert_eq(n, 0, "h_stop: ferryd logged %d unexpected error "
+	    "line%s (printed above), the first:\n%s", n, n == 1 ? "" : "s",
+	    first);
+}
+
 void
 h_teardown(struct ferryd *d)
 {
-	if (d->pid > 0 && waitpid(d->pid, NULL, WNOHANG) == 0) {
-		kill(d->pid, SIGTERM);
-		if (h_wait_exit(d->pid, H_DEADLINE_MS) == -1) {
-			kill(d->pid, SIGKILL);
-			waitpid(d->pid, NULL, 0);
-		}
+	stop_master(d, H_DEADLINE_MS, true);
+	if (!d->stopped && d->dir[0] != '\0') {
+		char first[1024] = "";
+		unexpected_lines(d, d->log, "note (the test ended before h_stop):",
+		    first, sizeof(first));
+		unexpected_lines(d, d->stderr_path,
+		    "note (the test ended before h_stop):", first,
+		    sizeof(first));
 	}
-	d->pid = 0;
+	d->stopped = false;
 	if (d->rc != NULL)
 		redisFree(d->rc);
 	d->rc = NULL;
@@ -305,8 +479,10 @@ h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...)
 	cr_assert_fail("redis \"%s\" = %lld, expected %lld", fmt, v, want);
 }
 
-static pid_t
-parent_of(const char *pid_dir, char *state)
+/* State, parent and process group of process pid_dir (a /proc name);
+ * -1 when it is gone. */
+static int
+proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
@@ -319,10 +495,16 @@ parent_of(const char *pid_dir, char *state)
 		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');     /* comm may hold spaces */
-	int ppid;
-	if (p == NULL || sscanf(p + 2, "%c %d", state, &ppid) != 2)
+	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3)
 		return -1;
-	return ppid;
+	return 0;
+}
+
+static pid_t
+parent_of(const char *pid_dir, char *state)
+{
+	int ppid, pgrp;
+	return proc_stat(pid_dir, state, &ppid, &pgrp) == 0 ? ppid : -1;
 }
 
 static int
@@ -381,6 +563,65 @@ h_pid_alive(pid_t pid)
 	char name[32];
 	snprintf(name, sizeof(name), "%d", (int)pid);
 	return parent_of(name, &state) != -1 && state != 'Z';
+}
+
+void
+h_wait_gone(struct ferryd *d, pid_t pid)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	while (h_pid_alive(pid) && h_now_ms() < end)
+		h_sleep_ms(20);
+	if (h_pid_alive(pid)) {
+		h_dump_log(d);
+		cr_assert_fail("process %d is still alive", (int)pid);
+	}
+}
+
+void
+h_wait_stopped(struct ferryd *d, pid_t pid, bool stopped)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	char name[32], state = '?';
+	int ppid, pgrp;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	while (h_now_ms() < end) {
+		if (proc_stat(name, &state, &ppid, &pgrp) == -1)
+			break;
+		if ((state == 'T' || state == 't') == stopped)
+			return;
+		h_sleep_ms(10);
+	}
+	h_dump_log(d);
+	cr_assert_fail("process %d is in state %c, not %s", (int)pid, state,
+	    stopped ? "stopped" : "running");
+}
+
+/* blocked_clients of INFO clients, or -1. */
+static long long
+blocked_clients(struct ferryd *d)
+{
+	redisReply *r = h_redis(d, "INFO clients");
+	const char *p = r->type == REDIS_REPLY_STRING ?
+	    strstr(r->str, "blocked_clients:") : NULL;
+	long long n = p != NULL ? atoll(p + 16) : -1;
+	freeReplyObject(r);
+	return n;
+}
+
+void
+h_wait_blocked(struct ferryd *d, int want)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS, n = -1;
+
+	while (h_now_ms() < end) {
+		if ((n = blocked_clients(d)) >= want)
+			return;
+		h_sleep_ms(10);
+	}
+	h_dump_log(d);
+	cr_assert_fail("redis has %lld blocked clients, expected %d", n, want);
 }
 
 void

@@ -14,6 +14,9 @@
 
 #define H_MAX_PIDS 64
 #define H_DEADLINE_MS 20000   /* how long a wait may take before failing */
+#define H_STOP_MS 45000       /* h_stop: shutdown_timeout (30 s) + margin */
+#define H_MAX_EXPECT 16
+#define H_EXIT_ANY (-1)       /* expect_exit: whatever status (or none) */
 
 struct ferryd {
 	pid_t pid;
@@ -25,6 +28,12 @@ struct ferryd {
 	struct test_redis redis;  /* a private redis-server for this test */
 	struct test_pg pg;        /* a private PostgreSQL, when h_pg_start */
 	redisContext *rc;         /* the test's own connection to it */
+	/* What h_stop checks at the end of a test (zero after h_setup: exit
+	 * status 0 after SIGTERM, no error line at all). */
+	int expect_exit;          /* the master's exit code, or H_EXIT_ANY */
+	int nexpect;
+	const char *expect[H_MAX_EXPECT];  /* error lines the test provokes */
+	bool stopped;             /* h_stop ran */
 };
 
 /* Make a fresh temp folder for one test. */
@@ -52,7 +61,22 @@ void h_start(struct ferryd *d, int workers);
 /* Run ferryd with args (NULL-terminated), wait, return its exit status;
  * its stderr+stdout go to `output` (malloc'd) when not NULL. */
 int h_run_ferryd(const char *const *args, char **output);
-/* TERM and wait for exit (kills after the deadline); removes the folder. */
+/* Error lines holding `pattern` (a substring; a string that outlives the
+ * test) are expected: the test provokes them on purpose. */
+void h_expect_log(struct ferryd *d, const char *pattern);
+/* The end of every test that set up d, its last statement: stop ferryd
+ * with SIGTERM and fail the test unless the master exits with
+ * d->expect_exit (0 unless the test said otherwise; not checked when the
+ * test reaped the master itself), leaves no process of its group behind,
+ * and logged no error line (level=error in the log or on stderr, or a
+ * sanitizer report) that no h_expect_log pattern matches; the offending
+ * lines are printed. Criterion's .fini cannot fail a test (2.4 reports
+ * the result before .fini runs), so this check belongs in the test body. */
+void h_stop(struct ferryd *d);
+/* For .fini: whatever happened, stop ferryd (TERM, then KILL), its Redis
+ * and PostgreSQL, and remove the folder. Never fails; when the test did
+ * not reach h_stop (it failed before), it prints the unexpected error
+ * lines as a note beside the original failure. */
 void h_teardown(struct ferryd *d);
 /* Wait for the master to exit; returns its wait status or -1 on timeout. */
 int h_wait_exit(pid_t pid, int timeout_ms);
@@ -62,6 +86,13 @@ int h_children(pid_t parent, pid_t *pids, int max);
 /* Wait until `parent` has exactly n live children; fails the test if not. */
 void h_wait_children(struct ferryd *d, int n);
 bool h_pid_alive(pid_t pid);
+/* Wait until process pid is gone (or a zombie); fails the test if not. */
+void h_wait_gone(struct ferryd *d, pid_t pid);
+/* Wait until pid is stopped (SIGSTOP: true) or running again (false). */
+void h_wait_stopped(struct ferryd *d, pid_t pid, bool stopped);
+/* Wait until Redis has at least n clients blocked in a blocking command
+ * (INFO clients: blocked_clients), e.g. n workers inside BLMOVE. */
+void h_wait_blocked(struct ferryd *d, int n);
 /* Wait until the log holds `needle` at least `times` times. */
 void h_wait_log(struct ferryd *d, const char *needle, int times);
 void h_sleep_ms(long ms);

@@ -149,6 +149,7 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	cr_assert_eq(ctl(NULL, NULL, "dead", "retry", "q", "b", NULL), 0);
 	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:b"), 0);
+	h_stop(&d);
 }
 
 /* The trust boundary: a job whose cache_key names a key outside the
@@ -225,6 +226,7 @@ Test(cache, foreign_cache_key_is_dead_and_untouched)
 	cr_assert_eq(h_redis_int(&d, "EXISTS app:session:1"), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS app:cachex"), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS app:cache:8"), 0);
+	h_stop(&d);
 }
 
 /* {"id":ID,"data":[{"r":first},..,{"r":first+n-1}]} and a newline. */
@@ -295,6 +297,7 @@ Test(cache, chunks_arrive_once)
 	free(text);
 	for (int i = 0; i < 12501; i++)
 		cr_assert_eq(seen[i], 1, "row %d arrived %d times", i, seen[i]);
+	h_stop(&d);
 }
 
 /* dead_max 5: the 7 oldest of 12 dead jobs go to the archive with their
@@ -339,6 +342,7 @@ Test(cache, dead_entries_archived_beyond_dead_max)
 	    "ferry:{q}:cache:j6"), 0);
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j7"), -1);
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j11"), -1);
+	h_stop(&d);
 }
 
 Test(cache, dead_entries_kept_without_archive)
@@ -351,6 +355,7 @@ Test(cache, dead_entries_kept_without_archive)
 	h_wait_log(&d, "over dead_max 2; none is trimmed because dead_archive "
 	    "is not set", 1);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 4);
+	h_stop(&d);
 }
 
 /* handler = postgres: rows from a cached JSON string and from a hash; a
@@ -381,6 +386,7 @@ Test(cache, postgres_rows_from_cache_keys)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p "
 	    "ferry:{q}:cache:h"), 0);
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:l"), -1);
+	h_stop(&d);
 }
 
 /* Purging dead jobs deletes the cache keys they kept. */
@@ -401,6 +407,7 @@ Test(cache, purge_deletes_cache_keys)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p1 "
 	    "ferry:{q}:cache:p2"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	h_stop(&d);
 }
 
 /* A cache value the worker would refuse is refused at enqueue. */
@@ -419,6 +426,7 @@ Test(cache, enqueue_refuses_oversized_cache_values)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 0);
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", "{\"id\":\"y\","
 	    "\"data\":{\"pad\":\"01234567890123456789\"}}", NULL), 0);
+	h_stop(&d);
 }
 
 /* Entries archived beyond dead_max come back with `dead restore`: the jobs
@@ -496,4 +504,5 @@ Test(cache, archived_entries_are_restored)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
 	    "ferry:{q}:cache:j1 ferry:{q}:cache:h ferry:{q}:cache:l"), 0);
 	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
 }

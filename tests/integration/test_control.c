@@ -151,6 +151,7 @@ Test(control, socket_is_private_and_removed_at_exit)
 	cr_assert_neq(h_wait_exit(d.pid, H_DEADLINE_MS), -1);
 	d.pid = 0;
 	cr_assert_eq(lstat(sock_path(), &st), -1, "socket left behind");
+	h_stop(&d);
 }
 
 Test(control, status_lists_every_worker)
@@ -184,6 +185,7 @@ Test(control, status_lists_every_worker)
 	cr_assert_not_null(strstr(r.out, "worker queue=other number=1 "));
 	cr_assert_null(strstr(r.out, "\nok\n"), "ferryctl prints no ok line");
 	expect(&r, 0, NULL);
+	h_stop(&d);
 }
 
 Test(control, pause_stops_a_queue_and_resume_restarts_it)
@@ -201,14 +203,14 @@ Test(control, pause_stops_a_queue_and_resume_restarts_it)
 	h_push_jobs(&d, "q", 0, 100);
 	h_push_jobs(&d, "other", 0, 10);
 	h_wait_redis_int(&d, 0, "LLEN ferry:{other}:ready");
-	h_sleep_ms(1500);
+	h_sleep_ms(1500);       /* the point: q fetches nothing meanwhile */
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 100,
 	    "a paused queue fetched jobs");
 	/* a worker started while paused is paused too */
 	CTL(&r, "workers", "q", "3");
 	expect(&r, 0, NULL);
 	h_wait_children(&d, 4);
-	h_sleep_ms(500);
+	h_sleep_ms(500);        /* the point: the new one fetches nothing */
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 100);
 	CTL(&r, "resume", "q");
 	expect(&r, 0, NULL);
@@ -216,6 +218,7 @@ Test(control, pause_stops_a_queue_and_resume_restarts_it)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 0);
 	CTL(&r, "pause", "nope");
 	expect(&r, 1, "unknown queue nope");
+	h_stop(&d);
 }
 
 Test(control, workers_sets_the_count)
@@ -237,6 +240,7 @@ Test(control, workers_sets_the_count)
 	cr_assert_str_eq(a, "queue q: workers 0 -> 2\nok\n");
 	free(a);
 	h_wait_children(&d, 3);
+	h_stop(&d);
 }
 
 Test(control, reload_through_the_socket)
@@ -245,6 +249,7 @@ Test(control, reload_through_the_socket)
 	char queues[128];
 
 	start(1);
+	h_expect_log(&d, "msg=\"reload: ");    /* the refused reload */
 	snprintf(queues, sizeof(queues), QUEUES, 3);
 	h_config(&d, NULL, queues);
 	CTL(&r, "reload");
@@ -260,8 +265,9 @@ Test(control, reload_through_the_socket)
 	cr_assert_not_null(strstr(a, "colour: unknown key"), "%s", a);
 	free(a);
 	h_wait_log(&d, "still running the previous configuration", 1);
-	h_sleep_ms(300);
+	h_sleep_ms(300);        /* the point: no worker changes meanwhile */
 	h_wait_children(&d, 4);
+	h_stop(&d);
 }
 
 /* Every line of the exposition is a comment or a valid sample; every
@@ -355,6 +361,7 @@ Test(control, metrics_parse_and_count)
 	cr_assert(has_line(r.out, "ferry_worker_restarts_total{queue=\"q\"} 1"));
 	cr_assert_null(strstr(r.out, "\nok\n"));
 	expect(&r, 0, NULL);
+	h_stop(&d);
 }
 
 Test(control, protocol_errors)
@@ -387,6 +394,7 @@ Test(control, protocol_errors)
 	cr_assert_str_eq(a, "");
 	cr_assert_geq(h_now_ms() - t0, 4000);
 	free(a);
+	h_stop(&d);
 }
 
 Test(control, ferryctl_without_ferryd)
@@ -432,6 +440,7 @@ Test(control, ferryctl_without_ferryd)
 	h_ctl(&r, config, NULL, "status", (const char *)NULL);
 	waitpid(pid, NULL, 0);
 	expect(&r, 76, "not a ferryd control socket");
+	h_stop(&d);
 }
 
 Test(control, stale_socket_does_not_stop_a_new_ferryd)
@@ -452,17 +461,21 @@ Test(control, stale_socket_does_not_stop_a_new_ferryd)
 	    out);
 	free(out);
 	/* kill -9: the socket file stays behind */
+	pid_t orphan[H_MAX_PIDS];
+	cr_assert_eq(h_children(d.pid, orphan, H_MAX_PIDS), 2);
 	kill(d.pid, SIGKILL);
 	cr_assert_neq(h_wait_exit(d.pid, H_DEADLINE_MS), -1);
 	d.pid = 0;
 	struct stat sb;
 	cr_assert_eq(lstat(sock_path(), &sb), 0, "socket file gone");
-	h_sleep_ms(300);        /* the orphaned worker sees its master gone */
+	for (int i = 0; i < 2; i++)     /* they see their master gone */
+		h_wait_gone(&d, orphan[i]);
 	h_start(&d, 2);
 	h_wait_log(&d, "removed stale control socket", 1);
 	char *a = ask("status\n");
 	cr_assert_not_null(strstr(a, "\nok\n"), "%s", a);
 	free(a);
+	h_stop(&d);
 }
 
 /* With [ferryd] user, the socket is made before privileges are dropped (so
@@ -484,6 +497,8 @@ Test(control, socket_made_before_privileges_are_dropped)
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
 		free(out);
 		cr_assert_gt(h_count_in_file(d.log, "cannot switch to user"), 0);
+		h_expect_log(&d, "cannot switch to user");
+		h_stop(&d);
 		return;
 	}
 	h_start(&d, 1);
@@ -506,6 +521,7 @@ Test(control, socket_made_before_privileges_are_dropped)
 	/* a reload still works (the file is read as nobody) */
 	kill(d.pid, SIGHUP);
 	h_wait_log(&d, "reload: done", 1);
+	h_stop(&d);
 }
 
 /* GET HTTP/1.0 `request` from 127.0.0.1:port; the whole answer. */
@@ -583,4 +599,5 @@ Test(control, metrics_over_http)
 	    out);
 	cr_assert_not_null(strstr(out, "cannot listen on 127.0.0.1:"), "%s", out);
 	free(out);
+	h_stop(&d);
 }

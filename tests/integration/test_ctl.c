@@ -81,6 +81,7 @@ Test(ctl, enqueue_one_job)
 	char *first = redis_str("RPOP %s", "ferry:{q}:ready");
 	cr_assert_str_eq(first, "{\"id\":\"order-1\",\"n\":1}");
 	free(first);
+	h_stop(&d);
 }
 
 static char *
@@ -122,6 +123,7 @@ Test(ctl, enqueue_many_from_a_pipe)
 	free(newest);
 	h_run_free(&r);
 	free(input);
+	h_stop(&d);
 }
 
 Test(ctl, a_bad_line_pushes_nothing)
@@ -143,6 +145,7 @@ Test(ctl, a_bad_line_pushes_nothing)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:ready"), 0);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:stats"), 0);
 	free(input);
+	h_stop(&d);
 }
 
 static long long
@@ -198,6 +201,7 @@ Test(ctl, stats_of_every_list_and_counter)
 	cr_assert_str_eq(h_jstr(w1, "master"), "m1");
 	json_decref(root);
 	h_run_free(&r);
+	h_stop(&d);
 }
 
 Test(ctl, unknown_queue_is_a_usage_error)
@@ -216,6 +220,7 @@ Test(ctl, unknown_queue_is_a_usage_error)
 	expect(&r, 64);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "DBSIZE"), 0);
+	h_stop(&d);
 }
 
 Test(ctl, unreachable_redis_names_the_address)
@@ -237,6 +242,7 @@ Test(ctl, unreachable_redis_names_the_address)
 		cr_assert_not_null(strstr(r.err, addr), "%s", r.err);
 		h_run_free(&r);
 	}
+	h_stop(&d);
 }
 
 /* A dead entry as reclaim.lua writes it (doc/formats.md): no "id", a NUL
@@ -282,6 +288,7 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	CTL(&r, NULL, "dead", "retry", "q", sha);
 	expect(&r, 1);
 	h_run_free(&r);
+	h_stop(&d);
 }
 
 /* Fails every job with "poison" in it while the flag file exists. */
@@ -382,4 +389,5 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 2);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 2);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
+	h_stop(&d);
 }

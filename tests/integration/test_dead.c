@@ -291,6 +291,7 @@ Test(dead, list_and_show_whatever_bytes, .init = setup)
 	assert_b64(json_object_get(o, "raw_base64"), malformed,
 	    strlen(malformed), "raw_base64");
 	json_decref(o);
+	h_stop(&d);
 }
 
 /* requeue holds exactly `n` wrappers, fresh, with these documents (any
@@ -377,6 +378,7 @@ Test(dead, retry_every_entry_but_the_malformed_one, .init = setup)
 	cr_assert_str_eq(r.out, "purged 1 dead entry from queue q\n");
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", k.dead), 0);
+	h_stop(&d);
 }
 
 /* dead_retry.lua itself refuses an entry that is not one, and leaves it. */
@@ -391,6 +393,7 @@ Test(dead, dead_retry_lua_refuses_a_malformed_entry, .init = setup)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", k.requeue), 0);
+	h_stop(&d);
 }
 
 Test(dead, purge_by_id_and_all_whatever_bytes, .init = setup)
@@ -413,6 +416,7 @@ Test(dead, purge_by_id_and_all_whatever_bytes, .init = setup)
 	cr_assert_str_eq(r.out, "purged 4 dead entries from queue q\n");
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", k.dead), 0);
+	h_stop(&d);
 }
 
 /* The archive beyond dead_max: one JSON object a line for each entry
@@ -481,6 +485,7 @@ Test(dead, archived_and_restored_whatever_bytes, .init = setup)
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.ready), 0);
 	config_free(&cfg);
 	config_errors_free(&errs);
+	h_stop(&d);
 }
 
 /* A line whose job_base64 is not base64, or whose stamps are not strings,
@@ -513,6 +518,7 @@ Test(dead, restore_refuses_bad_job_base64_and_stamps, .init = setup)
 	cr_assert_str_eq(el->str, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,"
 	    "\"stamps\":[\"b:1\"],\"job\":{\"id\":1}}");
 	freeReplyObject(el);
+	h_stop(&d);
 }
 
 Test(dead, enqueue_refuses_a_wrapper_looking_document, .init = setup)
@@ -538,6 +544,7 @@ Test(dead, enqueue_refuses_a_wrapper_looking_document, .init = setup)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.ready), 1);
+	h_stop(&d);
 }
 
 /* restore.lua checks every argument before its first write: a chunk with
@@ -571,4 +578,5 @@ Test(dead, restore_lua_writes_nothing_on_bad_arguments, .init = setup)
 	    "\"stamps\":[\"s:1\"],\"job\":{\"id\":1}}");
 	freeReplyObject(el);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:a"), 1);
+	h_stop(&d);
 }

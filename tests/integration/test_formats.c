@@ -306,6 +306,7 @@ Test(formats, c_and_lua_read_wrappers_alike)
 	h_setup(&d, NULL, "[queue q]\n");
 	seed_rng();
 	run_kind(WRAPPER_JOB, job_seeds, sizeof(job_seeds) / sizeof(job_seeds[0]));
+	h_stop(&d);
 }
 
 Test(formats, c_and_lua_read_dead_entries_alike)
@@ -314,6 +315,7 @@ Test(formats, c_and_lua_read_dead_entries_alike)
 	seed_rng();
 	run_kind(WRAPPER_DEAD, dead_seeds,
 	    sizeof(dead_seeds) / sizeof(dead_seeds[0]));
+	h_stop(&d);
 }
 
 /* What Lua writes, C reads: str_token makes any bytes a valid token. */
@@ -349,4 +351,5 @@ Test(formats, lua_tokens_always_parse)
 		freeReplyObject(r);
 	}
 	free(script);
+	h_stop(&d);
 }

@@ -77,6 +77,7 @@ Test(hostile, forged_stamps_cannot_ack_jobs_unwritten)
 	    "state = 'fenced'"), 0, "a producer's element made ferry fence");
 	h_assert_queue_empty(&d, "q");
 	free(key);
+	h_stop(&d);
 }
 
 /* Finding 3: elements C took for malformed wrappers made settle.lua raise,
@@ -125,6 +126,7 @@ Test(hostile, malformed_wrappers_in_ready_run_once)
 	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
 	cr_assert_eq(h_count_in_file(path, "\n"), 44, "some job ran twice");
 	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
 }
 
 /* Finding 6: dead-lettering a huge element cjson-encoded it inside Redis
@@ -154,6 +156,7 @@ Test(hostile, oversized_job_is_dead_lettered_as_it_is)
 	    "the document is not kept byte for byte");
 	freeReplyObject(r);
 	free(big);
+	h_stop(&d);
 }
 
 /* Finding 8: a script error (ready of the wrong type) made a worker loop
@@ -162,10 +165,11 @@ Test(hostile, oversized_job_is_dead_lettered_as_it_is)
 Test(hostile, script_error_is_logged_once_and_backed_off)
 {
 	h_setup(&d, NULL, "[queue q]\nhandler = noop\nworkers = 1\n");
+	h_expect_log(&d, "queue q: fetch failed: WRONGTYPE");  /* once */
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:ready oops"));
 	h_start(&d, 1);
 	h_wait_log(&d, "WRONGTYPE", 1);
-	h_sleep_ms(3000);
+	h_sleep_ms(3000);       /* the point: a loop would log on meanwhile */
 	char *log = h_read_file(d.log);
 	int lines = 0;
 	for (char *p = log; (p = strstr(p, "WRONGTYPE")) != NULL; p++)
@@ -176,4 +180,5 @@ Test(hostile, script_error_is_logged_once_and_backed_off)
 	h_push_jobs(&d, "q", 0, 20);
 	h_wait_redis_int(&d, 20, "HGET ferry:{q}:stats done");
 	h_wait_log(&d, "redis scripts work again", 1);
+	h_stop(&d);
 }

@@ -129,6 +129,8 @@ Test(identity, pid_1_replicas_get_different_ids)
 		ns[i] = 0;
 		cr_assert_eq(master_ids(ids, 4), 1 - i);
 	}
+	h_stop(&d2);
+	h_stop(&d);
 }
 
 /* Two starts of one ferryd in turn get different ids (random part). */
@@ -139,6 +141,7 @@ Test(identity, two_starts_get_different_ids)
 	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
 	h_start(&d, 1);
 	cr_assert_eq(master_ids(first, 4), 1);
+	h_stop(&d);
 	h_teardown(&d);
 	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
 	h_start(&d, 1);
@@ -146,6 +149,7 @@ Test(identity, two_starts_get_different_ids)
 	char *a = strrchr(first[0], ':'), *b = strrchr(second[0], ':');
 	cr_assert(a != NULL && b != NULL && strlen(a) == 9);
 	cr_assert_str_neq(a, b, "same random part %s", a);
+	h_stop(&d);
 }
 
 /* Forced to one id: the second master refuses to start (exit 1) and
@@ -157,6 +161,7 @@ Test(identity, second_master_with_the_same_id_refuses)
 	setenv("FERRYD_TEST_MASTER_ID", "box:1", 1);
 	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
 	h_setup_peer(&d2, &d, NULL, "[queue q]\nworkers = 1\n");
+	h_expect_log(&d2, "master id box:1 is in use by another running");
 	h_start(&d, 1);
 	redisReply *v = h_redis(&d, "GET ferry:master:box:1");
 	cr_assert_eq(v->type, REDIS_REPLY_STRING);
@@ -180,6 +185,8 @@ Test(identity, second_master_with_the_same_id_refuses)
 	cr_assert_eq(h_live_owners(&d, "q"), 1);
 	cr_assert(h_pid_alive(d.pid));
 	cr_assert_eq(h_count_in_file(d.log, "in use"), 0);
+	h_stop(&d2);
+	h_stop(&d);
 }
 
 /* A later beat that finds the key taken (another start got the id while
@@ -188,6 +195,7 @@ Test(identity, master_whose_id_is_taken_later_stops)
 {
 	setenv("FERRYD_TEST_MASTER_ID", "box:2", 1);
 	h_setup(&d, "heartbeat_ttl = 1s\n", "[queue q]\nworkers = 1\n");
+	h_expect_log(&d, "master id box:2 is in use by another running");
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 1, "EXISTS ferry:master:box:2");
 	freeReplyObject(h_redis(&d, "SET ferry:master:box:2 1:other PX 60000"));
@@ -202,4 +210,5 @@ Test(identity, master_whose_id_is_taken_later_stops)
 	cr_assert_str_eq(v->str, "1:other");
 	freeReplyObject(v);
 	cr_assert_eq(h_live_owners(&d, "q"), 0);
+	h_stop(&d);
 }

@@ -263,6 +263,7 @@ Test(init, start_status_stop)
 	expect_free("status", LSB_NOT_RUNNING);
 	expect_free("stop", LSB_OK);                    /* not running: fine */
 	expect_free("reload", LSB_RELOAD_NOT_RUNNING);
+	h_stop(&d);
 }
 
 Test(init, reload_valid)
@@ -286,6 +287,7 @@ Test(init, reload_valid)
 	expect_free("stop", LSB_OK);
 	cr_assert(!pidfile_exists());
 	expect_free("force-reload", LSB_OK);            /* not running: nothing */
+	h_stop(&d);
 }
 
 Test(init, reload_broken_keeps_daemon)
@@ -319,6 +321,7 @@ Test(init, reload_broken_keeps_daemon)
 	expect_free("stop", LSB_OK);
 	cr_assert(!h_pid_alive(pid));
 	cr_assert(!pidfile_exists());
+	h_stop(&d);
 }
 
 Test(init, configtest_and_broken_start)
@@ -339,6 +342,7 @@ Test(init, configtest_and_broken_start)
 	cr_assert(!pidfile_exists(), "a refused start left a pidfile");
 	cr_assert_eq(count_daemon_procs(), 0);
 	expect_free("status", LSB_NOT_RUNNING);
+	h_stop(&d);
 }
 
 /* Without /lib/lsb/init-functions, with the pidfile written "key: value"
@@ -389,4 +393,5 @@ Test(init, plain_messages_and_stale_pidfile)
 	start_daemon(1);
 	expect_free("stop", LSB_OK);
 	cr_assert(!pidfile_exists());
+	h_stop(&d);
 }

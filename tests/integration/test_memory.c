@@ -119,6 +119,7 @@ Test(memory, drains_at_maxmemory)
 	h_wait_log(&d, "% full (used_memory", 1);
 	h_wait_log(&d, "ferryctl enqueue refuses until it drains", 1);
 	h_wait_log(&d, "below memory_warn_percent 80 again", 1);
+	h_stop(&d);
 }
 
 /* Above memory_refuse_percent: exit 75, nothing pushed. */
@@ -155,6 +156,7 @@ Test(memory, enqueue_refused_when_full)
 	cr_assert_gt(json_integer_value(json_object_get(r, "used_memory")), 0);
 	json_decref(root);
 	free(out);
+	h_stop(&d);
 }
 
 static char *
@@ -194,6 +196,7 @@ Test(memory, enqueue_stops_between_whole_chunks)
 	cr_assert_eq(lines, n, "%d ids printed, %lld pushed", lines, n);
 	free(out);
 	free(err);
+	h_stop(&d);
 }
 
 /* Just below maxmemory, so the threshold lets the transaction through:
@@ -221,6 +224,7 @@ Test(memory, enqueue_oom_refusal_pushes_nothing)
 	cr_assert_str_eq(out, "");
 	free(out);
 	free(err);
+	h_stop(&d);
 }
 
 static const char *const allkeys[] = { "--maxmemory", "20mb",
@@ -231,6 +235,8 @@ Test(memory, allkeys_policy_refuses_to_start)
 	char *out;
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 1\n", allkeys);
+	h_expect_log(&d, "maxmemory-policy is allkeys-lru: a full Redis "
+	    "evicts any key");      /* the refused start */
 	int st = h_run_ferryd((const char *const[]){ "-f", "-c", d.config,
 	    NULL }, &out);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st,
@@ -250,6 +256,7 @@ Test(memory, allkeys_policy_refuses_to_start)
 	h_wait_log(&d, "maxmemory-policy is allkeys-lru: a full Redis may evict "
 	    "queue lists and lose their jobs (running anyway: "
 	    "allow_unsafe_eviction = yes)", 1);
+	h_stop(&d);
 }
 
 Test(memory, volatile_policy_warns)
@@ -259,6 +266,8 @@ Test(memory, volatile_policy_warns)
 
 	h_setup_redis(&d, "memory_check_interval = 200ms\n", "[queue q]\n"
 	    "workers = 1\n", args);
+	h_expect_log(&d, "maxmemory-policy is allkeys-lfu: a full Redis evicts "
+	    "any key");             /* shouted once at runtime */
 	h_start(&d, 1);
 	h_wait_log(&d, "maxmemory-policy is volatile-lru: cache keys with a TTL "
 	    "may be evicted before their jobs run", 1);
@@ -269,9 +278,10 @@ Test(memory, volatile_policy_warns)
 	h_wait_log(&d, "ferryd keeps running", 1);
 	freeReplyObject(h_redis(&d, "CONFIG SET maxmemory-policy noeviction"));
 	h_wait_log(&d, "maxmemory-policy is noeviction now", 1);
-	h_sleep_ms(600);
+	h_sleep_ms(600);        /* the point: three more checks say nothing */
 	cr_assert_eq(h_count_in_file(d.log, "allkeys-lfu"), 1);
 	cr_assert_eq(h_count_in_file(d.log, "volatile-lru"), 1);
+	h_stop(&d);
 }
 
 /* Managed Redis without CONFIG: the policy comes from INFO, said once. */
@@ -286,9 +296,10 @@ Test(memory, config_disabled_falls_back_to_info)
 	h_wait_log(&d, "refuses CONFIG GET (ERR unknown command", 1);
 	h_wait_log(&d, "maxmemory-policy is volatile-lru: cache keys", 1);
 	h_wait_log(&d, "RDB snapshots cannot be verified", 1);
-	h_sleep_ms(800);
+	h_sleep_ms(800);        /* the point: four more checks say nothing */
 	cr_assert_eq(h_count_in_file(d.log, "refuses CONFIG GET"), 1);
 	cr_assert_eq(h_count_in_file(d.log, "volatile-lru"), 1);
+	h_stop(&d);
 }
 
 Test(memory, persistence_checked)
@@ -298,6 +309,7 @@ Test(memory, persistence_checked)
 
 	/* the test servers run with neither AOF nor RDB */
 	h_setup_redis(&d, "require_persistence = yes\n", "[queue q]\n", NULL);
+	h_expect_log(&d, "redis has neither AOF");  /* the refused start */
 	int st = h_run_ferryd((const char *const[]){ "-f", "-c", d.config,
 	    NULL }, &out);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
@@ -309,26 +321,52 @@ Test(memory, persistence_checked)
 	h_config(&d, NULL, "[queue q]\n");
 	h_start(&d, 1);
 	h_wait_log(&d, "redis has neither AOF", 1);
+	h_stop(&d);
 	h_teardown(&d);
 
 	h_setup_redis(&d, "require_persistence = yes\n", "[queue q]\n", aof);
 	h_start(&d, 1);
 	h_wait_log(&d, "started as", 1);
 	cr_assert_eq(h_count_in_file(d.log, "AOF"), 0);
+	h_stop(&d);
+}
+
+/* The keys of queue q but its owners hash (the workers), space-separated. */
+static void
+queue_keys(char *got, size_t size)
+{
+	redisReply *r = h_redis(&d, "KEYS ferry:{q}:*");
+
+	got[0] = '\0';
+	for (size_t i = 0; i < r->elements; i++)
+		if (strstr(r->element[i]->str, ":owners") == NULL)
+			snprintf(got + strlen(got), size - strlen(got), "%s ",
+			    r->element[i]->str);
+	freeReplyObject(r);
 }
 
 static void
 queue_keys_are(const char *want)
 {
-	redisReply *r = h_redis(&d, "KEYS ferry:{q}:*");
-	char got[512] = "";
+	char got[512];
 
-	for (size_t i = 0; i < r->elements; i++)
-		if (strstr(r->element[i]->str, ":owners") == NULL)  /* workers */
-			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s ",
-			    r->element[i]->str);
-	freeReplyObject(r);
+	queue_keys(got, sizeof(got));
 	cr_assert_str_eq(got, want);
+}
+
+/* Until the keys of q are `want`, then as queue_keys_are. */
+static void
+wait_queue_keys(const char *want)
+{
+	char got[512];
+
+	for (long long end = h_now_ms() + H_DEADLINE_MS; h_now_ms() < end;
+	    h_sleep_ms(50)) {
+		queue_keys(got, sizeof(got));
+		if (strcmp(got, want) == 0)
+			return;
+	}
+	queue_keys_are(want);
 }
 
 /* used_memory without the clients' buffers, which Redis shrinks lazily. */
@@ -348,8 +386,7 @@ Test(memory, completed_jobs_leave_nothing)
 	h_start(&d, 2);
 	h_push_jobs(&d, "q", 0, 1000);
 	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
-	h_sleep_ms(1500);
-	queue_keys_are("ferry:{q}:stats ");
+	wait_queue_keys("ferry:{q}:stats ");    /* the last acks are through */
 	long long before = memory_without_clients(), after = 0;
 	for (int i = 0; i < 10; i++)
 		h_push_jobs(&d, "q", 1000 + i * 10000, 10000);
@@ -361,4 +398,5 @@ Test(memory, completed_jobs_leave_nothing)
 			break;
 	cr_assert_lt(after - before, 64 * 1024, "used_memory %lld before, "
 	    "%lld after", before, after);
+	h_stop(&d);
 }

@@ -35,6 +35,7 @@ Test(queue, noop_drains_the_queue)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	/* completed jobs leave nothing behind but the counters */
 	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:bkeys"), 0);
+	h_stop(&d);
 }
 
 /* 20,000 jobs while a worker is killed with SIGKILL every 300 ms: every job
@@ -78,6 +79,7 @@ Test(queue, nothing_lost_when_workers_are_killed)
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&d);
 }
 
 /* A handler that dies on one job: the job is dead with the reason, every
@@ -116,6 +118,7 @@ Test(queue, poison_job_is_isolated)
 	json_decref(dead);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 199);
+	h_stop(&d);
 }
 
 /* Fails twice, then succeeds: attempts counted, backoff spacing kept;
@@ -183,6 +186,7 @@ Test(queue, retries_back_off_then_dead_letter)
 	    "always 2");
 	json_decref(dead);
 	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
 }
 
 Test(queue, malformed_jobs_are_dead_at_once)
@@ -219,4 +223,5 @@ Test(queue, malformed_jobs_are_dead_at_once)
 	}
 	json_decref(dead);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 3);
+	h_stop(&d);
 }

@@ -137,6 +137,8 @@ Test(recovery, dead_host_is_reaped_by_the_other_master)
 	cr_assert_eq(h_live_owners(&d, "q"), 2);
 	/* heartbeat_ttl + reaper_interval = 1.5 s; generous for a slow box */
 	cr_assert_lt(reaped_ms, 15000, "reaped after %lld ms", reaped_ms);
+	h_stop(&d2);
+	h_stop(&d);
 }
 
 /* Redis killed with SIGKILL mid-run (AOF, fsync always) and restarted on
@@ -160,14 +162,14 @@ Test(recovery, redis_killed_and_restarted)
 	    h_now_ms() < end)
 		h_sleep_ms(5);
 	test_redis_kill9(&d.redis);
-	h_sleep_ms(700);
+	h_wait_log(&d, "lost during", 1);       /* a worker saw it go */
 	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
-	h_wait_log(&d, "lost during", 1);
 	h_wait_redis_int(&d, 3000, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_distinct_done(&d, 3000), 3000);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	h_wait_log(&d, "redis reachable again", 1);
+	h_stop(&d);
 }
 
 /* TERM: the batch in hand is finished, the rest stays in ready. */
@@ -184,6 +186,7 @@ Test(recovery, term_finishes_the_batch_in_hand)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 90);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", held), 0);
 	cr_assert_eq(h_live_owners(&d, "q"), 0);
+	h_stop(&d);
 }
 
 /* QUIT: workers are killed now and their jobs handed back with no
@@ -214,6 +217,7 @@ Test(recovery, quit_hands_the_batch_back)
 		    "not stamped, or a recovery counted: %s", r->element[i]->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_live_owners(&d, "q"), 0);
+	h_stop(&d);
 }
 
 /* A worker stuck in its batch (stopped with SIGSTOP) past job_timeout is
@@ -229,12 +233,14 @@ Test(recovery, hung_worker_is_killed_after_job_timeout)
 	    held, sizeof(held));
 	cr_assert_eq(h_children(d.pid, pids, H_MAX_PIDS), 1);
 	kill(pids[0], SIGSTOP);
+	h_wait_stopped(&d, pids[0], true);
 	h_wait_log(&d, "over job_timeout", 1);
 	h_wait_log(&d, "sending SIGKILL", 1);
 	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_distinct_done(&d, 50), 50);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_geq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1);
+	h_stop(&d);
 }
 
 /* Redis down when ferryd starts: it says so, keeps trying, and works as
@@ -253,6 +259,7 @@ Test(recovery, redis_unreachable_at_start)
 	h_wait_log(&d, "redis reachable again", 2);
 	cr_assert_eq(h_count_in_file(d.log, "cannot connect to redis at"), 2,
 	    "each worker logs the outage once, not once per retry");
+	h_stop(&d);
 }
 
 /* A job that lands in a worker's list after that worker was handed back
@@ -272,6 +279,7 @@ Test(recovery, job_moved_to_a_dead_worker_is_swept_back)
 	cr_assert_eq(h_live_owners(&d, "q"), 1);
 	/* handed back without a recovery: the dead worker never saw it */
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1);
+	h_stop(&d);
 }
 
 /* A frozen host wakes up after another master took its jobs over: its
@@ -290,6 +298,9 @@ Test(recovery, frozen_host_wakes_up_and_its_workers_step_down)
 	kill(d.pid, SIGSTOP);
 	for (int i = 0; i < n; i++)
 		kill(pids[i], SIGSTOP);
+	h_wait_stopped(&d, d.pid, true);        /* the host is frozen */
+	for (int i = 0; i < n; i++)
+		h_wait_stopped(&d, pids[i], true);
 	h_start(&d2, 1);
 	h_wait_redis_int(&d, 0, "EXISTS %s", held);      /* reaped */
 	for (int i = 0; i < n; i++)
@@ -300,6 +311,8 @@ Test(recovery, frozen_host_wakes_up_and_its_workers_step_down)
 	cr_assert_eq(h_distinct_done(&d, 400), 400);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	h_stop(&d2);
+	h_stop(&d);
 }
 
 /* The master handed a live worker back (as if its host had frozen) while
@@ -323,7 +336,9 @@ Test(recovery, handed_back_worker_does_not_run_what_blmove_gave_it)
 	char wid[128];
 	snprintf(wid, sizeof(wid), "%s", keys->element[0]->str);
 	freeReplyObject(keys);
-	h_sleep_ms(300);                 /* the worker is in BLMOVE now */
+	pid_t old;
+	cr_assert_eq(h_children(d.pid, &old, 1), 1);
+	h_wait_blocked(&d, 1);           /* the worker is in BLMOVE now */
 	long long now = h_redis_int(&d, "EVAL %s 0",
 	    "local t = redis.call('TIME') return t[1] * 1000");
 	freeReplyObject(h_redis(&d, "MULTI"));
@@ -333,13 +348,23 @@ Test(recovery, handed_back_worker_does_not_run_what_blmove_gave_it)
 	freeReplyObject(h_redis(&d, "EXEC"));
 	h_wait_log(&d, "is not registered", 1);
 	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
-	h_sleep_ms(500);
+	/* the race happened: BLMOVE put the job in the handed-back worker's
+	 * list, and the reaper swept it back from there */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 1,
+	    "the job never reached the handed-back worker's list");
+	/* nothing can run it again once the old worker is gone, the new one
+	 * waits in BLMOVE and no list holds a job */
+	h_wait_gone(&d, old);
+	h_wait_children(&d, 1);
+	h_wait_blocked(&d, 1);
+	h_assert_queue_empty(&d, "q");
 	char path[400];
 	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
 	cr_assert_eq(h_count_in_file(path, "{\"n\":7}"), 1,
 	    "the job ran %d times", h_count_in_file(path, "{\"n\":7}"));
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 1);
 	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
 }
 
 /* Until `n` processing lists of q hold jobs. */
@@ -428,7 +453,9 @@ Test(recovery, blocked_redis_takes_no_live_master_for_dead)
 
 	/* 1. both masters alive: Redis blocked for 2.5 heartbeat_ttl */
 	freeReplyObject(h_redis(&d, "DEBUG SLEEP 2.5"));
-	h_sleep_ms(2000);       /* the wait after the gap, and then some */
+	/* the point: 2 s in which no reaper may take a live master for dead
+	 * (the wait after the gap, and then some) */
+	h_sleep_ms(2000);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0,
 	    "a live master's jobs were handed back");
 	cr_assert_not(handed_back(&d), "d handed back or was handed back");
@@ -465,4 +492,6 @@ Test(recovery, blocked_redis_takes_no_live_master_for_dead)
 	h_wait_redis_int(&d, jobs, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_distinct_done(&d, jobs), jobs);
 	h_assert_queue_empty(&d, "q");
+	h_stop(&d2);
+	h_stop(&d);
 }

@@ -167,6 +167,7 @@ Test(scripts, fetch_takes_requeue_first_in_shrinking_batches)
 	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 100);
+	h_stop(&d);
 }
 
 Test(scripts, script_errors_name_the_scripts_own_lines)
@@ -186,6 +187,7 @@ Test(scripts, script_errors_name_the_scripts_own_lines)
 	cr_assert_not_null(strstr(r->str, want), "want %s in: %s", want, r->str);
 	free(src);
 	freeReplyObject(r);
+	h_stop(&d);
 }
 
 static redisReply *
@@ -299,6 +301,7 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 1);
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 3);
+	h_stop(&d);
 }
 
 static redisReply *
@@ -349,6 +352,7 @@ Test(scripts, reclaim_keeps_every_stamp)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0,
 	    "past max_recoveries the worker buries it, after its fences");
+	h_stop(&d);
 }
 
 Test(scripts, reclaim_is_total)
@@ -375,4 +379,5 @@ Test(scripts, reclaim_is_total)
 	json_decref(dead);
 	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
+	h_stop(&d);
 }

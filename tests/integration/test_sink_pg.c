@@ -91,6 +91,7 @@ Test(sink_pg, same_batch_twice_is_written_once)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
 	free_jobs(jobs, 10);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* Worker A took batch "a:1" and froze before writing it. Its list was
@@ -132,6 +133,7 @@ Test(sink_pg, zombie_commit_is_rejected)
 	free_jobs(stamped, 5);
 	sink_pg_free(a);
 	sink_pg_free(b);
+	h_stop(&d);
 }
 
 /* A recovered job whose old batch did commit is acknowledged unwritten. */
@@ -158,6 +160,7 @@ Test(sink_pg, fence_finds_committed_batch)
 	free_jobs(jobs, 3);
 	free_jobs(stamped, 3);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* A job whose rows cannot be encoded fails before any SQL, a row the table
@@ -212,6 +215,7 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	    "key = 'w1:10' AND failed IS NOT NULL"), 1);
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* Six jobs under `key`: all but job 3 written, job 3 refused by a foreign
@@ -252,6 +256,7 @@ Test(sink_pg, deferred_constraint_is_isolated)
 	run_six_job_3_refused(s, jobs, res, "w1:20");
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* A deferred foreign key to a row later in the same batch: when the batch
@@ -286,6 +291,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	free(failed);
 	free_jobs(jobs, 6);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* Finding 1 of issue 12: batch K1 committed the jobs and its worker died
@@ -317,6 +323,7 @@ Test(sink_pg, job_recovered_twice_is_written_once)
 	free_jobs(jobs, 4);
 	free_jobs(twice, 4);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* Finding 2 of issue 12: a fence row under this worker's own batch key
@@ -340,6 +347,7 @@ Test(sink_pg, own_key_found_fenced_decides_nothing)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 0);
 	free_jobs(jobs, 3);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* A job recovered past max_recoveries is buried only if none of its
@@ -374,6 +382,7 @@ Test(sink_pg, bury_checks_the_stamps_first)
 	free_jobs(jobs, 1);
 	free_jobs(buried, 2);
 	sink_pg_free(s);
+	h_stop(&d);
 }
 
 /* Finding 4 of issue 12: a server message cut inside a multibyte
@@ -409,4 +418,5 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
 	free_jobs(jobs, 4);
 	sink_pg_free(s);
+	h_stop(&d);
 }
