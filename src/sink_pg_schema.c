@@ -32,15 +32,21 @@ quote_table(PGconn *conn, const char *table)
 	return out;
 }
 
-/* The table's columns, in order; NULL when the table does not exist. */
+/* The table's columns, in order; NULL when the table does not exist, or
+ * when the query failed (*failed, why in f). */
 static PGresult *
-table_columns(struct sink_pg *s, const char *quoted)
+table_columns(struct sink_pg *s, const char *quoted, struct pg_failure *f,
+    bool *failed)
 {
 	PGresult *r = NULL;
+
+	*failed = false;
 	if (!sink_pg_exec(s, "SELECT attname FROM pg_attribute WHERE attrelid = "
 	    "to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-	    1, quoted, NULL, NULL, &r))
+	    1, quoted, NULL, f, &r)) {
+		*failed = true;         /* the query, not the table */
 		return NULL;
+	}
 	if (PQntuples(r) == 0) {
 		PQclear(r);
 		return NULL;
@@ -64,15 +70,32 @@ sink_pg_describe(struct sink_pg *s, char *err, size_t errsize)
 {
 	const struct queue_config *q = s->q;
 	char *quoted = quote_table(s->conn, q->table);
-	PGresult *cols = table_columns(s, quoted), *fb = NULL;
+	struct pg_failure f;
+	bool failed;
+	PGresult *cols = table_columns(s, quoted, &f, &failed), *fb = NULL;
 	enum sink_status st = SINK_FATAL;
 
+	/* a query that failed (the connection died, a statement timeout)
+	 * says nothing about the table: wait and try again, never stop */
+	if (failed) {
+		snprintf(err, errsize, "postgres: describing table %s: %s",
+		    q->table, f.msg);
+		st = f.cls == COPY_ERR_DATA ? SINK_FATAL : SINK_UNAVAILABLE;
+		goto out;
+	}
 	if (cols == NULL) {
 		snprintf(err, errsize, "[queue %s] table: \"%s\" does not exist in "
 		    "the database: create it", q->name, q->table);
 		goto out;
 	}
-	if ((fb = table_columns(s, "ferry_batches")) == NULL) {
+	if ((fb = table_columns(s, "ferry_batches", &f, &failed)) == NULL &&
+	    failed) {
+		snprintf(err, errsize, "postgres: describing table ferry_batches: "
+		    "%s", f.msg);
+		st = f.cls == COPY_ERR_DATA ? SINK_FATAL : SINK_UNAVAILABLE;
+		goto out;
+	}
+	if (fb == NULL) {
 		snprintf(err, errsize, "table ferry_batches does not exist: run "
 		    "ferryctl init-db");
 		goto out;
