@@ -1,9 +1,10 @@
 /* fuzz_config.c - config_load (src/config.c) on any file: it accepts or
  * refuses with at least one message, every message is "FILE: what" or
  * "FILE:LINE: what" with a line of the file, a line over CONFIG_LINE_MAX
- * (which inih would cut silently) is always refused, loading is
- * deterministic, and an accepted config holds only valid queues that
- * config_find_queue finds and config_queue_copy copies unchanged. */
+ * or with a NUL byte (inih would cut it silently) is always refused,
+ * loading is deterministic, and an accepted config holds only valid
+ * queues that config_find_queue finds and config_queue_copy copies
+ * unchanged. */
 #include "fuzz.h"
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 static char path[64];
 
+/* The lines of the file; *too_long when one would be cut. */
 static size_t
 lines_of(const char *p, size_t n, bool *too_long)
 {
@@ -24,8 +26,8 @@ lines_of(const char *p, size_t n, bool *too_long)
 		size_t len = i - start;
 		if (len > 0 && p[start + len - 1] == '\r')
 			len--;
-		if (len > CONFIG_LINE_MAX)
-			*too_long = true;
+		if (len > CONFIG_LINE_MAX || memchr(p + start, '\0', len))
+			*too_long = true;       /* inih would cut it */
 		if (i < n || len > 0)
 			lines++;
 		start = i + 1;
