@@ -47,11 +47,13 @@ put_json_string(struct buf *b, const char *s)
 	json_decref(v);
 }
 
-/* A member key equals `name` (escapes in the key are decoded). */
+/* A member key equals `name` (escapes in the key are decoded). Each of
+ * name's ASCII bytes may be written as a 6-byte \u escape: job.c reads
+ * "\u0064\u0061\u0074\u0061" as "data", and so must this. */
 static bool
 key_is(const struct json_scan_span *k, const char *name)
 {
-	char buf[16];
+	char buf[6 * sizeof("cache_key")];
 	size_t n = k->len - 2;
 	struct json_scan_error e;
 

@@ -292,6 +292,8 @@ config_reader(char *buf, int size, void *stream)
 		config_error(st, st->lineno, "line is longer than %d characters; "
 		    "split the value (e.g. pg_options) or shorten it",
 		    CONFIG_LINE_MAX);
+	else if (memchr(p, '\0', len) != NULL)   /* inih would stop there */
+		config_error(st, st->lineno, "line holds a NUL byte");
 	scan_line(st, buf);
 	return buf;
 }

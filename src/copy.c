@@ -424,7 +424,8 @@ copy_columns_parse(const char *spec, struct copy_columns *out, char *err,
 			copy_columns_free(out);
 			return -1;
 		}
-		p = comma + 1;
+		if (comma != NULL)      /* NULL + 1 is undefined */
+			p = comma + 1;
 	} while (comma != NULL);
 	return 0;
 }

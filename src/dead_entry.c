@@ -105,6 +105,7 @@ dead_entry_id(const struct wrapper *w, const char *el, size_t len,
 {
 	struct job j;
 	char *id;
+	size_t n;
 
 	if (w == NULL) {
 		char sha[41];
@@ -114,7 +115,14 @@ dead_entry_id(const struct wrapper *w, const char *el, size_t len,
 	}
 	if (w->id.p != NULL && w->id.n > 2) {
 		id = wrapper_str_text(w->id);
-		snprintf(out, JOB_ID_MAX + 1, "%s", id);
+		n = strlen(id);
+		if (n > JOB_ID_MAX) {   /* cut at a character boundary */
+			n = JOB_ID_MAX;
+			while (n > 0 && ((unsigned char)id[n] & 0xc0) == 0x80)
+				n--;
+		}
+		memcpy(out, id, n);
+		out[n] = '\0';
 		free(id);
 		return;
 	}

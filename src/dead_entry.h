@@ -31,7 +31,8 @@ int dead_entry_raw(json_t *obj, const char *el, size_t len);
 /* The name of an entry's job, as `ferryctl dead` takes it: the entry's
  * "id", else the id job_parse gives the document (its own "id", else the
  * SHA-1 of its bytes). A malformed entry (w NULL) is named by the SHA-1
- * of the whole element. */
+ * of the whole element. An entry's "id" longer than JOB_ID_MAX bytes is cut
+ * at a character boundary: the name stays valid UTF-8. */
 void dead_entry_id(const struct wrapper *w, const char *el, size_t len,
     long max_job_bytes, char out[JOB_ID_MAX + 1]);
 

@@ -76,6 +76,23 @@ Test(chunk, exact_multiple_and_escaped_keys)
 	expect_el(1, "q\"x:1", "{\"id\":\"q\\\"x:1\",\"data\":[3,4]}");
 }
 
+/* Found by tests/fuzz/fuzz_chunk: keys escaped in full ("data" as 24
+ * bytes, "cache_key" as 54) were not recognised, so the rows were not split
+ * and --cache stored the whole document as the data; job.c reads them. */
+Test(chunk, keys_escaped_in_full)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"\\u0064\\u0061\\u0074\\u0061\":[1,2,3]}", "f", 2,
+	    NULL, err), 0);
+	cr_assert_eq(out.n, 2);
+	expect_el(0, "f:0", "{\"id\":\"f:0\",\"data\":[1,2]}");
+	expect_el(1, "f:1", "{\"id\":\"f:1\",\"data\":[3]}");
+	cr_assert_eq(run("{\"\\u0063\\u0061\\u0063\\u0068\\u0065\\u005f"
+	    "\\u006b\\u0065\\u0079\":\"k\"}", "g", 2, PREFIX, err), -1);
+	cr_assert(strstr(err, "cache_key") != NULL, "%s", err);
+}
+
 Test(chunk, cache_moves_the_data)
 {
 	char err[256];

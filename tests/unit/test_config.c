@@ -386,6 +386,28 @@ Test(config_errors, long_line)
 	    "F:5: [queue q] batch_size: \"0\" out of range 1..100000\n");
 }
 
+/* Found by tests/fuzz/fuzz_config: inih ends a line at a NUL byte, so
+ * "command = /bin/cat<NUL> -u" ran /bin/cat, and the file was accepted. */
+Test(config_errors, nul_byte)
+{
+	static const char text[] = Q1 "handler = exec\ncommand = /bin/cat\0 -u\n";
+	char *path = xstrdup("/tmp/ferry-test-config-XXXXXX");
+	struct config_errors errs = { 0 };
+	struct ferry_config cfg;
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0, "mkstemp");
+	cr_assert_eq(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	cr_assert_eq(config_load(path, &cfg, &errs), -1);
+	cr_assert_eq(errs.n, 1);
+	cr_assert(strstr(errs.msgs[0], ":3: line holds a NUL byte") != NULL,
+	    "%s", errs.msgs[0]);
+	config_errors_free(&errs);
+	unlink(path);
+	free(path);
+}
+
 Test(config_errors, continuation_line)
 {
 	expect_errors(Q1 "workers = 2\n  batch_size = 5\n\tmore\n",

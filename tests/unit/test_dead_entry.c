@@ -4,6 +4,7 @@
  * both ways, strict on decoding. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,4 +161,22 @@ Test(dead_entry, id_from_entry_document_or_bytes)
 	dead_entry_id(NULL, "garbage", 7, 0, id);
 	job_sha1_hex("garbage", 7, sha);
 	cr_assert_str_eq(id, sha);
+}
+
+/* Found by tests/fuzz/fuzz_dead_entry: an "id" over JOB_ID_MAX bytes was
+ * cut inside its last character, and the name was not valid UTF-8. */
+Test(dead_entry, long_id_cut_at_a_character_boundary)
+{
+	char el[512], id[JOB_ID_MAX + 1], want[JOB_ID_MAX + 1];
+	struct wrapper w;
+	int n;
+
+	memset(want, 'a', JOB_ID_MAX - 1);
+	want[JOB_ID_MAX - 1] = '\0';
+	n = snprintf(el, sizeof(el), HEAD ",\"id\":\"%s\xc3\xa9\",\"job\":{}}",
+	    want);
+	cr_assert_eq(wrapper_parse(el, (size_t)n, WRAPPER_DEAD, &w), 0);
+	dead_entry_id(&w, el, (size_t)n, 0, id);
+	cr_assert_str_eq(id, want);
+	wrapper_free(&w);
 }

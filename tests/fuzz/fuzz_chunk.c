@@ -1,0 +1,140 @@
+/* fuzz_chunk.c - chunk_document (src/chunk.c), what ferryctl enqueue pushes
+ * for a document job_parse accepts: every job it makes is valid and named
+ * as it says, the jobs' rows (or cache values) are the document's "data"
+ * rows in order, and every other member survives; the members it finds
+ * ("data", "cache_key") are those jansson finds, escaped keys included.
+ * The first input byte picks chunk_rows (1-4) and --cache. */
+#include "fuzz.h"
+
+#include "chunk.h"
+#include "job.h"
+
+#define PREFIX "ferry:{q}:cache:"
+
+/* Integers as reals: a document with one beyond 64 bits is read so, and
+ * its chunks must compare equal to it. */
+static json_t *
+load(const char *p, size_t n)
+{
+	json_error_t err;
+
+	return json_loadb(p, n, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL,
+	    &err);
+}
+
+/* doc without the members ferry sets (id, data, cache_key). */
+static json_t *
+others(json_t *doc)
+{
+	json_t *o = json_deep_copy(doc);
+
+	json_object_del(o, "id");
+	json_object_del(o, "data");
+	json_object_del(o, "cache_key");
+	return o;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct chunk_jobs out = { 0 };
+	struct job src, j;
+	const char *doc, *prefix;
+	char err[512], id[JOB_ID_MAX + 1];
+	int rows;
+	json_t *jdoc, *jdata, *rest, *got;
+
+	if (size < 1)
+		return 0;
+	rows = 1 + (data[0] & 3);
+	prefix = data[0] & 4 ? PREFIX : NULL;
+	doc = (const char *)data + 1;
+	size--;
+	job_parse(&src, doc, size, 0);
+	if (src.invalid != NULL) {
+		job_free(&src);
+		return 0;
+	}
+	snprintf(id, sizeof(id), "%s", job_id(&src));
+	jdoc = load(doc, size);
+	CHECK(jdoc != NULL && json_is_object(jdoc));
+	jdata = json_object_get(jdoc, "data");
+	size_t nrows = json_is_array(jdata) ? json_array_size(jdata) : 0;
+	bool has_ck = json_object_get(jdoc, "cache_key") != NULL;
+	CHECK(src.has_data == (jdata != NULL));
+
+	if (chunk_document(doc, size, id, rows, prefix, &out, err,
+	    sizeof(err)) != 0) {
+		CHECK(out.n == 0 && err[0] != '\0');
+		/* refused: a cache_key it cannot keep, chunk ids too long, or
+		 * (with --cache) a document nested deeper than the scanner */
+		CHECK((has_ck && (prefix != NULL || nrows > (size_t)rows)) ||
+		    (nrows > (size_t)rows && strlen(id) + 3 > JOB_ID_MAX) ||
+		    (prefix != NULL && strstr(err, "cannot read") != NULL));
+		goto done;
+	}
+	CHECK(!(has_ck && (prefix != NULL || nrows > (size_t)rows)));
+	CHECK(out.n == (nrows > (size_t)rows ?
+	    (nrows + (size_t)rows - 1) / (size_t)rows : 1));
+	if (out.n == 1 && prefix == NULL && nrows <= (size_t)rows) {
+		CHECK(out.v[0].el == doc && out.v[0].el_len == size &&
+		    strcmp(out.v[0].id, id) == 0);
+		goto done;
+	}
+	rest = others(jdoc);
+	got = json_array();
+	for (size_t i = 0; i < out.n; i++) {
+		struct chunk_job *c = &out.v[i];
+		json_t *el = load(c->el, c->el_len), *part;
+		char want[JOB_ID_MAX + 32];
+
+		CHECK(el != NULL && json_is_object(el));
+		if (out.n > 1)
+			snprintf(want, sizeof(want), "%s:%zu", id, i);
+		else
+			snprintf(want, sizeof(want), "%s", id);
+		CHECK(strcmp(c->id, want) == 0);
+		job_parse(&j, c->el, c->el_len, 0);
+		CHECK(j.invalid == NULL && strcmp(j.id, want) == 0);
+		if (prefix != NULL) {
+			CHECK(c->key != NULL && strncmp(c->key, PREFIX,
+			    strlen(PREFIX)) == 0 && strcmp(c->key +
+			    strlen(PREFIX), want) == 0);
+			CHECK(j.cache_key != NULL &&
+			    strcmp(j.cache_key, c->key) == 0);
+			CHECK(!j.has_data);
+			part = load(c->cache, c->cache_len);
+			CHECK(part != NULL);
+		} else {
+			CHECK(c->key == NULL && c->cache == NULL);
+			part = json_incref(json_object_get(el, "data"));
+			CHECK(part != NULL);
+		}
+		if (prefix != NULL && jdata == NULL) {
+			/* the document itself is the value */
+			CHECK(c->cache_len == size &&
+			    memcmp(c->cache, doc, size) == 0);
+			CHECK(json_object_size(el) == 2);
+		} else {
+			json_t *o = others(el);
+			CHECK(json_equal(o, rest));
+			json_decref(o);
+		}
+		if (nrows > (size_t)rows)
+			json_array_extend(got, part);
+		else
+			CHECK(json_equal(part, jdata != NULL ? jdata : jdoc));
+		json_decref(part);
+		json_decref(el);
+		job_free(&j);
+	}
+	if (nrows > (size_t)rows)
+		CHECK(json_equal(got, jdata));
+	json_decref(got);
+	json_decref(rest);
+done:
+	chunk_jobs_free(&out);
+	json_decref(jdoc);
+	job_free(&src);
+	return 0;
+}
