@@ -133,6 +133,8 @@ job_real_id(json_t *id, long long *out)
 	return 0;
 }
 
+static int job_id_text_is_integer(const struct job *j);
+
 /* Copy the envelope id into j->id. A missing id, or "", leaves j->id empty
  * (the caller names the job by its SHA-1: "" cannot name a job in a log or
  * in a handler's "ok ID" line). */
@@ -156,7 +158,11 @@ job_take_id(struct job *j, json_t *id, int as_real)
 	}
 	if (json_is_integer(id))
 		v = json_integer_value(id);
-	else if (!as_real || !json_is_real(id) || job_real_id(id, &v) < 0) {
+	else if (!as_real || !json_is_real(id) || job_real_id(id, &v) < 0 ||
+	    !job_id_text_is_integer(j)) {
+		/* read as a real only because of an integer elsewhere beyond
+		 * 64 bits: the id itself must have been written as an integer
+		 * ({"id":1.0} is refused whatever else the document holds) */
 		j->invalid = "job id is not a string or integer";
 		return -1;
 	}
@@ -274,6 +280,26 @@ job_members(const struct json_scan_span *doc, struct job_members *m)
 		else if (n == 4 && memcmp(key, "data", 4) == 0)
 			m->has_data = true;
 	}
+}
+
+/* Is the document's "id" member written as an integer (no fraction, no
+ * exponent)? For documents jansson could only read with integers as
+ * reals. */
+static int
+job_id_text_is_integer(const struct job *j)
+{
+	struct json_scan_error e;
+	struct json_scan_span doc;
+	struct job_members m;
+
+	if (json_scan_document(j->raw, j->raw_len, &doc, &e) < 0 ||
+	    doc.type != JSON_SCAN_OBJECT)
+		return 0;
+	job_members(&doc, &m);
+	return m.id.p != NULL && m.id.type == JSON_SCAN_NUMBER &&
+	    memchr(m.id.p, '.', m.id.len) == NULL &&
+	    memchr(m.id.p, 'e', m.id.len) == NULL &&
+	    memchr(m.id.p, 'E', m.id.len) == NULL;
 }
 
 /* job_take_id for a span. An integer has at most JOB_DIGITS_MAX digits

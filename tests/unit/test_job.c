@@ -313,6 +313,25 @@ Test(job, utf8_document)
 	job_free(&j);
 }
 
+/* Found by fuzzing: an integer beyond 64 bits elsewhere made jansson read
+ * every number as a real, and a real id was then accepted. */
+Test(job, a_real_id_is_refused_whatever_else_the_document_holds)
+{
+	expect_invalid("{\"id\":1.0}", "job id is not a string or integer",
+	    "6b912d0afbf26a97b3aa88c6ff22a4ef4c4a1710");
+	struct job j;
+	PARSE(&j, "{\"id\":1.0,\"x\":123456789012345678901234}");
+	cr_assert_str_eq(j.invalid, "job id is not a string or integer");
+	job_free(&j);
+	PARSE(&j, "{\"id\":1e2,\"x\":123456789012345678901234}");
+	cr_assert_str_eq(j.invalid, "job id is not a string or integer");
+	job_free(&j);
+	PARSE(&j, "{\"id\":7,\"x\":123456789012345678901234}");
+	cr_assert_null(j.invalid, "%s", j.invalid);
+	cr_assert_str_eq(j.id, "7");
+	job_free(&j);
+}
+
 /* --- the wrapper (doc/formats.md) --- */
 
 Test(job, wrapped_without_stamps)
@@ -595,8 +614,11 @@ Test(job, integer_ids_as_jansson_reads_them)
 {
 	expect_valid("{\"id\":-0}", "0");
 	expect_valid("{\"id\":123456789012345678}", "123456789012345678");
-	/* a big integer elsewhere makes jansson read numbers as reals */
-	expect_valid("{\"id\":1.0,\"n\":123456789012345678901}", "1");
+	/* a big integer elsewhere makes jansson read numbers as reals; the
+	 * id must still be written as an integer */
+	expect_valid("{\"id\":1,\"n\":123456789012345678901}", "1");
+	expect_invalid("{\"id\":1.0,\"n\":123456789012345678901}",
+	    "job id is not a string or integer", "7d97f275724acc71cca01333c2c2bb2d7224cee2");
 	expect_invalid("{\"id\":1e2}", "job id is not a string or integer",
 	    "9ac3d891f0c9c39412e8593746f7ba5b61342adf");
 }
