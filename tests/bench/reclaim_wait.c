@@ -1,7 +1,7 @@
 /* reclaim_wait.c - benchmark helper of scripts/bench: SIGKILL one worker and
  * time how long its processing list takes to disappear from Redis (the
- * master's reclaim.lua hands the jobs back to ready and deletes the list in
- * one atomic step, so "key gone" means "jobs back in ready").
+ * master's reclaim.lua hands the jobs back (to requeue) and deletes the list in
+ * one atomic step, so "key gone" means "jobs back in the queue").
  *
  *   reclaim_wait HOST PORT PID KEY [TIMEOUT_MS]
  *
