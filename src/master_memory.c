@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -138,6 +139,37 @@ judge(const struct ferry_config *cfg, const struct redis_memory *r,
 	return ev > pv ? ev : pv;
 }
 
+/* Redis accepts list elements up to proto-max-bulk-len (512 MB by
+ * default). Every byte of an element a producer pushed passes through
+ * ferry's scripts several times when it is fetched and dead-lettered:
+ * about 1.7 s of a blocked Redis per 100 MB on the benchmark machine
+ * (README "Benchmarks"). Say so once at start when the limit is far above
+ * what any queue accepts. */
+static void
+say_bulk_limit(const struct ferry_config *cfg, redisContext *c)
+{
+	redisReply *r = redisCommand(c, "CONFIG GET proto-max-bulk-len");
+	long most = 0;
+	char a[32], b[32];
+
+	for (int i = 0; i < cfg->nqueues; i++)
+		if (cfg->queues[i].max_job_bytes > most)
+			most = cfg->queues[i].max_job_bytes;
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING && most > 0) {
+		long long limit = strtoll(r->element[1]->str, NULL, 10);
+		if (limit > 16LL * most)
+			log_notice("redis at %s accepts elements of up to %s "
+			    "(proto-max-bulk-len), the largest max_job_bytes is %s: a "
+			    "producer's oversized element blocks Redis for about 1.7 s "
+			    "per 100 MB while ferry dead-letters it; consider "
+			    "proto-max-bulk-len of a few times max_job_bytes",
+			    address(cfg), memory_fmt_bytes(limit, a, sizeof(a)),
+			    memory_fmt_bytes(most, b, sizeof(b)));
+	}
+	freeReplyObject(r);
+}
+
 int
 memory_check_start(const struct ferry_config *cfg)
 {
@@ -156,6 +188,7 @@ memory_check_start(const struct ferry_config *cfg)
 		redisFree(c);
 		return 0;
 	}
+	say_bulk_limit(cfg, c);
 	redisFree(c);
 	if (judge(cfg, &r, false, refused, sizeof(refused)) != MEMORY_REFUSE)
 		return 0;

@@ -284,6 +284,27 @@ Test(memory, volatile_policy_warns)
 	h_stop(&d);
 }
 
+/* A Redis that accepts elements far larger than any queue's max_job_bytes
+ * is named at start (an oversized element blocks Redis while it is
+ * dead-lettered); one bounded by proto-max-bulk-len is not. */
+Test(memory, bulk_limit_named_at_start)
+{
+	static const char *const bounded[] = { "--proto-max-bulk-len", "4mb",
+	    NULL };
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	h_wait_log(&d, "accepts elements of up to 512.0 MiB (proto-max-bulk-len)",
+	    1);
+	h_stop(&d);
+	h_teardown(&d);
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 1\n", bounded);
+	h_start(&d, 1);
+	h_wait_log(&d, "started as", 1);
+	cr_assert_eq(h_count_in_file(d.log, "proto-max-bulk-len"), 0);
+	h_stop(&d);
+}
+
 /* Managed Redis without CONFIG: the policy comes from INFO, said once. */
 Test(memory, config_disabled_falls_back_to_info)
 {
