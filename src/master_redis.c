@@ -48,6 +48,7 @@ struct master_redis {
 	int inflight;
 	int64_t last_reply_ms;
 	bool reap_waiting;       /* the reaper waits after a gap (reap.lua) */
+	bool loading;            /* Redis answers LOADING: said once */
 	ev_timer reconnect, heartbeat, reap, promote;
 	struct reclaim *pending;
 };
@@ -111,6 +112,30 @@ on_connect(const redisAsyncContext *ac, int status)
 	send_pending(r);
 }
 
+/* A script call failed. Redis loading its data set after a restart is an
+ * outage, said once (the call is repeated by its timer, a reclaim by the
+ * next reaper run); anything else is an error. */
+static void
+script_failed(struct master_redis *r, const char *what, const redisReply *rep)
+{
+	if (strncmp(rep->str, "LOADING", 7) == 0) {
+		if (!r->loading)
+			log_notice("redis is loading its data set (%s): the master "
+			    "waits", what);
+		r->loading = true;
+		return;
+	}
+	log_error("redis %s failed: %s", what, rep->str);
+}
+
+static void
+script_worked(struct master_redis *r)
+{
+	if (r->loading)
+		log_notice("redis has loaded its data set");
+	r->loading = false;
+}
+
 /* Reply callback for fire-and-forget commands: log errors, and the jobs a
  * reaper or reclaim ({back, dead, ...}) moved. */
 static void
@@ -123,8 +148,10 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	r->inflight--;
 	r->last_reply_ms = util_monotonic_ms();
 	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
-		log_error("redis %s failed: %s", what, rep->str);
-	else if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
+		script_failed(r, what, rep);
+	else if (rep != NULL)
+		script_worked(r);
+	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
 	    rep->elements >= 2 && rep->element[0]->integer +
 	    rep->element[1]->integer > 0)
 		log_notice("%s: %lld jobs handed back (requeue), %lld dead", what,
@@ -252,8 +279,11 @@ on_heartbeat(redisAsyncContext *ac, void *reply, void *privdata)
 		    "stopping (exit 1)", r->m->master_id, rep->str + n);
 		master_stop(r->m, 1);
 	} else if (rep->type == REDIS_REPLY_ERROR) {
-		log_error("redis heartbeat failed: %s", rep->str);
-	} else if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
+		script_failed(r, "heartbeat", rep);
+		return;
+	}
+	script_worked(r);
+	if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
 		log_warn("redis ran no heartbeat of any ferryd for %.1f s (a long "
 		    "command, Redis stopped or restarted, or its clock stepped): "
 		    "no master is taken for dead for the next heartbeat_ttl",

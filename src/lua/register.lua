@@ -3,10 +3,9 @@
 -- host's reaper can find the worker's processing list.
 -- KEYS: owners   ARGV: worker id, master id
 -- A worker already handed back as dead may not come back (a frozen host
--- waking up): it gets an error and exits.
+-- waking up): it gets HANDEDBACK and exits.
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v and string.sub(v, 1, 5) == 'dead:' then
-	return redis.error_reply('ERR ferry: worker ' .. ARGV[1] ..
-		' is not registered: it was handed back as dead')
+	return ferry_error('HANDEDBACK', 'worker ' .. ARGV[1] .. ' is not registered: it was handed back as dead')
 end
 return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])

@@ -161,9 +161,15 @@ Test(scripts, fetch_takes_requeue_first_in_shrinking_batches)
 	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 2400);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 100);
 
-	/* a worker handed back as dead is refused, with a code */
+	/* a worker handed back as dead is refused, with a code, by fetch and
+	 * by register (a frozen host waking up must exit, not retry) */
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 dead:1"));
 	r = fetch(10, 0);
+	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "%s", r->str);
+	freeReplyObject(r);
+	struct sargs a;
+	sargs_register(&a, "ferry", "q", "w1", "m1");
+	r = queue_script(d.rc, a.script, a.nkeys, a.argc, a.argv, a.lens);
 	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 100);
