@@ -102,11 +102,9 @@ on_connect(const redisAsyncContext *ac, int status)
 		lost(r, ac->errstr);    /* hiredis frees ac after this */
 		return;
 	}
-	if (r->outage_logged)
-		log_notice("redis reachable again");
-	r->outage_logged = false;
+	/* reachable again only once it answers (script_worked): a link that
+	 * accepts connections and resets them must not log every attempt */
 	r->up = true;
-	r->retry_s = RECONNECT_MIN_S;
 	r->last_reply_ms = util_monotonic_ms();
 	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
 	send_pending(r);
@@ -134,6 +132,10 @@ script_worked(struct master_redis *r)
 	if (r->loading)
 		log_notice("redis has loaded its data set");
 	r->loading = false;
+	if (r->outage_logged)
+		log_notice("redis reachable again");
+	r->outage_logged = false;
+	r->retry_s = RECONNECT_MIN_S;
 }
 
 /* Reply callback for fire-and-forget commands: log errors, and the jobs a
