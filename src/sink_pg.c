@@ -296,6 +296,27 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return ok;
 }
 
+/* A batch row's record of failed jobs (column 1 of r). A record that does
+ * not parse must not read as "none failed" (its failed jobs would be acked
+ * unwritten), nor make the jobs retry (the batch may have committed them):
+ * the batch is kept and tried again under its key, as in an outage. */
+static bool
+load_record(PGresult *r, json_t **out, struct pg_failure *f)
+{
+	json_error_t err;
+
+	*out = json_loads(PQgetvalue(r, 0, 1), 0, &err);
+	if (json_is_object(*out))
+		return true;
+	json_decref(*out);
+	*out = NULL;
+	snprintf(f->msg, sizeof(f->msg), "XX000: the failed record of a batch "
+	    "row does not parse: %s", err.text);
+	util_utf8_fix(f->msg);
+	f->cls = COPY_ERR_UNAVAILABLE;
+	return false;
+}
+
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
 static bool
@@ -305,10 +326,18 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 	PGresult *r = NULL;
 
 	if (!sink_pg_exec(s, "SELECT state, failed FROM ferry_batches WHERE key = $1",
-	    1, key, NULL, f, &r))
+	    1, key, NULL, f, &r)) {
+		/* the batch may have committed: never let its jobs retry
+		 * under another key; keep the batch and ask again */
+		f->cls = COPY_ERR_UNAVAILABLE;
 		return false;
-	json_t *failed = PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) ?
-	    json_loads(PQgetvalue(r, 0, 1), 0, NULL) : NULL;
+	}
+	json_t *failed = NULL;
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) &&
+	    !load_record(r, &failed, f)) {
+		PQclear(r);
+		return false;
+	}
 	/* Fenced: another worker took these jobs over, so this worker was
 	 * handed back as dead. Nothing of this batch was written: its jobs
 	 * must not be acked (they are another worker's now), so no result
@@ -359,8 +388,11 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 			return false;
 		if (PQntuples(r) == 1 &&
 		    strcmp(PQgetvalue(r, 0, 0), "committed") == 0) {
-			json_t *failed = PQgetisnull(r, 0, 1) ? NULL :
-			    json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+			json_t *failed = NULL;
+			if (!PQgetisnull(r, 0, 1) && !load_record(r, &failed, f)) {
+				PQclear(r);
+				return false;
+			}
 			json_t *why = failed ? json_object_get(failed, job_id(j)) :
 			    NULL;
 			set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
