@@ -480,6 +480,11 @@ check_all(struct loader *st)
 	check_order(st, cfg->memory_refuse_percent >= cfg->memory_warn_percent,
 	    "memory_refuse_percent", cfg->memory_refuse_percent,
 	    "memory_warn_percent", cfg->memory_warn_percent);
+	if (*cfg->redis_user != '\0' && *cfg->redis_password == '\0')
+		config_error(st, blame_line(st, -1, "redis_user", NULL),
+		    "[ferryd] redis_user: \"%s\" is set but redis_password is "
+		    "not (an ACL user authenticates with both: AUTH user password)",
+		    cfg->redis_user);
 	for (i = 0; i < cfg->nqueues; i++)
 		check_queue(st, i);
 	if (st->queue_headers == 0)

@@ -82,6 +82,7 @@ struct ferry_config {
 	char *redis_host;
 	int redis_port;
 	char *redis_socket;      /* non-empty: used instead of host/port */
+	char *redis_user;        /* non-empty: a Redis 6+ ACL user */
 	char *redis_password;
 	int redis_db;
 	char *redis_prefix;

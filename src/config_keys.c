@@ -42,6 +42,7 @@ static const char *check_abs_path(const char *, char *, size_t);
 static const char *check_pidfile(const char *, char *, size_t);
 static const char *check_listen(const char *, char *, size_t);
 static const char *check_prefix(const char *, char *, size_t);
+static const char *check_redis_user(const char *, char *, size_t);
 static const char *check_table(const char *, char *, size_t);
 static const char *check_columns(const char *, char *, size_t);
 static const char *check_cache_prefixes(const char *, char *, size_t);
@@ -73,6 +74,7 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "redis_host", F(redis_host), "127.0.0.1", NULL),
 	NUM(S_FERRYD, "redis_port", T_INT, F(redis_port), "6379", 1, 65535),
 	STR(S_FERRYD, "redis_socket", F(redis_socket), "", check_abs_path),
+	STR(S_FERRYD, "redis_user", F(redis_user), "", check_redis_user),
 	STR(S_FERRYD, "redis_password", F(redis_password), "", NULL),
 	NUM(S_FERRYD, "redis_db", T_INT, F(redis_db), "0", 0, 1000),
 	STR(S_FERRYD, "redis_prefix", F(redis_prefix), "ferry", check_prefix),
@@ -238,6 +240,21 @@ check_prefix(const char *v, char *buf, size_t size)
 	(void)size;
 	return config_valid_name(v, 32) ? NULL :
 	    "is not valid (allowed: 1..32 characters of " CONFIG_NAME_CHARS ")";
+}
+
+/* A Redis ACL user name is one argument of AUTH: a blank would make ferry
+ * authenticate as someone else in a redis-cli paste, a control character
+ * is a typo. Empty: the default user. */
+static const char *
+check_redis_user(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (isspace(*p) || iscntrl(*p))
+			return "is not valid (a Redis ACL user name: no blanks or "
+			    "control characters)";
+	return strlen(v) > 128 ? "is too long (at most 128 characters)" : NULL;
 }
 
 /* [A-Za-z_][A-Za-z0-9_]*, 1..CONFIG_IDENT_MAX bytes: the sink quotes it as

@@ -96,6 +96,7 @@ Test(config, defaults)
 	cr_expect_str_eq(c.redis_host, "127.0.0.1");
 	cr_expect_eq(c.redis_port, 6379);
 	cr_expect_str_eq(c.redis_socket, "");
+	cr_expect_str_eq(c.redis_user, "");
 	cr_expect_str_eq(c.redis_password, "");
 	cr_expect_eq(c.redis_db, 0);
 	cr_expect_str_eq(c.redis_prefix, "ferry");
@@ -151,7 +152,8 @@ Test(config, every_key_set)
 	load_ok("[ferryd]\npidfile = /tmp/p.pid\nuser = nobody\n"
 	    "group = nogroup\ncontrol_socket = /tmp/c.sock\nlog = syslog\n"
 	    "log_level = debug\nredis_host = redis.example\nredis_port = 7000\n"
-	    "redis_socket = /tmp/r.sock\nredis_password = s3cret\n"
+	    "redis_socket = /tmp/r.sock\nredis_user = ferry-app_1\n"
+	    "redis_password = s3cret\n"
 	    "redis_db = 3\nredis_prefix = my-app.v2_x\npg_host = db\n"
 	    "pg_port = 6432\npg_database = d\npg_user = u\npg_password = p\n"
 	    "pg_options = sslmode=require application_name=x\n"
@@ -178,6 +180,7 @@ Test(config, every_key_set)
 	cr_expect_str_eq(c.redis_host, "redis.example");
 	cr_expect_eq(c.redis_port, 7000);
 	cr_expect_str_eq(c.redis_socket, "/tmp/r.sock");
+	cr_expect_str_eq(c.redis_user, "ferry-app_1");
 	cr_expect_str_eq(c.redis_password, "s3cret");
 	cr_expect_eq(c.redis_db, 3);
 	cr_expect_str_eq(c.redis_prefix, "my-app.v2_x");
@@ -1407,4 +1410,35 @@ Test(config_errors, cache_key_prefixes)
 	    "f2: (ferry's own keys, which a job must never name); the queue's "
 	    "cache space f2:{q}:cache: is always allowed, list only prefixes "
 	    "outside f2:\n");
+}
+
+/* --- redis_user --- */
+
+Test(config, redis_user_needs_password)
+{
+	expect_errors(Q1 "[ferryd]\nredis_user = ferry\n",
+	    "F:3: [ferryd] redis_user: \"ferry\" is set but redis_password is "
+	    "not (an ACL user authenticates with both: AUTH user password)\n");
+}
+
+Test(config, redis_user_refuses_blanks_and_control_characters)
+{
+	expect_errors(Q1 "[ferryd]\nredis_password = p\nredis_user = fer ry\n"
+	    "redis_user = a\tb\n",
+	    "F:4: [ferryd] redis_user: \"fer ry\" is not valid (a Redis ACL user "
+	    "name: no blanks or control characters)\n"
+	    "F:5: [ferryd] redis_user: set twice (first at line 4)\n");
+	expect_errors(Q1 "[ferryd]\nredis_password = p\nredis_user = a\x01b\n",
+	    "F:4: [ferryd] redis_user: \"a\x01b\" is not valid (a Redis ACL "
+	    "user name: no blanks or control characters)\n");
+}
+
+Test(config, redis_user_with_password_loads)
+{
+	struct ferry_config c;
+
+	load_ok(Q1 "[ferryd]\nredis_user = ferry\nredis_password = pw\n", &c);
+	cr_expect_str_eq(c.redis_user, "ferry");
+	cr_expect_str_eq(c.redis_password, "pw");
+	config_free(&c);
 }
