@@ -140,22 +140,28 @@ static bool
 connected(struct consumer *c)
 {
 	long delay = CONSUMER_RETRY_MIN_MS;
-	char err[512];
+	char err[1024];
+	bool refused;
 
 	while (c->redis == NULL) {
 		if (c->should_stop() || c->evicted)
 			return false;
-		c->redis = queue_connect(c->cfg, CONSUMER_TIMEOUT_MS, err,
-		    sizeof(err));
+		c->redis = queue_connect_as(c->cfg, CONSUMER_TIMEOUT_MS,
+		    &refused, err, sizeof(err));
 		if (c->redis != NULL && registered(c))
 			break;
 		if (c->redis != NULL)
 			drop_connection(c, "register");
-		else if (!c->outage) {
-			log_warn("queue %s: %s (retrying every %d s at most)",
+		else if (!c->outage || (refused && !c->auth_refused)) {
+			/* refused credentials too: the operator may fix the
+			 * ACL while we wait, and a restart would not help */
+			log_msg(refused ? CONFIG_LOG_ERROR : CONFIG_LOG_WARN,
+			    "queue %s: %s (retrying every %d s at most)",
 			    c->q->name, err, CONSUMER_RETRY_MAX_MS / 1000);
+			if (!c->outage)
+				c->outage_since = util_monotonic_ms();
 			c->outage = true;
-			c->outage_since = util_monotonic_ms();
+			c->auth_refused = refused;
 		}
 		scoreboard_set_error(c->slot, err);
 		sleep_ms(delay);
@@ -167,6 +173,7 @@ connected(struct consumer *c)
 		    c->q->name, (double)(util_monotonic_ms() - c->outage_since) /
 		    1000.);
 	c->outage = false;
+	c->auth_refused = false;
 	c->resume = true;
 	return true;
 }

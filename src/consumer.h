@@ -27,6 +27,7 @@ struct consumer {
 	char proc[QUEUE_KEY_MAX + CONSUMER_ID_MAX];
 	redisContext *redis;
 	bool outage;                    /* logged once per outage */
+	bool auth_refused;              /* ... and a refused AUTH once too */
 	int64_t outage_since;
 	bool resume;                    /* check our list after connecting */
 	bool evicted;                   /* handed back as dead: exit */

@@ -98,12 +98,16 @@ ctl_queue(const struct ctl *c, const char *name)
 redisContext *
 ctl_redis(struct ctl *c)
 {
-	char err[512];
+	char err[1024];
+	bool refused;
 
 	if (c->rc != NULL)
 		return c->rc;
-	c->rc = queue_connect(c->cfg, CTL_CONNECT_TIMEOUT_MS, err, sizeof(err));
-	if (c->rc == NULL)
+	c->rc = queue_connect_as(c->cfg, CTL_CONNECT_TIMEOUT_MS, &refused, err,
+	    sizeof(err));
+	if (c->rc == NULL && refused)
+		fprintf(stderr, "ferryctl: %s in %s\n", err, c->config_path);
+	else if (c->rc == NULL)
 		fprintf(stderr, "ferryctl: %s (is redis-server running there? "
 		    "check redis_host, redis_port or redis_socket in %s)\n", err,
 		    c->config_path);

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "master_id.h"
 #include "memory_check.h"
 #include "queue.h"
 #include "util.h"
@@ -170,13 +171,47 @@ say_bulk_limit(const struct ferry_config *cfg, redisContext *c)
 	freeReplyObject(r);
 }
 
+/* Credentials Redis refuses (a wrong password, a disabled or unknown ACL
+ * user, a password missing, a user without access to ferry's keys) only
+ * the operator can fix: ferryd does not start, and says so on the
+ * terminal. A Redis that does not answer is an outage: it starts. */
+static int
+refuse_credentials(const struct ferry_config *cfg, redisContext **c)
+{
+	char err[1024], key[QUEUE_KEY_MAX];
+	bool refused;
+	redisReply *r;
+
+	*c = queue_connect_as(cfg, START_TIMEOUT_MS, &refused, err,
+	    sizeof(err));
+	if (*c != NULL) {
+		/* a key every ferryd reads: NOAUTH or NOPERM here is final */
+		master_clock_key(cfg->redis_prefix, key, sizeof(key));
+		r = redisCommand(*c, "EXISTS %s", key);
+		refused = queue_auth_refused(r);
+		if (refused)
+			queue_auth_error(cfg, r->str, err, sizeof(err));
+		freeReplyObject(r);
+	}
+	if (!refused)
+		return 0;
+	fprintf(stderr, "ferryd: %s; not started\n", err);
+	if (log_fd() != STDERR_FILENO)
+		log_error("%s; not started", err);
+	redisFree(*c);
+	*c = NULL;
+	return -1;
+}
+
 int
 memory_check_start(const struct ferry_config *cfg)
 {
 	char err[512], refused[MSG_MAX * 2] = "";
 	struct redis_memory r;
-	redisContext *c = queue_connect(cfg, START_TIMEOUT_MS, err,
-	    sizeof(err));
+	redisContext *c;
+
+	if (refuse_credentials(cfg, &c) == -1)
+		return -1;
 
 	/* the connection error itself is the master's to log */
 	if (c == NULL || memory_fetch(c, &r, true, err, sizeof(err)) == -1) {
@@ -230,6 +265,8 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		memory_parse_info(&mm.cur, r->str);
 	else if (ask == ASK_INFO)
 		mm.failed = true;
+	else if (r->type == REDIS_REPLY_ERROR && queue_auth_refused(r))
+		mm.failed = true;       /* the master's connection says it once */
 	else if (r->type == REDIS_REPLY_ERROR)
 		log_error("redis %s failed (memory check connection): %s",
 		    ask == ASK_COUNT ? "AUTH" : "SELECT", r->str);
@@ -270,9 +307,11 @@ connect_now(struct master *m)
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	mm.ac = ac;
-	if (*cfg->redis_password != '\0')
-		redisAsyncCommand(ac, on_reply, (void *)(intptr_t)ASK_COUNT,
-		    "AUTH %s", cfg->redis_password);
+	const char *auth[3];
+	int nauth = queue_auth_argv(cfg, auth);
+	if (nauth > 0)
+		redisAsyncCommandArgv(ac, on_reply, (void *)(intptr_t)ASK_COUNT,
+		    nauth, auth, NULL);
 	if (cfg->redis_db != 0) {
 		snprintf(db, sizeof(db), "%d", cfg->redis_db);
 		redisAsyncCommand(ac, on_reply, (void *)(intptr_t)(ASK_COUNT + 1),

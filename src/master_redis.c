@@ -49,6 +49,7 @@ struct master_redis {
 	int64_t last_reply_ms;
 	bool reap_waiting;       /* the reaper waits after a gap (reap.lua) */
 	bool loading;            /* Redis answers LOADING: said once */
+	bool auth_refused;       /* AUTH refused: said once, retried quietly */
 	ev_timer reconnect, heartbeat, reap, promote;
 	struct reclaim *pending;
 };
@@ -93,6 +94,16 @@ on_disconnect(const redisAsyncContext *ac, int status)
 
 static void send_pending(struct master_redis *r);
 
+/* Redis answers as ferry's user: start the duties. */
+static void
+ready(struct master_redis *r)
+{
+	r->up = true;
+	r->last_reply_ms = util_monotonic_ms();
+	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
+	send_pending(r);
+}
+
 static void
 on_connect(const redisAsyncContext *ac, int status)
 {
@@ -104,10 +115,39 @@ on_connect(const redisAsyncContext *ac, int status)
 	}
 	/* reachable again only once it answers (script_worked): a link that
 	 * accepts connections and resets them must not log every attempt */
-	r->up = true;
+	if (*r->m->cfg->redis_password == '\0')
+		ready(r);               /* else once AUTH is accepted (on_auth) */
+}
+
+/* AUTH answered. Refused (wrong password, user disabled or deleted) is an
+ * outage only the operator can end: said once, then retried quietly at the
+ * longest interval until the ACL or the file is fixed. Nothing is sent
+ * before AUTH is accepted, so nothing runs as the default user. */
+static void
+on_auth(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	redisReply *rep = reply;
+	char err[1024];
+
+	(void)privdata;
+	r->inflight--;
+	if (rep == NULL)
+		return;                 /* on_disconnect says it */
 	r->last_reply_ms = util_monotonic_ms();
-	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
-	send_pending(r);
+	if (rep->type != REDIS_REPLY_ERROR) {
+		ready(r);
+		return;
+	}
+	if (!r->auth_refused) {
+		queue_auth_error(r->m->cfg, rep->str, err, sizeof(err));
+		log_error("%s; the master retries every %.0f s, workers' jobs "
+		    "wait in Redis", err, RECONNECT_MAX_S);
+	}
+	r->auth_refused = true;
+	r->outage_logged = true;        /* lost() adds nothing */
+	r->retry_s = RECONNECT_MAX_S;
+	redisAsyncDisconnect(ac);
 }
 
 /* A script call failed. Redis loading its data set after a restart is an
@@ -116,6 +156,8 @@ on_connect(const redisAsyncContext *ac, int status)
 static void
 script_failed(struct master_redis *r, const char *what, const redisReply *rep)
 {
+	if (r->auth_refused && queue_auth_refused(rep))
+		return;         /* pipelined behind a refused AUTH: said */
 	if (strncmp(rep->str, "LOADING", 7) == 0) {
 		if (!r->loading)
 			log_notice("redis is loading its data set (%s): the master "
@@ -132,6 +174,7 @@ script_worked(struct master_redis *r)
 	if (r->loading)
 		log_notice("redis has loaded its data set");
 	r->loading = false;
+	r->auth_refused = false;
 	if (r->outage_logged)
 		log_notice("redis reachable again");
 	r->outage_logged = false;
@@ -436,10 +479,10 @@ connect_now(struct master_redis *r)
 	redisLibevAttach(r->m->loop, ac);
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	if (*cfg->redis_password != '\0') {
-		const char *argv[] = { "AUTH", cfg->redis_password };
-		send_argv(r, on_reply, "AUTH", 2, argv);
-	}
+	const char *auth[3];
+	int nauth = queue_auth_argv(cfg, auth);
+	if (nauth > 0)
+		send_argv(r, on_auth, NULL, nauth, auth);
 	if (cfg->redis_db != 0) {
 		char db[16];
 		snprintf(db, sizeof(db), "%d", cfg->redis_db);

@@ -72,14 +72,68 @@ command_ok(redisContext *c, char *err, size_t errsize, const char *what,
 	return ok;
 }
 
-redisContext *
-queue_connect(const struct ferry_config *cfg, long timeout_ms, char *err,
+int
+queue_auth_argv(const struct ferry_config *cfg, const char *argv[3])
+{
+	int n = 0;
+
+	if (*cfg->redis_password == '\0')
+		return 0;       /* config_load refuses redis_user alone */
+	argv[n++] = "AUTH";
+	if (*cfg->redis_user != '\0')
+		argv[n++] = cfg->redis_user;
+	argv[n++] = cfg->redis_password;
+	return n;
+}
+
+bool
+queue_auth_refused(const redisReply *r)
+{
+	return queue_error_is(r, "WRONGPASS") || queue_error_is(r, "NOPERM") ||
+	    queue_error_is(r, "NOAUTH") || (r != NULL &&
+	    r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+	    strncmp(r->str, "ERR AUTH", 8) == 0);
+}
+
+void
+queue_auth_error(const struct ferry_config *cfg, const char *reply, char *err,
     size_t errsize)
 {
+	char addr[300], who[300];
+
+	queue_address(cfg, addr, sizeof(addr));
+	if (*cfg->redis_user != '\0')
+		snprintf(who, sizeof(who), "user %s", cfg->redis_user);
+	else
+		snprintf(who, sizeof(who), "the default user");
+	if (strncmp(reply, "NOAUTH", 6) == 0 && *cfg->redis_password == '\0')
+		snprintf(err, errsize, "redis at %s requires a password (%s): "
+		    "set [ferryd] redis_password, and redis_user for an ACL user",
+		    addr, reply);
+	else if (strncmp(reply, "NOPERM", 6) == 0)
+		snprintf(err, errsize, "redis at %s: %s may not do what ferry "
+		    "needs (%s): give it the ACL in ferry's README (\"The trust "
+		    "boundary\"); ACL LOG says what was refused", addr, who, reply);
+	else
+		snprintf(err, errsize, "redis at %s refused AUTH as %s (%s): "
+		    "check [ferryd] redis_user and redis_password against the "
+		    "server's ACL (ACL GETUSER %s)", addr, who, reply,
+		    *cfg->redis_user != '\0' ? cfg->redis_user : "default");
+}
+
+redisContext *
+queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
+    bool *refused, char *err, size_t errsize)
+{
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	const char *auth[3];
+	int nauth = queue_auth_argv(cfg, auth);
 	char addr[300];
 	redisContext *c;
+	redisReply *r;
 
+	if (refused != NULL)
+		*refused = false;
 	if (*cfg->redis_socket != '\0')
 		c = redisConnectUnixWithTimeout(cfg->redis_socket, tv);
 	else
@@ -92,14 +146,29 @@ queue_connect(const struct ferry_config *cfg, long timeout_ms, char *err,
 		return NULL;
 	}
 	redisSetTimeout(c, tv);
-	if ((*cfg->redis_password != '\0' && !command_ok(c, err, errsize,
-	    "redis AUTH", redisCommand(c, "AUTH %s", cfg->redis_password))) ||
+	r = nauth > 0 ? redisCommandArgv(c, nauth, auth, NULL) : NULL;
+	if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+		queue_auth_error(cfg, r->str, err, errsize);
+		if (refused != NULL)
+			*refused = true;
+		freeReplyObject(r);
+		redisFree(c);
+		return NULL;
+	}
+	if ((nauth > 0 && !command_ok(c, err, errsize, "redis AUTH", r)) ||
 	    (cfg->redis_db != 0 && !command_ok(c, err, errsize, "redis SELECT",
 	    redisCommand(c, "SELECT %d", cfg->redis_db)))) {
 		redisFree(c);
 		return NULL;
 	}
 	return c;
+}
+
+redisContext *
+queue_connect(const struct ferry_config *cfg, long timeout_ms, char *err,
+    size_t errsize)
+{
+	return queue_connect_as(cfg, timeout_ms, NULL, err, errsize);
 }
 
 const char *

@@ -4,6 +4,7 @@
 #define FERRY_QUEUE_H
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -41,6 +42,20 @@ void queue_heartbeat_key(const char *prefix, const char *master_id,
 /* Connect to the configured Redis (unix socket or host:port), AUTH and
  * SELECT; commands time out after timeout_ms. NULL with a message. */
 redisContext *queue_connect(const struct ferry_config *cfg, long timeout_ms,
+    char *err, size_t errsize);
+/* The same; *refused (when not NULL) tells a refused AUTH (wrong user or
+ * password: err says what to do) from a server that cannot be reached. */
+redisContext *queue_connect_as(const struct ferry_config *cfg,
+    long timeout_ms, bool *refused, char *err, size_t errsize);
+/* The AUTH command for cfg in argv: "AUTH user password" for a Redis 6+
+ * ACL user (redis_user), "AUTH password" for the default user; returns
+ * argc, 0 when no password is configured. */
+int queue_auth_argv(const struct ferry_config *cfg, const char *argv[3]);
+/* A reply that means "these credentials do not get in" (WRONGPASS, NOPERM,
+ * NOAUTH, ERR AUTH ...): an outage the operator must fix, not a bug. */
+bool queue_auth_refused(const redisReply *r);
+/* The message for such a reply: the address, the user, what to check. */
+void queue_auth_error(const struct ferry_config *cfg, const char *reply,
     char *err, size_t errsize);
 /* Describe the Redis address for messages: "127.0.0.1:6379" or the path. */
 const char *queue_address(const struct ferry_config *cfg, char *buf,
