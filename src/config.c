@@ -447,6 +447,45 @@ check_cache_prefixes(struct loader *st, int i)
 	}
 }
 
+/* pg_port: one port, or one per pg_host host; no empty host in a list
+ * (libpq would read it as its default socket). For a queue, the pair it
+ * uses (its own keys or [ferryd]'s), checked where it sets one of them. */
+static void
+check_pg_hosts(struct loader *st, int queue, const char *host,
+    const char *port)
+{
+	const char *cur = host, *item;
+	char label[CONFIG_QUEUE_NAME_MAX + 16];
+	int nhosts = config_pg_list_count(host);
+	int nports = config_pg_list_count(port);
+	size_t len;
+
+	if ((queue >= 0 && key_line(st, queue, "pg_host") == 0 &&
+	    key_line(st, queue, "pg_port") == 0) ||
+	    key_line(st, queue, "pg_host") < 0 ||
+	    key_line(st, queue, "pg_port") < 0)
+		return;         /* not this queue's, or refused already */
+	if (queue < 0)
+		snprintf(label, sizeof(label), "[ferryd]");
+	else
+		snprintf(label, sizeof(label), "[queue %s]",
+		    st->cfg->queues[queue].name);
+	if (strchr(host, ',') != NULL)
+		while (config_list_next(&cur, &item, &len))
+			if (len == 0) {
+				config_error(st, blame_line(st, queue, "pg_host", NULL),
+				    "%s pg_host: \"%s\" has an empty host (allowed: "
+				    "hosts separated by commas, such as db1, db2)",
+				    label, host);
+				return;
+			}
+	if (nports > 1 && nports != (nhosts > 0 ? nhosts : 1))
+		config_error(st, blame_line(st, queue, "pg_port", "pg_host"),
+		    "%s pg_port: \"%s\" has %d ports for %d host%s in pg_host "
+		    "(allowed: one port for all hosts, or one port per host)",
+		    label, port, nports, nhosts, nhosts == 1 ? "" : "s");
+}
+
 static void
 check_queue(struct loader *st, int i)
 {
@@ -465,6 +504,9 @@ check_queue(struct loader *st, int i)
 	    "handler_timeout", q->handler_timeout_ms, "<", "job_timeout",
 	    q->job_timeout_ms);
 	check_cache_prefixes(st, i);
+	if (q->handler == CONFIG_HANDLER_POSTGRES)
+		check_pg_hosts(st, i, *q->pg_host ? q->pg_host : st->cfg->pg_host,
+		    *q->pg_port ? q->pg_port : st->cfg->pg_port);
 }
 
 static void
@@ -485,6 +527,7 @@ check_all(struct loader *st)
 		    "[ferryd] redis_user: \"%s\" is set but redis_password is "
 		    "not (an ACL user authenticates with both: AUTH user password)",
 		    cfg->redis_user);
+	check_pg_hosts(st, -1, cfg->pg_host, cfg->pg_port);
 	for (i = 0; i < cfg->nqueues; i++)
 		check_queue(st, i);
 	if (st->queue_headers == 0)

@@ -58,14 +58,15 @@ struct queue_config {
 	char *table;             /* "name" or "schema.name", checked */
 	char *columns;           /* copy_columns_parse spec, checked; "" =
 	                          * the table's own columns */
-	/* Per-queue PostgreSQL overrides: "" (or NULL) and 0 = use [ferryd]'s;
+	/* Per-queue PostgreSQL overrides: "" (or NULL) = use [ferryd]'s;
 	 * config_pg_conninfo merges them. */
-	char *pg_host;
-	int pg_port;
+	char *pg_host;           /* one host, or several: "a, b" (libpq) */
+	char *pg_port;           /* one port, or one per host: "5432, 5433" */
 	char *pg_database;
 	char *pg_user;
 	char *pg_password;
 	char *pg_options;        /* replaces [ferryd] pg_options when set */
+	char *pg_target_session_attrs;
 };
 
 struct ferry_config {
@@ -86,12 +87,17 @@ struct ferry_config {
 	char *redis_password;
 	int redis_db;
 	char *redis_prefix;
-	char *pg_host;
-	int pg_port;
+	char *pg_host;           /* several hosts: libpq tries them in turn */
+	char *pg_port;           /* one port, or one per host */
 	char *pg_database;
 	char *pg_user;
 	char *pg_password;
 	char *pg_options;        /* extra libpq conninfo, e.g. "sslmode=require" */
+	/* libpq target_session_attrs; "" = read-write with several hosts */
+	char *pg_target_session_attrs;
+	/* refuse a server whose commits do not wait for a standby when
+	 * several hosts are configured (DESIGN.md "Scale") */
+	bool require_sync_commit;
 	long pg_statement_timeout_ms;
 	long done_retention_ms;  /* ferry_batches rows older than this go */
 	long shutdown_timeout_ms;
@@ -154,11 +160,27 @@ bool config_queue_sink_changed(const struct ferry_config *ca,
 /* The libpq conninfo string for queue `q` (NULL: [ferryd] alone): host,
  * port, dbname, user and password, each from `q` when set there, else from
  * [ferryd], omitted when empty; values in single quotes with ' and \
- * escaped. Then pg_options (the queue's if set, else [ferryd]'s) verbatim,
- * and connect_timeout=5 and application_name=ferryd unless pg_options
- * names them. Malloc'd. */
+ * escaped (host and port lists without the blanks around their items).
+ * Then target_session_attrs (pg_target_session_attrs, or read-write when
+ * there are several hosts), pg_options (the queue's if set, else
+ * [ferryd]'s) verbatim, and connect_timeout=5 and application_name=ferryd;
+ * pg_options wins over the three. Malloc'd. */
 char *config_pg_conninfo(const struct ferry_config *cfg,
     const struct queue_config *q);
+
+/* How many hosts queue `q` (NULL: [ferryd] alone) names in pg_host, its
+ * own or [ferryd]'s: 0 (libpq's default), 1, or more (a failover set). */
+int config_pg_nhosts(const struct ferry_config *cfg,
+    const struct queue_config *q);
+
+/* Items of a comma-separated list ("a, b" is 2, "" is 0). */
+int config_pg_list_count(const char *list);
+
+/* Whether a COMMIT on a server with these settings (SHOW
+ * synchronous_commit, SHOW synchronous_standby_names) waits until a
+ * standby has it: NULL if it does, else why not (a constant). */
+const char *config_pg_commit_risk(const char *synchronous_commit,
+    const char *standby_names);
 
 /* "IPV4:PORT" (port 1..65535) into addr and port. Returns 0, or -1 with
  * what is wrong in err. */

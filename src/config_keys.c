@@ -46,6 +46,8 @@ static const char *check_redis_user(const char *, char *, size_t);
 static const char *check_table(const char *, char *, size_t);
 static const char *check_columns(const char *, char *, size_t);
 static const char *check_cache_prefixes(const char *, char *, size_t);
+static const char *check_pg_ports(const char *, char *, size_t);
+static const char *check_pg_tsa(const char *, char *, size_t);
 
 static const char *const log_level_names[] = {
 	"debug", "info", "notice", "warn", "error", NULL
@@ -79,11 +81,14 @@ static const struct config_key config_keys[] = {
 	NUM(S_FERRYD, "redis_db", T_INT, F(redis_db), "0", 0, 1000),
 	STR(S_FERRYD, "redis_prefix", F(redis_prefix), "ferry", check_prefix),
 	STR(S_FERRYD, "pg_host", F(pg_host), "", NULL),
-	NUM(S_FERRYD, "pg_port", T_INT, F(pg_port), "5432", 1, 65535),
+	STR(S_FERRYD, "pg_port", F(pg_port), "5432", check_pg_ports),
 	STR(S_FERRYD, "pg_database", F(pg_database), "", NULL),
 	STR(S_FERRYD, "pg_user", F(pg_user), "", NULL),
 	STR(S_FERRYD, "pg_password", F(pg_password), "", NULL),
 	STR(S_FERRYD, "pg_options", F(pg_options), "", NULL),
+	STR(S_FERRYD, "pg_target_session_attrs", F(pg_target_session_attrs),
+	    "", check_pg_tsa),
+	BOOL(S_FERRYD, "require_sync_commit", F(require_sync_commit), "no"),
 	NUM(S_FERRYD, "pg_statement_timeout", T_DURATION,
 	    F(pg_statement_timeout_ms), "60s", MS_SEC, MS_DAY),
 	NUM(S_FERRYD, "done_retention", T_DURATION, F(done_retention_ms),
@@ -141,11 +146,13 @@ static const struct config_key config_keys[] = {
 	STR(S_QUEUE, "table", Q(table), "", check_table),
 	STR(S_QUEUE, "columns", Q(columns), "", check_columns),
 	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
-	NUM(S_QUEUE, "pg_port", T_OPTINT, Q(pg_port), "", 1, 65535),
+	STR(S_QUEUE, "pg_port", Q(pg_port), "", check_pg_ports),
 	STR(S_QUEUE, "pg_database", Q(pg_database), "", NULL),
 	STR(S_QUEUE, "pg_user", Q(pg_user), "", NULL),
 	STR(S_QUEUE, "pg_password", Q(pg_password), "", NULL),
 	STR(S_QUEUE, "pg_options", Q(pg_options), "", NULL),
+	STR(S_QUEUE, "pg_target_session_attrs", Q(pg_target_session_attrs),
+	    "", check_pg_tsa),
 };
 #define NKEYS FERRY_ARRAY_LEN(config_keys)
 const size_t config_nkeys = NKEYS;
@@ -359,6 +366,52 @@ check_cache_prefixes(const char *v, char *buf, size_t size)
 		return buf;
 	}
 	return NULL;
+}
+
+/* Empty (the default: [ferryd]'s, or 5432 there), one port, or one per
+ * pg_host host (config.c counts them: this row cannot see pg_host). */
+static const char *
+check_pg_ports(const char *v, char *buf, size_t size)
+{
+	const char *cur = v, *item;
+	size_t len, n = 0;
+
+	while (config_list_next(&cur, &item, &len)) {
+		char port[8];
+		long p = 0;
+		n++;
+		if (len > 0 && len < sizeof(port) &&
+		    strspn(item, "0123456789") >= len) {
+			memcpy(port, item, len);
+			port[len] = '\0';
+			p = strtol(port, NULL, 10);
+		}
+		if (p >= 1 && p <= 65535)
+			continue;
+		snprintf(buf, size, "item %zu (\"%.*s\") is not a port 1..65535 "
+		    "(allowed: one port, or one per pg_host host separated by "
+		    "commas, such as 5432, 5433)", n, (int)(len > 16 ? 16 : len),
+		    item);
+		return buf;
+	}
+	return NULL;
+}
+
+/* libpq's values for PostgreSQL 15; empty: read-write with several hosts,
+ * libpq's own default (any) with one. */
+static const char *
+check_pg_tsa(const char *v, char *buf, size_t size)
+{
+	static const char *const ok[] = { "", "any", "read-write", "read-only",
+	    "primary", "standby", "prefer-standby" };
+
+	(void)buf;
+	(void)size;
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(ok); i++)
+		if (strcmp(v, ok[i]) == 0)
+			return NULL;
+	return "is not valid (allowed: empty, any, read-write, read-only, "
+	    "primary, standby, prefer-standby)";
 }
 
 /* 90000 -> "90s": the largest unit that divides the value exactly. */

@@ -1,6 +1,6 @@
 /* config_pg.c - the PostgreSQL side of a queue's configuration: the libpq
- * conninfo string (per-queue pg_* keys over [ferryd]'s) and whether a reload
- * changed it. */
+ * conninfo string (per-queue pg_* keys over [ferryd]'s), whether a reload
+ * changed it, and whether a server's commit settings survive a failover. */
 #include "config.h"
 #include "util.h"
 
@@ -58,28 +58,90 @@ put_param(char *out, char *w, const char *kw, const char *value)
 	return w;
 }
 
+/* "a , b" -> "a,b": libpq does not trim the items of a host or port list. */
+static char *
+list_tight(const char *list)
+{
+	char *out = xmalloc(strlen(list) + 1), *w = out;
+	const char *cur = list, *item;
+	size_t len;
+
+	*w = '\0';
+	while (config_list_next(&cur, &item, &len)) {
+		if (w > out)
+			*w++ = ',';
+		memcpy(w, item, len);
+		w += len;
+		*w = '\0';
+	}
+	return out;
+}
+
+int
+config_pg_list_count(const char *list)
+{
+	const char *cur = list, *item;
+	size_t len;
+	int n = 0;
+
+	while (config_list_next(&cur, &item, &len))
+		n++;
+	return n;
+}
+
+int
+config_pg_nhosts(const struct ferry_config *cfg, const struct queue_config *q)
+{
+	return config_pg_list_count(pick(q ? q->pg_host : NULL, cfg->pg_host));
+}
+
+/* synchronous_commit on, remote_write and remote_apply wait for the
+ * standbys synchronous_standby_names names; local and off never do (a
+ * session, role or database can set it too: the SHOW is the session's). */
+const char *
+config_pg_commit_risk(const char *synchronous_commit,
+    const char *standby_names)
+{
+	const char *p = standby_names != NULL ? standby_names : "";
+
+	p += strspn(p, " \t");
+	if (*p == '\0')
+		return "synchronous_standby_names is empty";
+	if (synchronous_commit == NULL ||
+	    strcmp(synchronous_commit, "off") == 0 ||
+	    strcmp(synchronous_commit, "local") == 0)
+		return "synchronous_commit is off or local";
+	return NULL;
+}
+
 char *
 config_pg_conninfo(const struct ferry_config *cfg,
     const struct queue_config *q)
 {
 	static const char *const kws[] = {
-		"host", "port", "dbname", "user", "password"
+		"host", "port", "dbname", "user", "password",
+		"target_session_attrs"
 	};
-	const struct queue_config none = { .pg_port = 0 };
+	const struct queue_config none = { .pg_host = NULL };
 	const char *vals[FERRY_ARRAY_LEN(kws)], *opts;
-	char port[16], *out, *w;
+	char *host, *port, *out, *w;
 	size_t i, size;
 
 	if (q == NULL)
 		q = &none;
-	snprintf(port, sizeof(port), "%d", q->pg_port > 0 ? q->pg_port :
-	    cfg->pg_port);
-	vals[0] = pick(q->pg_host, cfg->pg_host);
-	vals[1] = strcmp(port, "0") != 0 ? port : "";
+	host = list_tight(pick(q->pg_host, cfg->pg_host));
+	port = list_tight(pick(q->pg_port, cfg->pg_port));
+	vals[0] = host;
+	vals[1] = port;
 	vals[2] = pick(q->pg_database, cfg->pg_database);
 	vals[3] = pick(q->pg_user, cfg->pg_user);
 	vals[4] = pick(q->pg_password, cfg->pg_password);
+	vals[5] = pick(q->pg_target_session_attrs, cfg->pg_target_session_attrs);
 	opts = pick(q->pg_options, cfg->pg_options);
+	if (*vals[5] == '\0' && config_pg_list_count(host) > 1)
+		vals[5] = "read-write";     /* follow a promoted standby */
+	if (sets_keyword(opts, "target_session_attrs"))
+		vals[5] = "";
 	size = strlen(opts) + 64;	/* both defaults, blanks, the NUL */
 	for (i = 0; i < FERRY_ARRAY_LEN(kws); i++)
 		size += strlen(kws[i]) + 4 + 2 * strlen(vals[i]);
@@ -93,6 +155,8 @@ config_pg_conninfo(const struct ferry_config *cfg,
 		w += sprintf(w, "%sconnect_timeout=5", w > out ? " " : "");
 	if (!sets_keyword(opts, "application_name"))
 		sprintf(w, "%sapplication_name=ferryd", w > out ? " " : "");
+	free(host);
+	free(port);
 	return out;
 }
 
@@ -107,7 +171,8 @@ config_queue_sink_changed(const struct ferry_config *ca,
 	if (a->handler != CONFIG_HANDLER_POSTGRES &&
 	    b->handler != CONFIG_HANDLER_POSTGRES)
 		return false;
-	if (ca->pg_statement_timeout_ms != cb->pg_statement_timeout_ms)
+	if (ca->pg_statement_timeout_ms != cb->pg_statement_timeout_ms ||
+	    ca->require_sync_commit != cb->require_sync_commit)
 		return true;
 	x = config_pg_conninfo(ca, a);
 	y = config_pg_conninfo(cb, b);

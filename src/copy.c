@@ -462,8 +462,10 @@ enum copy_error_class
 copy_error_class(const char *sqlstate)
 {
 	static const char *const data[] = { "22", "23", "42" };
+	/* 25006: a read-only transaction, on a primary demoted to a standby
+	 * (or a standby reached first): a failover, reconnect */
 	static const char *const down[] = { "08", "53", "57P01", "57P02",
-	    "57P03" };
+	    "57P03", "25006" };
 	size_t i;
 
 	if (sqlstate == NULL || strlen(sqlstate) != 5)

@@ -46,7 +46,8 @@ int copy_encode_job(const char *doc, size_t len,
 enum copy_error_class {
 	COPY_ERR_DATA,           /* 22, 23, 42: this data can never go in */
 	COPY_ERR_TRANSIENT,      /* 40001, 40P01: retry the job later */
-	COPY_ERR_UNAVAILABLE,    /* 08, 57P0x, 53: the sink is down: wait */
+	COPY_ERR_UNAVAILABLE,    /* 08, 57P0x, 53, 25006: the sink is down (or
+	                          * failing over): wait */
 	COPY_ERR_OTHER,          /* anything else: retry with backoff */
 };
 enum copy_error_class copy_error_class(const char *sqlstate);

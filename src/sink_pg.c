@@ -77,6 +77,23 @@ sink_pg_exec(struct sink_pg *s, const char *sql, int nparams, const char *p1,
 	return ok;
 }
 
+/* The master warned at start when commits do not wait for a standby; a
+ * worker warns again when its connection finds them unsafe after safe ones
+ * (a failover onto a primary without a synchronous standby). */
+static void
+note_commits(struct sink_pg *s, const char *risk)
+{
+	if (risk != NULL && s->commits_safe == 1)
+		sink_pg_commit_warn(s, risk);
+	else if (risk != NULL && s->commits_safe == -1)
+		log_notice("queue %s: postgres %s (port %s): commits do not wait "
+		    "for a standby (%s)", s->q->name, PQhost(s->conn),
+		    PQport(s->conn), risk);
+	if (risk != NULL || config_pg_nhosts(s->cfg, s->q) > 1 ||
+	    s->cfg->require_sync_commit)
+		s->commits_safe = risk == NULL;
+}
+
 static enum sink_status
 connect_db(struct sink_pg *s, char *err, size_t errsize)
 {
@@ -95,7 +112,14 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
 	    s->cfg->pg_statement_timeout_ms);
 	enum sink_status st = sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL) ?
-	    sink_pg_describe(s, err, errsize) : SINK_UNAVAILABLE;
+	    SINK_OK : SINK_UNAVAILABLE;
+	const char *risk = NULL;
+	if (st == SINK_OK)
+		st = sink_pg_commit_check(s, &risk, err, errsize);
+	if (st == SINK_OK) {
+		note_commits(s, risk);
+		st = sink_pg_describe(s, err, errsize);
+	}
 	if (st != SINK_OK) {
 		PQfinish(s->conn);
 		s->conn = NULL;
@@ -109,6 +133,7 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	struct sink_pg *s = xcalloc(1, sizeof(*s));
 	s->cfg = cfg;
 	s->q = q;
+	s->commits_safe = -1;
 	return s;
 }
 

@@ -28,6 +28,8 @@ struct sink_pg {
 	int cap;                  /* room in off, len, idx, skip */
 	bool fenced;              /* our own batch key was found fenced */
 	bool record_failed;       /* a failure could not go into s->failed */
+	int commits_safe;         /* last connection's commits wait for a
+	                           * standby: 1, do not: 0, unknown: -1 */
 };
 
 /* Why the current statement failed; its class in *cls. */
@@ -45,5 +47,15 @@ bool sink_pg_exec(struct sink_pg *s, const char *sql, int nparams,
  * table, a column or ferry_batches is missing. */
 enum sink_status sink_pg_describe(struct sink_pg *s, char *err,
     size_t errsize);
+
+/* At connect, with several hosts or require_sync_commit: do this server's
+ * commits wait for a standby (SHOW synchronous_commit and
+ * synchronous_standby_names)? SINK_OK with *risk NULL, or why not (the
+ * caller warns); SINK_FATAL when require_sync_commit refuses the server;
+ * SINK_UNAVAILABLE when the SHOW failed. */
+enum sink_status sink_pg_commit_check(struct sink_pg *s, const char **risk,
+    char *err, size_t errsize);
+/* The loud warning about `risk` (from sink_pg_commit_check). */
+void sink_pg_commit_warn(const struct sink_pg *s, const char *risk);
 
 #endif

@@ -1,13 +1,15 @@
 /* sink_pg_schema.c - what the PostgreSQL sink needs of the database: the
  * target table and its columns (quoted with libpq's escaping, the COPY
- * statement built from them), ferry_batches, and `ferryctl init-db`, which
- * creates ferry_batches and checks the rest. */
+ * statement built from them), ferry_batches, commits that survive a
+ * failover, and `ferryctl init-db`, which creates ferry_batches and checks
+ * the rest. */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "copy.h"
+#include "log.h"
 #include "sink_pg.h"
 #include "sink_pg_int.h"
 #include "util.h"
@@ -148,6 +150,65 @@ static const char create_sql[] =
     "CREATE INDEX IF NOT EXISTS ferry_batches_created_at"
     " ON ferry_batches (created_at)";
 
+/* One SHOW into buf ("" when it failed); false on failure. */
+static bool
+show(struct sink_pg *s, const char *name, char *buf, size_t size,
+    struct pg_failure *f)
+{
+	char sql[64];
+	PGresult *r = NULL;
+
+	snprintf(sql, sizeof(sql), "SHOW %s", name);
+	buf[0] = '\0';
+	if (!sink_pg_exec(s, sql, 0, NULL, NULL, f, &r))
+		return false;
+	if (PQntuples(r) > 0)
+		snprintf(buf, size, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return true;
+}
+
+enum sink_status
+sink_pg_commit_check(struct sink_pg *s, const char **risk, char *err,
+    size_t errsize)
+{
+	char commit[64], names[256];
+	struct pg_failure f;
+	int nhosts = config_pg_nhosts(s->cfg, s->q);
+
+	*risk = NULL;
+	if (nhosts < 2 && !s->cfg->require_sync_commit)
+		return SINK_OK;
+	if (!show(s, "synchronous_commit", commit, sizeof(commit), &f) ||
+	    !show(s, "synchronous_standby_names", names, sizeof(names), &f)) {
+		snprintf(err, errsize, "postgres: reading the commit settings: %s",
+		    f.msg);
+		return f.cls == COPY_ERR_DATA ? SINK_FATAL : SINK_UNAVAILABLE;
+	}
+	if ((*risk = config_pg_commit_risk(commit, names)) == NULL ||
+	    !s->cfg->require_sync_commit)
+		return SINK_OK;
+	snprintf(err, errsize, "postgres %s (port %s): commits do not wait for "
+	    "a standby (%s) and require_sync_commit = yes: refused; set "
+	    "synchronous_standby_names and synchronous_commit = on on the "
+	    "primary, or require_sync_commit = no", PQhost(s->conn),
+	    PQport(s->conn), *risk);
+	return SINK_FATAL;
+}
+
+void
+sink_pg_commit_warn(const struct sink_pg *s, const char *risk)
+{
+	log_warn("queue %s: postgres %s (port %s): commits do not wait for a "
+	    "standby (%s): in a failover, a COMMIT the primary acknowledged "
+	    "before its standby had it is lost, and ferry has already acked "
+	    "its jobs in Redis: those jobs are lost. Set "
+	    "synchronous_standby_names and synchronous_commit = on on the "
+	    "primary (require_sync_commit = yes refuses such a server)",
+	    s->q != NULL ? s->q->name : "-", PQhost(s->conn), PQport(s->conn),
+	    risk);
+}
+
 /* Several statements in one string (PQexecParams takes only one). */
 static bool
 run_script(PGconn *conn, const char *sql)
@@ -165,18 +226,24 @@ sink_pg_check(const struct ferry_config *cfg, const struct queue_config *q,
 	struct sink_pg *s = sink_pg_new(cfg, q);
 	char *conninfo = config_pg_conninfo(cfg, q);
 	enum sink_status st = SINK_UNAVAILABLE;
+	const char *risk = NULL;
 
 	s->conn = PQconnectdb(conninfo);
 	free(conninfo);
 	if (PQstatus(s->conn) != CONNECTION_OK) {
 		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
 		err[strcspn(err, "\n")] = '\0';
+	} else if (!create &&
+	    (st = sink_pg_commit_check(s, &risk, err, errsize)) != SINK_OK) {
+		;       /* refused, or the SHOW failed */
 	} else if (create && !run_script(s->conn, create_sql)) {
 		snprintf(err, errsize, "cannot create ferry_batches: %s",
 		    PQerrorMessage(s->conn));
 		err[strcspn(err, "\n")] = '\0';
 		st = SINK_FATAL;
 	} else {
+		if (risk != NULL)
+			sink_pg_commit_warn(s, risk);
 		st = sink_pg_describe(s, err, errsize);
 	}
 	sink_pg_free(s);

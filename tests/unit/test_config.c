@@ -101,7 +101,7 @@ Test(config, defaults)
 	cr_expect_eq(c.redis_db, 0);
 	cr_expect_str_eq(c.redis_prefix, "ferry");
 	cr_expect_str_eq(c.pg_host, "");
-	cr_expect_eq(c.pg_port, 5432);
+	cr_expect_str_eq(c.pg_port, "5432");
 	cr_expect_str_eq(c.pg_database, "");
 	cr_expect_str_eq(c.pg_user, "");
 	cr_expect_str_eq(c.pg_password, "");
@@ -135,7 +135,7 @@ Test(config, defaults)
 	cr_expect_str_eq(q->table, "");
 	cr_expect_str_eq(q->columns, "");
 	cr_expect_str_eq(q->pg_host, "");
-	cr_expect_eq(q->pg_port, 0);
+	cr_expect_str_eq(q->pg_port, "");
 	cr_expect_str_eq(q->pg_database, "");
 	cr_expect_str_eq(q->pg_user, "");
 	cr_expect_str_eq(q->pg_password, "");
@@ -185,7 +185,7 @@ Test(config, every_key_set)
 	cr_expect_eq(c.redis_db, 3);
 	cr_expect_str_eq(c.redis_prefix, "my-app.v2_x");
 	cr_expect_str_eq(c.pg_host, "db");
-	cr_expect_eq(c.pg_port, 6432);
+	cr_expect_str_eq(c.pg_port, "6432");
 	cr_expect_str_eq(c.pg_database, "d");
 	cr_expect_str_eq(c.pg_user, "u");
 	cr_expect_str_eq(c.pg_password, "p");
@@ -205,7 +205,7 @@ Test(config, every_key_set)
 	cr_expect_str_eq(q->table, "s_1.Events_2");
 	cr_expect_str_eq(q->columns, "id, kind=type");
 	cr_expect_str_eq(q->pg_host, "/run/pg");
-	cr_expect_eq(q->pg_port, 5433);
+	cr_expect_str_eq(q->pg_port, "5433");
 	cr_expect_str_eq(q->pg_database, "ev");
 	cr_expect_str_eq(q->pg_user, "w");
 	cr_expect_str_eq(q->pg_password, "pw");
@@ -560,7 +560,6 @@ static const struct range_case {
 } range_cases[] = {
 	{ "ferryd", "redis_port", "0", "65536", "1..65535" },
 	{ "ferryd", "redis_db", "-1", "1001", "0..1000" },
-	{ "ferryd", "pg_port", "0", "65536", "1..65535" },
 	{ "ferryd", "shutdown_timeout", "999ms", "86401s", "1s..1d" },
 	{ "ferryd", "kill_grace", "99ms", "601s", "100ms..10m" },
 	{ "ferryd", "heartbeat_ttl", "999ms", "3601", "1s..1h" },
@@ -588,7 +587,6 @@ static const struct range_case {
 	{ "queue q", "max_job_bytes", "15", "536870913", "16..536870912" },
 	{ "queue q", "chunk_rows", "0", "1000001", "1..1000000" },
 	{ "queue q", "dead_max", "-1", "1000000001", "0..1000000000" },
-	{ "queue q", "pg_port", "0", "65536", "1..65535" },
 };
 
 Test(config_errors, ranges)
@@ -826,10 +824,73 @@ Test(config_errors, bad_table_names)
 	}
 }
 
+#define PORT_ALLOWED "is not a port 1..65535 (allowed: one port, or one " \
+	"per pg_host host separated by commas, such as 5432, 5433)\n"
+
 Test(config_errors, pg_port_in_queue)
 {
 	expect_errors(PG "table = t\npg_port = x\n", "F:4: [queue ev] "
-	    "pg_port: \"x\" is not an integer\n");
+	    "pg_port: \"x\" item 1 (\"x\") " PORT_ALLOWED);
+}
+
+/* Every item of a port list is a port; 0, 65536, blanks inside, signs and
+ * empty items are not. */
+Test(config_errors, pg_port_lists)
+{
+	expect_errors("[ferryd]\npg_port = 0\n" Q1, "F:2: [ferryd] pg_port: "
+	    "\"0\" item 1 (\"0\") " PORT_ALLOWED);
+	expect_errors("[ferryd]\npg_host = a,b\npg_port = 5432, 65536\n" Q1,
+	    "F:3: [ferryd] pg_port: \"5432, 65536\" item 2 (\"65536\") "
+	    PORT_ALLOWED);
+	expect_errors("[ferryd]\npg_host = a,b\npg_port = 5432,,5433\n" Q1,
+	    "F:3: [ferryd] pg_port: \"5432,,5433\" item 2 (\"\") "
+	    PORT_ALLOWED);
+	expect_errors(PG "table = t\npg_port = +5, 6\n", "F:4: [queue ev] "
+	    "pg_port: \"+5, 6\" item 1 (\"+5\") " PORT_ALLOWED);
+	expect_errors(PG "table = t\npg_port = 54 32\n", "F:4: [queue ev] "
+	    "pg_port: \"54 32\" item 1 (\"54 32\") " PORT_ALLOWED);
+}
+
+/* One port for all hosts, or one per host: the pair a queue uses, its own
+ * keys or [ferryd]'s, pointing at the line that set one of them. */
+Test(config_errors, pg_port_count_matches_hosts)
+{
+	struct ferry_config c;
+
+	expect_errors("[ferryd]\npg_host = a, b\npg_port = 1,2,3\n" Q1,
+	    "F:3: [ferryd] pg_port: \"1,2,3\" has 3 ports for 2 hosts in "
+	    "pg_host (allowed: one port for all hosts, or one port per host)\n");
+	expect_errors("[ferryd]\npg_port = 1,2\n" Q1, "F:2: [ferryd] pg_port: "
+	    "\"1,2\" has 2 ports for 0 hosts in pg_host (allowed: one port for "
+	    "all hosts, or one port per host)\n");
+	/* the queue's hosts against [ferryd]'s ports */
+	expect_errors("[ferryd]\npg_host = a,b\npg_port = 1,2\n" PG
+	    "table = t\npg_host = c,d,e\n", "F:7: [queue ev] pg_port: \"1,2\" "
+	    "has 2 ports for 3 hosts in pg_host (allowed: one port for all "
+	    "hosts, or one port per host)\n");
+	expect_errors("[ferryd]\npg_host = a,,b\n" Q1, "F:2: [ferryd] pg_host: "
+	    "\"a,,b\" has an empty host (allowed: hosts separated by commas, "
+	    "such as db1, db2)\n");
+	load_ok("[ferryd]\npg_host = a, b\npg_port = 1, 2\n" PG "table = t\n"
+	    "pg_port = 7\n", &c);
+	config_free(&c);
+	load_ok("[ferryd]\npg_host = a\n" PG "table = t\npg_host = a,b,c\n"
+	    "pg_port = 1,2,3\n", &c);
+	config_free(&c);
+}
+
+Test(config_errors, pg_target_session_attrs)
+{
+	expect_errors("[ferryd]\npg_target_session_attrs = master\n" PG
+	    "table = t\npg_target_session_attrs = Read-Write\n",
+	    "F:2: [ferryd] pg_target_session_attrs: \"master\" is not valid "
+	    "(allowed: empty, any, read-write, read-only, primary, standby, "
+	    "prefer-standby)\n"
+	    "F:6: [queue ev] pg_target_session_attrs: \"Read-Write\" is not "
+	    "valid (allowed: empty, any, read-write, read-only, primary, "
+	    "standby, prefer-standby)\n");
+	expect_errors("[ferryd]\nrequire_sync_commit = maybe\n" Q1,
+	    "F:2: [ferryd] require_sync_commit: \"maybe\" is not yes or no\n");
 }
 
 Test(config_errors, new_keys_in_wrong_section)
@@ -1181,12 +1242,79 @@ Test(config_api, conninfo_options_win)
 	    "sslmode=require connect_timeout=5 application_name=ferryd");
 }
 
+/* Several hosts: libpq's lists without blanks, and target_session_attrs
+ * read-write unless pg_target_session_attrs or pg_options say otherwise. */
+Test(config_api, conninfo_multi_host)
+{
+	expect_conninfo("[ferryd]\npg_host = db1 , db2\npg_port = 5432, 5433\n"
+	    Q1, NULL, "host='db1,db2' port='5432,5433' "
+	    "target_session_attrs='read-write' connect_timeout=5 "
+	    "application_name=ferryd");
+	/* one port for both; the queue's hosts over [ferryd]'s one */
+	expect_conninfo("[ferryd]\npg_host = db\n" PG "table = t\n"
+	    "pg_host = a,b\n", "ev", "host='a,b' port='5432' "
+	    "target_session_attrs='read-write' connect_timeout=5 "
+	    "application_name=ferryd");
+	expect_conninfo("[ferryd]\npg_host = a,b\npg_target_session_attrs = "
+	    "primary\n" Q1, NULL, "host='a,b' port='5432' "
+	    "target_session_attrs='primary' connect_timeout=5 "
+	    "application_name=ferryd");
+	expect_conninfo("[ferryd]\npg_host = a,b\n" PG "table = t\n"
+	    "pg_target_session_attrs = any\n", "ev", "host='a,b' port='5432' "
+	    "target_session_attrs='any' connect_timeout=5 "
+	    "application_name=ferryd");
+	expect_conninfo("[ferryd]\npg_host = a,b\npg_options = "
+	    "target_session_attrs=standby\n" Q1, NULL, "host='a,b' port='5432' "
+	    "target_session_attrs=standby connect_timeout=5 "
+	    "application_name=ferryd");
+	/* one host: libpq's default, unless set */
+	expect_conninfo("[ferryd]\npg_host = a\n" Q1, NULL, "host='a' "
+	    "port='5432' connect_timeout=5 application_name=ferryd");
+	expect_conninfo("[ferryd]\npg_host = a\npg_target_session_attrs = "
+	    "read-write\n" Q1, NULL, "host='a' port='5432' "
+	    "target_session_attrs='read-write' connect_timeout=5 "
+	    "application_name=ferryd");
+}
+
+Test(config_api, nhosts)
+{
+	struct ferry_config c;
+
+	load_ok("[ferryd]\npg_host = a, b\n" PG "table = t\npg_host = x\n"
+	    Q1, &c);
+	cr_expect_eq(config_pg_nhosts(&c, NULL), 2);
+	cr_expect_eq(config_pg_nhosts(&c, config_find_queue(&c, "ev")), 1);
+	cr_expect_eq(config_pg_nhosts(&c, config_find_queue(&c, "q")), 2);
+	config_free(&c);
+	cr_expect_eq(config_pg_list_count(""), 0);
+	cr_expect_eq(config_pg_list_count(" a ,b,"), 2);
+}
+
+/* What SHOW synchronous_commit / synchronous_standby_names mean for a
+ * COMMIT in a failover. */
+Test(config_api, commit_risk)
+{
+	cr_expect_null(config_pg_commit_risk("on", "*"));
+	cr_expect_null(config_pg_commit_risk("remote_apply", "FIRST 1 (s1)"));
+	cr_expect_null(config_pg_commit_risk("remote_write", "s1"));
+	cr_expect_str_eq(config_pg_commit_risk("on", ""),
+	    "synchronous_standby_names is empty");
+	cr_expect_str_eq(config_pg_commit_risk("on", " "),
+	    "synchronous_standby_names is empty");
+	cr_expect_str_eq(config_pg_commit_risk("local", "*"),
+	    "synchronous_commit is off or local");
+	cr_expect_str_eq(config_pg_commit_risk("off", "*"),
+	    "synchronous_commit is off or local");
+	cr_expect_not_null(config_pg_commit_risk(NULL, NULL));
+}
+
 Test(config_api, queue_changed_postgres)
 {
 	static const char *const variants[] = {
 		"table = u\n", "table = s.t\n", "columns = a\n",
 		"pg_host = h\n", "pg_port = 5432\n", "pg_database = d\n",
 		"pg_user = u\n", "pg_password = p\n", "pg_options = x=y\n",
+		"pg_target_session_attrs = any\n",
 	};
 	struct ferry_config base, c;
 	char *text;
@@ -1232,6 +1360,20 @@ Test(config_api, queue_sink_changed)
 	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
 	    &b.queues[0]));
 	config_free(&b);
+	/* [ferryd]'s multi-host keys reach the conninfo or the check */
+	static const char *const ferryd_keys[] = {
+		"require_sync_commit = yes\n", "pg_target_session_attrs = any\n",
+		"pg_port = 5433\n",
+	};
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(ferryd_keys); i++) {
+		char *text = xasprintf("[ferryd]\npg_host = a\n%s" PG
+		    "table = t\n", ferryd_keys[i]);
+		load_ok(text, &b);
+		cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
+		    &b.queues[0]), "%s", ferryd_keys[i]);
+		config_free(&b);
+		free(text);
+	}
 	/* Not a postgres queue: never. */
 	load_ok("[ferryd]\npg_host = a\n" Q1, &n1);
 	load_ok("[ferryd]\npg_host = b\npg_statement_timeout = 5s\n" Q1, &n2);
@@ -1256,7 +1398,7 @@ Test(config_api, queue_copy)
 	cr_expect_str_eq(q.columns, "a");
 	cr_expect_str_eq(q.pg_password, "p");
 	cr_expect_str_eq(q.command, "");
-	cr_expect_eq(q.pg_port, 7);
+	cr_expect_str_eq(q.pg_port, "7");
 	cr_expect_not(config_queue_changed(&q, &c.queues[0]));
 	config_queue_copy(&q, &c.queues[1]);	/* frees the old strings */
 	cr_expect_str_eq(q.command, "/bin/true");
