@@ -409,6 +409,8 @@ run_sink(struct consumer *c, struct batch *b)
 			log_warn("queue %s: %s (the batch of %d jobs waits in Redis; "
 			    "retrying)", c->q->name, err, b->n);
 			since = util_monotonic_ms();
+		} else {
+			log_debug("queue %s: %s (still waiting)", c->q->name, err);
 		}
 		scoreboard_end_batch(c->slot, 0);    /* waiting, not hung */
 		for (long waited = 0; waited < delay; waited += 100) {

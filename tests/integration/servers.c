@@ -901,7 +901,9 @@ pg_is_ready(const struct test_pg *p)
 		if (n == 1 && atol(line) != (long)p->pid)
 			break;
 		if (n == 8) {
-			ok = strncmp(line, "ready", 5) == 0;
+			/* a hot standby accepts connections as "standby" */
+			ok = strncmp(line, "ready", 5) == 0 ||
+			    strncmp(line, "standby", 7) == 0;
 			break;
 		}
 	}
@@ -1054,4 +1056,113 @@ test_pg_stop(struct test_pg *p)
 	if (p->dir[0] != '\0')
 		remove_tree(p->dir);
 	p->dir[0] = '\0';
+}
+
+/* A helper program of PG_BINDIR (pg_basebackup, pg_ctl) as the server's
+ * user, its output into DIR/what.log (kept when it fails). */
+static int
+pg_tool(const struct test_pg *p, const struct pg_user *u, char **argv,
+    const char *what, long timeout_ms)
+{
+	char log[300], why[256];
+
+	snprintf(log, sizeof(log), "%s/%s.log", p->dir, what);
+	struct spawn s = {
+		.argv = argv,
+		.out_path = log,
+		.cwd = p->dir,
+		.switch_user = u->switch_user,
+		.uid = u->uid,
+		.gid = u->gid,
+		.deathsig = SIGKILL,
+	};
+	if (run(&s, timeout_ms, why, sizeof(why)) != 0) {
+		fprintf(stderr, "servers: %s failed: %s\n", argv[0], why);
+		print_tail(log, TAIL_LINES);
+		return -1;
+	}
+	return 0;
+}
+
+int
+test_pg_standby_start(struct test_pg *p, const struct test_pg *primary)
+{
+	struct pg_user u;
+	char why[256], bin[512], data[300], port[16];
+
+	memset(p, 0, sizeof(*p));
+	if (primary == NULL || primary->pid <= 0) {
+		fprintf(stderr, "test_pg_standby_start: the primary is not "
+		    "running\n");
+		return -1;
+	}
+	if (pg_get_user(&u) != 0 ||
+	    make_temp_dir(p->dir, sizeof(p->dir), "pgstandby") != 0)
+		return -1;
+	if (pg_chown(&u, p->dir) != 0)
+		goto fail;
+	snprintf(bin, sizeof(bin), "%s/pg_basebackup", pg_bindir());
+	snprintf(data, sizeof(data), "%s/data", p->dir);
+	snprintf(port, sizeof(port), "%d", primary->port);
+	char *argv[] = {
+		bin, "-h", "127.0.0.1", "-p", port, "-U", "postgres", "-D", data,
+		"-R", "-X", "stream", "-c", "fast", "--no-sync", NULL,
+	};
+	if (pg_tool(p, &u, argv, "basebackup", 120000) != 0)
+		goto fail;
+	for (int attempt = 1;; attempt++) {
+		p->port = test_free_port();
+		if (p->port < 0 || pg_spawn(p, &u) != 0)
+			goto fail;
+		int rc = pg_wait_ready(p, why, sizeof(why));
+		if (rc == READY) {
+			pg_set_conninfo(p);
+			return 0;
+		}
+		pg_shutdown(p);
+		char log[300];
+		snprintf(log, sizeof(log), "%s/postgres.log", p->dir);
+		if (rc == EXITED && attempt < PORT_ATTEMPTS &&
+		    file_contains(log, "Address already in use")) {
+			unlink(log);
+			continue;
+		}
+		pg_report(p, why);
+		goto fail;
+	}
+fail:
+	remove_tree(p->dir);
+	memset(p, 0, sizeof(*p));
+	return -1;
+}
+
+int
+test_pg_kill_immediate(struct test_pg *p)
+{
+	if (p == NULL || p->pid <= 0) {
+		fprintf(stderr, "test_pg_kill_immediate: postgres is not "
+		    "running\n");
+		return -1;
+	}
+	/* SIGQUIT is pg_ctl stop -m immediate: no checkpoint, backends gone */
+	terminate(&p->pid, SIGQUIT, 10000, SIGKILL, 5000, "postgres");
+	return 0;
+}
+
+int
+test_pg_promote(struct test_pg *p)
+{
+	struct pg_user u;
+	char bin[512], data[300];
+
+	if (p == NULL || p->pid <= 0) {
+		fprintf(stderr, "test_pg_promote: postgres is not running\n");
+		return -1;
+	}
+	snprintf(bin, sizeof(bin), "%s/pg_ctl", pg_bindir());
+	snprintf(data, sizeof(data), "%s/data", p->dir);
+	char *argv[] = { bin, "promote", "-w", "-t", "60", "-D", data, NULL };
+	if (pg_get_user(&u) != 0 || pg_tool(p, &u, argv, "promote", 90000) != 0)
+		return -1;
+	return 0;
 }

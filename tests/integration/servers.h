@@ -70,6 +70,18 @@ int test_pg_pause(struct test_pg *p);
 /* Start again on the same port and data. */
 int test_pg_resume(struct test_pg *p);
 
+/* A streaming standby of the running `primary`: pg_basebackup -R -X
+ * stream (as the primary's user) into a new temp dir, started on its own
+ * port; waits until it accepts (read-only) connections. Stop it with
+ * test_pg_stop. The template's pg_hba.conf trusts replication from
+ * 127.0.0.1. */
+int test_pg_standby_start(struct test_pg *standby,
+    const struct test_pg *primary);
+/* Immediate shutdown (SIGQUIT, pg_ctl stop -m immediate), keeping the dir:
+ * the primary of a failover. */
+int test_pg_kill_immediate(struct test_pg *p);
+/* pg_ctl promote -w: the standby becomes a primary. */
+int test_pg_promote(struct test_pg *p);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). */
 int test_free_port(void);
 
