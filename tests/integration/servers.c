@@ -961,6 +961,35 @@ pg_shutdown(struct test_pg *p)
 	terminate(&p->pid, SIGINT, 30000, SIGQUIT, 5000, "postgres");
 }
 
+/* Start the cluster in p->dir on a free port, trying another when the
+ * port was taken meanwhile; wait until it accepts connections. */
+static int
+pg_spawn_on_free_port(struct test_pg *p, const struct pg_user *u)
+{
+	char why[256];
+
+	for (int attempt = 1;; attempt++) {
+		p->port = test_free_port();
+		if (p->port < 0 || pg_spawn(p, u) != 0)
+			return -1;
+		int rc = pg_wait_ready(p, why, sizeof(why));
+		if (rc == READY) {
+			pg_set_conninfo(p);
+			return 0;
+		}
+		pg_shutdown(p);
+		char log[300];
+		snprintf(log, sizeof(log), "%s/postgres.log", p->dir);
+		if (rc == EXITED && attempt < PORT_ATTEMPTS &&
+		    file_contains(log, "Address already in use")) {
+			unlink(log);
+			continue;
+		}
+		pg_report(p, why);
+		return -1;
+	}
+}
+
 int
 test_pg_start(struct test_pg *p)
 {
@@ -986,26 +1015,8 @@ test_pg_start(struct test_pg *p)
 		goto fail;
 	}
 	unlink(cplog);
-	for (int attempt = 1;; attempt++) {
-		p->port = test_free_port();
-		if (p->port < 0 || pg_spawn(p, &u) != 0)
-			goto fail;
-		int rc = pg_wait_ready(p, why, sizeof(why));
-		if (rc == READY) {
-			pg_set_conninfo(p);
-			return 0;
-		}
-		pg_shutdown(p);
-		char log[300];
-		snprintf(log, sizeof(log), "%s/postgres.log", p->dir);
-		if (rc == EXITED && attempt < PORT_ATTEMPTS &&
-		    file_contains(log, "Address already in use")) {
-			unlink(log);
-			continue;
-		}
-		pg_report(p, why);
-		goto fail;
-	}
+	if (pg_spawn_on_free_port(p, &u) == 0)
+		return 0;
 fail:
 	remove_tree(p->dir);
 	memset(p, 0, sizeof(*p));
@@ -1088,7 +1099,7 @@ int
 test_pg_standby_start(struct test_pg *p, const struct test_pg *primary)
 {
 	struct pg_user u;
-	char why[256], bin[512], data[300], port[16];
+	char bin[512], data[300], port[16];
 
 	memset(p, 0, sizeof(*p));
 	if (primary == NULL || primary->pid <= 0) {
@@ -1110,26 +1121,8 @@ test_pg_standby_start(struct test_pg *p, const struct test_pg *primary)
 	};
 	if (pg_tool(p, &u, argv, "basebackup", 120000) != 0)
 		goto fail;
-	for (int attempt = 1;; attempt++) {
-		p->port = test_free_port();
-		if (p->port < 0 || pg_spawn(p, &u) != 0)
-			goto fail;
-		int rc = pg_wait_ready(p, why, sizeof(why));
-		if (rc == READY) {
-			pg_set_conninfo(p);
-			return 0;
-		}
-		pg_shutdown(p);
-		char log[300];
-		snprintf(log, sizeof(log), "%s/postgres.log", p->dir);
-		if (rc == EXITED && attempt < PORT_ATTEMPTS &&
-		    file_contains(log, "Address already in use")) {
-			unlink(log);
-			continue;
-		}
-		pg_report(p, why);
-		goto fail;
-	}
+	if (pg_spawn_on_free_port(p, &u) == 0)
+		return 0;
 fail:
 	remove_tree(p->dir);
 	memset(p, 0, sizeof(*p));
