@@ -938,3 +938,13 @@ h_jstr(json_t *o, const char *key)
 	const char *s = json_string_value(json_object_get(o, key));
 	return s != NULL ? s : "(none)";
 }
+
+int
+h_count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}

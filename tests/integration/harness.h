@@ -44,6 +44,8 @@ void h_write_file(const char *path, const char *fmt, ...)
 /* Whole file as a malloc'd string ("" when missing). */
 char *h_read_file(const char *path);
 int h_count_in_file(const char *path, const char *needle);
+/* Newlines in s. */
+int h_count_lines(const char *s);
 
 /* Write d->config: a [ferryd] section pointing pidfile, log and control
  * socket into d->dir, then `ferryd_extra` lines, then `queues` text. */

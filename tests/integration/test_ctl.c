@@ -38,15 +38,6 @@ expect(const struct h_run *r, int status)
 	    r->status, status, r->out, r->err);
 }
 
-static int
-count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s != '\0'; s++)
-		n += *s == '\n';
-	return n;
-}
-
 static char *
 redis_str(const char *fmt, const char *key)
 {
@@ -110,7 +101,7 @@ Test(ctl, enqueue_many_from_a_pipe)
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, input, "enqueue", "q", "-");
 	expect(&r, 0);
-	cr_assert_eq(count_lines(r.out), 10000);
+	cr_assert_eq(h_count_lines(r.out), 10000);
 	job_sha1_hex("{\"n\":0}", 7, sha);
 	cr_assert_eq(strncmp(r.out, sha, 40), 0, "first id %.40s", r.out);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 10000);
@@ -363,7 +354,7 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 
 	CTL(&r, NULL, "dead", "list", "q");
 	expect(&r, 0);
-	cr_assert_eq(count_lines(r.out), 3, "%s", r.out);
+	cr_assert_eq(h_count_lines(r.out), 3, "%s", r.out);
 	for (const char *const *s = (const char *const[]){ "poison-1\t",
 	    "poison-2\t", bad_sha, "\t1\t0\tfailed by the handler\tpoisoned by "
 	    "the flag file\n", "malformed JSON", NULL }; *s; s++)

@@ -175,15 +175,6 @@ fill_dead(void)
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 6);
 }
 
-static int
-count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s != '\0'; s++)
-		n += *s == '\n';
-	return n;
-}
-
 static json_t *
 show(const char *id)
 {
@@ -235,7 +226,7 @@ Test(dead, list_and_show_whatever_bytes, .init = setup)
 	fill_dead();
 	CTL(&r, "dead", "list", "q");
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_eq(count_lines(r.out), 6, "%s", r.out);
+	cr_assert_eq(h_count_lines(r.out), 6, "%s", r.out);
 	for (int i = 0; i < 5; i++) {
 		char line[200];
 		snprintf(line, sizeof(line), "%s\t", doc_id(&docs[i]));
