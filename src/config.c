@@ -509,6 +509,45 @@ check_queue(struct loader *st, int i)
 		    *q->pg_port ? q->pg_port : st->cfg->pg_port);
 }
 
+/* Sentinel or a fixed address, never both: a redis_host left beside
+ * redis_sentinels would be ignored, and the operator would think ferry
+ * talks to it. */
+static void
+check_sentinel_keys(struct loader *st)
+{
+	static const char *const fixed[] = { "redis_host", "redis_port",
+	    "redis_socket" };
+	const struct ferry_config *cfg = st->cfg;
+	bool sentinels = *cfg->redis_sentinels != '\0';
+
+	if (key_line(st, -1, "redis_sentinels") < 0)
+		return;         /* refused already */
+	for (size_t i = 0; sentinels && i < FERRY_ARRAY_LEN(fixed); i++)
+		if (key_line(st, -1, fixed[i]) != 0)
+			config_error(st, abs(key_line(st, -1, fixed[i])),
+			    "[ferryd] %s: set together with redis_sentinels (allowed: "
+			    "one of the two: the sentinels name the primary, so "
+			    "remove %s, or remove redis_sentinels for a fixed "
+			    "address)", fixed[i], fixed[i]);
+	if (sentinels && *cfg->redis_sentinel_master == '\0' &&
+	    key_line(st, -1, "redis_sentinel_master") == 0)
+		config_error(st, blame_line(st, -1, "redis_sentinels", NULL),
+		    "[ferryd] redis_sentinel_master: required with "
+		    "redis_sentinels (the NAME of \"sentinel monitor NAME ...\" "
+		    "in the sentinels' configuration)");
+	if (!sentinels && (*cfg->redis_sentinel_master != '\0' ||
+	    *cfg->redis_sentinel_password != '\0'))
+		config_error(st, blame_line(st, -1, "redis_sentinel_master",
+		    "redis_sentinel_password"), "[ferryd] %s: is set but "
+		    "redis_sentinels is not (allowed: only with redis_sentinels)",
+		    *cfg->redis_sentinel_master != '\0' ? "redis_sentinel_master" :
+		    "redis_sentinel_password");
+	check_pair(st, -1, cfg->redis_wait_replicas == 0 ||
+	    cfg->redis_wait_timeout_ms * 3 <= cfg->heartbeat_ttl_ms,
+	    "redis_wait_timeout", cfg->redis_wait_timeout_ms, "<= a third of",
+	    "heartbeat_ttl", cfg->heartbeat_ttl_ms);
+}
+
 static void
 check_all(struct loader *st)
 {
@@ -527,6 +566,7 @@ check_all(struct loader *st)
 		    "[ferryd] redis_user: \"%s\" is set but redis_password is "
 		    "not (an ACL user authenticates with both: AUTH user password)",
 		    cfg->redis_user);
+	check_sentinel_keys(st);
 	check_pg_hosts(st, -1, cfg->pg_host, cfg->pg_port);
 	for (i = 0; i < cfg->nqueues; i++)
 		check_queue(st, i);

@@ -13,6 +13,8 @@
 #define CONFIG_MAX_WORKERS 256   /* per queue */
 #define CONFIG_LINE_MAX 199      /* inih 55 silently cuts longer lines */
 #define CONFIG_IDENT_MAX 63      /* PostgreSQL's NAMEDATALEN - 1 */
+#define CONFIG_MAX_SENTINELS 16
+#define CONFIG_HOST_MAX 256      /* a host name or address in HOST:PORT */
 #define CONFIG_CACHE_PREFIX_MAX 64 /* bytes of one cache_key_prefixes item */
 #define CONFIG_CACHE_PREFIXES 16   /* items in cache_key_prefixes */
 
@@ -86,6 +88,15 @@ struct ferry_config {
 	char *redis_user;        /* non-empty: a Redis 6+ ACL user */
 	char *redis_password;
 	int redis_db;
+	/* Redis Sentinel: when set, the primary is asked of these (HOST:PORT
+	 * list) instead of redis_host/redis_port (redis_addr.c) */
+	char *redis_sentinels;
+	char *redis_sentinel_master;    /* "sentinel monitor NAME" */
+	char *redis_sentinel_password;  /* AUTH to the sentinels */
+	/* WAIT for this many replicas after writes a failover must not lose
+	 * (a fetch before its batch runs, a hand-back, an enqueue) */
+	int redis_wait_replicas;
+	long redis_wait_timeout_ms;
 	char *redis_prefix;
 	char *pg_host;           /* several hosts: libpq tries them in turn */
 	char *pg_port;           /* one port, or one per host */
@@ -186,6 +197,11 @@ const char *config_pg_commit_risk(const char *synchronous_commit,
  * what is wrong in err. */
 int config_parse_listen(const char *listen, char *addr, size_t addrsize,
     int *port, char *err, size_t errsize);
+
+/* "HOST:PORT" (port 1..65535, no blanks in HOST) into host and port.
+ * Returns 0 or -1. */
+int config_parse_hostport(const char *s, char *host, size_t hostsize,
+    int *port);
 
 /* Keys that are read only at start (pidfile, user, group, control_socket,
  * metrics_listen):

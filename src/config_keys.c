@@ -48,6 +48,8 @@ static const char *check_columns(const char *, char *, size_t);
 static const char *check_cache_prefixes(const char *, char *, size_t);
 static const char *check_pg_ports(const char *, char *, size_t);
 static const char *check_pg_tsa(const char *, char *, size_t);
+static const char *check_sentinels(const char *, char *, size_t);
+static const char *check_sentinel_master(const char *, char *, size_t);
 
 static const char *const log_level_names[] = {
 	"debug", "info", "notice", "warn", "error", NULL
@@ -79,6 +81,16 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "redis_user", F(redis_user), "", check_redis_user),
 	STR(S_FERRYD, "redis_password", F(redis_password), "", NULL),
 	NUM(S_FERRYD, "redis_db", T_INT, F(redis_db), "0", 0, 1000),
+	STR(S_FERRYD, "redis_sentinels", F(redis_sentinels), "",
+	    check_sentinels),
+	STR(S_FERRYD, "redis_sentinel_master", F(redis_sentinel_master), "",
+	    check_sentinel_master),
+	STR(S_FERRYD, "redis_sentinel_password", F(redis_sentinel_password),
+	    "", NULL),
+	NUM(S_FERRYD, "redis_wait_replicas", T_INT, F(redis_wait_replicas), "0",
+	    0, 100),
+	NUM(S_FERRYD, "redis_wait_timeout", T_DURATION, F(redis_wait_timeout_ms),
+	    "1s", 10, MS_MIN),
 	STR(S_FERRYD, "redis_prefix", F(redis_prefix), "ferry", check_prefix),
 	STR(S_FERRYD, "pg_host", F(pg_host), "", NULL),
 	STR(S_FERRYD, "pg_port", F(pg_port), "5432", check_pg_ports),
@@ -247,6 +259,67 @@ check_prefix(const char *v, char *buf, size_t size)
 	(void)size;
 	return config_valid_name(v, 32) ? NULL :
 	    "is not valid (allowed: 1..32 characters of " CONFIG_NAME_CHARS ")";
+}
+
+/* redis_sentinels: HOST:PORT items (config_parse_hostport), at most
+ * CONFIG_MAX_SENTINELS. */
+static const char *
+check_sentinels(const char *v, char *buf, size_t size)
+{
+	const char *cur = v, *item;
+	char host[CONFIG_HOST_MAX], one[CONFIG_HOST_MAX + 16];
+	size_t len;
+	int port, n = 0;
+
+	while (config_list_next(&cur, &item, &len)) {
+		snprintf(one, sizeof(one), "%.*s", (int)len, item);
+		if (len >= sizeof(one) || config_parse_hostport(one, host,
+		    sizeof(host), &port) == -1) {
+			snprintf(buf, size, "has \"%s\", which is not HOST:PORT "
+			    "(allowed: sentinel addresses separated by commas, such "
+			    "as 10.0.0.1:26379, 10.0.0.2:26379)", one);
+			return buf;
+		}
+		if (++n > CONFIG_MAX_SENTINELS) {
+			snprintf(buf, size, "names over %d sentinels (allowed: 1..%d)",
+			    CONFIG_MAX_SENTINELS, CONFIG_MAX_SENTINELS);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+int
+config_parse_hostport(const char *s, char *host, size_t hostsize, int *port)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long p;
+
+	if (colon == NULL || colon == s || (size_t)(colon - s) >= hostsize ||
+	    !isdigit((unsigned char)colon[1]))
+		return -1;
+	p = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || p < 1 || p > 65535)
+		return -1;
+	for (const char *c = s; c < colon; c++)
+		if (isspace((unsigned char)*c) || iscntrl((unsigned char)*c))
+			return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
+/* A sentinel master name is one argument of SENTINEL commands. */
+static const char *
+check_sentinel_master(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return *v == '\0' || config_valid_name(v, 64) ? NULL :
+	    "is not valid (allowed: 1..64 characters of " CONFIG_NAME_CHARS
+	    ", the name in the sentinels' \"sentinel monitor NAME ...\")";
 }
 
 /* A Redis ACL user name is one argument of AUTH: a blank would make ferry

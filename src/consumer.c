@@ -22,6 +22,7 @@
 #include "log.h"
 #include "master.h"
 #include "script_args.h"
+#include "sentinel.h"
 #include "sink_pg.h"
 #include "util.h"
 
@@ -65,6 +66,31 @@ drop_connection(struct consumer *c, const char *what)
 	c->redis = NULL;
 }
 
+/* An error that says the server is no longer the primary (READONLY,
+ * UNBLOCKED by a demotion, MASTERDOWN), or that the primary refuses
+ * writes for want of replicas (NOREPLICAS): an outage. Drop the
+ * connection: the next one asks the sentinels again. */
+static bool
+not_primary(struct consumer *c, const char *what, const redisReply *r)
+{
+	char addr[300];
+
+	if (!queue_role_changed(r) && !queue_error_is(r, "NOREPLICAS"))
+		return false;
+	if (!c->outage) {
+		log_warn("queue %s: redis at %s: %s failed: %s (reconnecting to "
+		    "the primary)", c->q->name, queue_address(c->cfg, addr,
+		    sizeof(addr)), what, r->str);
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	scoreboard_set_error(c->slot, r->str);
+	redisFree(c->redis);
+	c->redis = NULL;
+	sleep_ms(CONSUMER_RETRY_MIN_MS);
+	return true;
+}
+
 /* A script answered with an error. HANDEDBACK means a master has already
  * handed this worker's jobs back as dead (we were frozen, or our host was
  * declared dead): stop at once, without fetching again. Any other error is
@@ -74,6 +100,8 @@ drop_connection(struct consumer *c, const char *what)
 static void
 handed_back(struct consumer *c, const char *what, const redisReply *r)
 {
+	if (not_primary(c, what, r))
+		return;
 	if (queue_error_is(r, QUEUE_ERR_HANDED_BACK)) {
 		log_warn("queue %s: %s: %s: exiting", c->q->name, what, r->str);
 		c->evicted = true;
@@ -146,12 +174,17 @@ connected(struct consumer *c)
 	while (c->redis == NULL) {
 		if (c->should_stop() || c->evicted)
 			return false;
+		if (c->switches != NULL)
+			c->switches_seen = atomic_load(c->switches);
 		c->redis = queue_connect_as(c->cfg, CONSUMER_TIMEOUT_MS,
 		    &refused, err, sizeof(err));
-		if (c->redis != NULL && registered(c))
+		bool reached = c->redis != NULL;
+		if (reached && registered(c))
 			break;
-		if (c->redis != NULL)
+		if (reached && c->redis != NULL)
 			drop_connection(c, "register");
+		else if (reached)
+			continue;       /* not the primary: not_primary() waited */
 		else if (!c->outage || (refused && !c->auth_refused)) {
 			/* refused credentials too: the operator may fix the
 			 * ACL while we wait, and a restart would not help */
@@ -168,10 +201,18 @@ connected(struct consumer *c)
 		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 		    delay * 2;
 	}
+	const char *now = queue_current_address();
+	bool moved = c->last_addr[0] != '\0' && strcmp(c->last_addr, now) != 0;
 	if (c->outage)
-		log_notice("queue %s: redis reachable again after %.1f s",
+		log_notice("queue %s: redis reachable again after %.1f s%s%s%s%s%s",
 		    c->q->name, (double)(util_monotonic_ms() - c->outage_since) /
-		    1000.);
+		    1000., moved ? " (the primary moved from " : "",
+		    moved ? c->last_addr : "", moved ? " to " : "",
+		    moved ? now : "", moved ? ")" : "");
+	else if (moved)
+		log_info("queue %s: following the redis primary from %s to %s",
+		    c->q->name, c->last_addr, now);
+	snprintf(c->last_addr, sizeof(c->last_addr), "%s", now);
 	c->outage = false;
 	c->auth_refused = false;
 	c->resume = true;
@@ -337,7 +378,7 @@ take_batch(struct consumer *c, struct batch *b)
 	}
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
-	return true;
+	return c->redis != NULL;        /* not_primary() may have dropped it */
 }
 
 /* Run the exec handler on the jobs idx[0..n). When it crashes leaving
@@ -584,7 +625,7 @@ settle(struct consumer *c, struct batch *b)
 			drop_connection(c, "settle");
 			continue;
 		}
-		if (loading(c, r)) {
+		if (loading(c, r) || not_primary(c, "settle", r)) {
 			freeReplyObject(r);
 			continue;
 		}
@@ -602,6 +643,74 @@ settle(struct consumer *c, struct batch *b)
 		freeReplyObject(r);
 		return ok;
 	}
+}
+
+/* A fetch that a failover can lose must not run: the new primary would
+ * still hold those jobs in ready (or requeue), and another batch would
+ * write them again. So with redis_wait_replicas a batch runs only once
+ * that many replicas acknowledge this connection's writes (the fetch, or
+ * after a reconnection register.lua's, which follows it). While they do
+ * not, the batch waits in its list: an outage, said once. False when the
+ * connection went, the primary moved, or we must stop. */
+static bool
+replicated(struct consumer *c, int n)
+{
+	int want = c->cfg->redis_wait_replicas;
+	char host[CONFIG_HOST_MAX], err[512], msg[300], where[CONFIG_HOST_MAX + 16];
+	int port;
+
+	while (want > 0) {
+		redisReply *r = redisCommand(c->redis, "WAIT %d %ld", want,
+		    c->cfg->redis_wait_timeout_ms);
+		if (r == NULL)
+			return false;
+		if (r->type == REDIS_REPLY_ERROR) {
+			handed_back(c, "WAIT", r);
+			freeReplyObject(r);
+			return false;
+		}
+		long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+		freeReplyObject(r);
+		if (got >= want)
+			break;
+		snprintf(msg, sizeof(msg), "a batch of %d jobs reached %lld of %d "
+		    "replicas within redis_wait_timeout", n, got, want);
+		if (!c->replicas_short)
+			log_warn("queue %s: %s (%ld ms): it runs only once %d have it, "
+			    "as a failover could lose its fetch and run the jobs twice; "
+			    "waiting", c->q->name, msg, c->cfg->redis_wait_timeout_ms,
+			    want);
+		c->replicas_short = true;
+		scoreboard_set_error(c->slot, msg);
+		if (c->should_stop())
+			return false;
+		/* cut off from the replicas, maybe replaced by one of them */
+		if (*c->cfg->redis_sentinels != '\0' && sentinel_find_primary(c->cfg,
+		    QUEUE_SENTINEL_TIMEOUT_MS, host, sizeof(host), &port, err,
+		    sizeof(err)) == 0) {
+			snprintf(where, sizeof(where), "%s:%d", host, port);
+			if (strcmp(where, queue_current_address()) != 0)
+				return false;
+		}
+		sleep_ms(CONSUMER_RETRY_MIN_MS);    /* WAIT itself waited */
+	}
+	if (c->replicas_short)
+		log_notice("queue %s: replicas acknowledge writes again: batches "
+		    "run", c->q->name);
+	c->replicas_short = false;
+	return true;
+}
+
+/* The master saw the sentinels announce a new primary: reconnect before
+ * the next batch (quietly: the reconnection says where to). */
+static void
+follow_switch(struct consumer *c)
+{
+	if (c->switches == NULL || c->redis == NULL ||
+	    atomic_load(c->switches) == c->switches_seen)
+		return;
+	redisFree(c->redis);
+	c->redis = NULL;
 }
 
 /* Keep the dead list within dead_max: after a settle that dead-lettered
@@ -656,6 +765,9 @@ consumer_run(struct consumer *c)
 			continue;
 		}
 		scoreboard_set_state(c->slot, SB_IDLE);
+		follow_switch(c);
+		if (c->redis == NULL)
+			continue;
 		if (!take_batch(c, &b)) {
 			drop_connection(c, "fetch");
 			batch_clear(&b);
@@ -669,6 +781,11 @@ consumer_run(struct consumer *c)
 		}
 		if (b.n == 0) {
 			archive_dead(c, false);
+			continue;
+		}
+		if (!replicated(c, b.n)) {
+			drop_connection(c, "replication wait");
+			batch_clear(&b);
 			continue;
 		}
 		if (!prepare(c, &b)) {

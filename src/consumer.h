@@ -18,6 +18,7 @@ struct consumer {
 	const struct queue_config *q;
 	struct scoreboard_slot *slot;
 	_Atomic int *quiet;             /* the scoreboard's TSTP flag */
+	_Atomic unsigned *switches;     /* ... and its redis_switches */
 	bool (*should_stop)(void);      /* SIGTERM or master gone */
 	char worker_id[CONSUMER_ID_MAX];
 	char master_id[CONSUMER_ID_MAX];
@@ -30,6 +31,9 @@ struct consumer {
 	bool auth_refused;              /* ... and a refused AUTH once too */
 	int64_t outage_since;
 	bool resume;                    /* check our list after connecting */
+	unsigned switches_seen;         /* *switches when we connected */
+	char last_addr[300];            /* the Redis we talked to last */
+	bool replicas_short;            /* WAIT fell short: said once */
 	bool evicted;                   /* handed back as dead: exit */
 	long batch_seq;
 	char nonce[17];                 /* random, per process: see consumer.c */

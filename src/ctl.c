@@ -109,8 +109,11 @@ ctl_redis(struct ctl *c)
 		fprintf(stderr, "ferryctl: %s in %s\n", err, c->config_path);
 	else if (c->rc == NULL)
 		fprintf(stderr, "ferryctl: %s (is redis-server running there? "
-		    "check redis_host, redis_port or redis_socket in %s)\n", err,
-		    c->config_path);
+		    "check %s in %s)\n", err, *c->cfg->redis_sentinels != '\0' ?
+		    "redis_sentinels and redis_sentinel_master" :
+		    "redis_host, redis_port or redis_socket", c->config_path);
+	if (c->rc != NULL)       /* with Sentinel, the primary it named */
+		queue_address(c->cfg, c->addr, sizeof(c->addr));
 	return c->rc;
 }
 

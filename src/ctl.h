@@ -13,6 +13,8 @@
 /* Exit codes (sysexits.h where one fits). */
 #define CTL_EX_OK 0
 #define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
+#define CTL_EX_UNREPLICATED 3  /* enqueued, but fewer replicas than
+                                * redis_wait_replicas acknowledged it */
 #define CTL_EX_USAGE 64
 #define CTL_EX_DATAERR 65      /* a job or archive line refused, or a
                                 * malformed dead entry to replay */

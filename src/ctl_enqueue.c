@@ -359,6 +359,37 @@ ctl_memory_allows(struct ctl *c)
 	return CTL_EX_TEMPFAIL;
 }
 
+/* With redis_wait_replicas: WAIT until that many replicas have the jobs.
+ * Fewer within redis_wait_timeout: the jobs are in the queue, but a
+ * failover now would lose them. Not pushed again (if they did arrive,
+ * that would enqueue them twice): said, with exit CTL_EX_UNREPLICATED. */
+static int
+replicated(struct ctl *c, const struct queue_config *q, size_t total)
+{
+	int want = c->cfg->redis_wait_replicas;
+	redisReply *r;
+	long long got;
+
+	if (want == 0 || total == 0)
+		return 0;
+	r = redisCommand(c->rc, "WAIT %d %ld", want,
+	    c->cfg->redis_wait_timeout_ms);
+	if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+		return ctl_redis_fail(c, "WAIT for the replicas", r);
+	got = r->integer;
+	freeReplyObject(r);
+	if (got >= want)
+		return 0;
+	fprintf(stderr, "ferryctl: %zu job%s %s in queue %s, but reached %lld of "
+	    "%d replicas within redis_wait_timeout (%ld ms): a failover now "
+	    "would lose %s. Not pushed again (that could enqueue %s twice): "
+	    "check the replicas (INFO replication on %s)\n", total,
+	    total == 1 ? "" : "s", total == 1 ? "is" : "are", q->name, got, want,
+	    c->cfg->redis_wait_timeout_ms, total == 1 ? "it" : "them",
+	    total == 1 ? "it" : "them", c->addr);
+	return CTL_EX_UNREPLICATED;
+}
+
 static int
 push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
     const struct options *o)
@@ -384,6 +415,8 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 	}
 	if (progress)
 		fprintf(stderr, "\n");
+	if (rc == 0)
+		return replicated(c, q, total);
 	if (rc != 0 && from == 0 && !lost)
 		fprintf(stderr, "ferryctl: nothing was pushed to queue %s\n",
 		    q->name);

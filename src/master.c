@@ -29,6 +29,8 @@
 #include "control.h"
 #include "metrics_http.h"
 #include "log.h"
+#include "master_redis.h"
+#include "master_sentinel.h"
 #include "util.h"
 #include "worker.h"
 
@@ -590,6 +592,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	snprintf(m->master_id, sizeof(m->master_id), "%s", ident->id);
 	snprintf(m->master_token, sizeof(m->master_token), "%s", ident->token);
 	master_redis_start(m);
+	master_sentinel_start(m);
 	metrics_start(m);
 	control_start(m->control, m);
 	metrics_http_start(m->http, m);
@@ -603,6 +606,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	ev_run(m->loop, 0);
 	control_close(m->control);
 	metrics_http_close(m->http);
+	master_sentinel_stop(m);
 	master_redis_finish(m);
 	metrics_stop(m);
 	log_notice("ferryd stopped");

@@ -71,6 +71,7 @@ struct master {
 	char master_id[MASTER_ID_MAX];  /* host:pid:8hex, names us in Redis */
 	char master_token[MASTER_TOKEN_MAX]; /* our heartbeat key's value */
 	struct master_redis *redis;
+	struct master_sentinel *sentinel;  /* redis_sentinels: +switch-master */
 	struct control *control;  /* NULL when control_socket is empty */
 	struct metrics_http *http; /* NULL when metrics_listen is empty */
 	struct metrics *metrics;  /* the Redis figures behind metrics */

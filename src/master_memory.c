@@ -17,8 +17,10 @@
 #include "log.h"
 #include "master.h"
 #include "master_id.h"
+#include "master_redis.h"
 #include "memory_check.h"
 #include "queue.h"
+#include "redis_replication.h"
 #include "util.h"
 
 #define START_TIMEOUT_MS 5000
@@ -40,12 +42,20 @@ static struct {
 	bool said_fallback;
 	enum memory_mark level;  /* last said */
 	bool said_unreachable;
+	char addr[300];          /* with Sentinel: the primary connected to */
 } mm;
 
 static const char *
 address(const struct ferry_config *cfg)
 {
 	static char addr[300];
+
+	if (mm.m != NULL && *cfg->redis_sentinels != '\0' &&
+	    *master_redis_address(mm.m) != '\0') {
+		snprintf(addr, sizeof(addr), "%s (primary of %s)",
+		    master_redis_address(mm.m), cfg->redis_sentinel_master);
+		return addr;
+	}
 	return queue_address(cfg, addr, sizeof(addr));
 }
 
@@ -224,6 +234,7 @@ memory_check_start(const struct ferry_config *cfg)
 		return 0;
 	}
 	say_bulk_limit(cfg, c);
+	redis_replication_say(cfg, c);
 	redisFree(c);
 	if (judge(cfg, &r, false, refused, sizeof(refused)) != MEMORY_REFUSE)
 		return 0;
@@ -294,10 +305,21 @@ static bool
 connect_now(struct master *m)
 {
 	const struct ferry_config *cfg = m->cfg;
-	redisAsyncContext *ac = *cfg->redis_socket != '\0' ?
-	    redisAsyncConnectUnix(cfg->redis_socket) :
-	    redisAsyncConnect(cfg->redis_host, cfg->redis_port);
-	char db[16];
+	redisAsyncContext *ac;
+	char db[16], host[CONFIG_HOST_MAX];
+	int port;
+
+	if (*cfg->redis_sentinels != '\0') {
+		/* where the master's connection is (the sentinels' primary) */
+		snprintf(mm.addr, sizeof(mm.addr), "%s", master_redis_address(m));
+		if (config_parse_hostport(mm.addr, host, sizeof(host), &port) == -1)
+			return false;
+		ac = redisAsyncConnect(host, port);
+	} else if (*cfg->redis_socket != '\0') {
+		ac = redisAsyncConnectUnix(cfg->redis_socket);
+	} else {
+		ac = redisAsyncConnect(cfg->redis_host, cfg->redis_port);
+	}
 
 	if (ac == NULL || ac->err) {
 		redisAsyncFree(ac);
@@ -323,16 +345,19 @@ connect_now(struct master *m)
 static void
 send_round(void)
 {
-	static const char *const cmds[ASK_COUNT] = {
-		"CONFIG GET maxmemory-policy", "CONFIG GET save", "INFO",
+	static const char *const cmds[ASK_COUNT][3] = {
+		{ "CONFIG", "GET", "maxmemory-policy" },
+		{ "CONFIG", "GET", "save" },
+		{ "INFO" },
 	};
+	static const int argc[ASK_COUNT] = { 3, 3, 1 };
 
 	memory_init(&mm.cur);
 	mm.failed = false;
 	mm.sent_ms = util_monotonic_ms();
 	for (int i = 0; i < ASK_COUNT && mm.ac != NULL; i++)
-		if (redisAsyncCommand(mm.ac, on_reply, (void *)(intptr_t)i, "%s",
-		    cmds[i]) == REDIS_OK)
+		if (redisAsyncCommandArgv(mm.ac, on_reply, (void *)(intptr_t)i,
+		    argc[i], (const char **)cmds[i], NULL) == REDIS_OK)
 			mm.pending++;
 }
 
@@ -353,6 +378,11 @@ timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 			mm.ac = NULL;
 		}
 		return;
+	}
+	if (mm.ac != NULL && *m->cfg->redis_sentinels != '\0' &&
+	    strcmp(mm.addr, master_redis_address(m)) != 0) {
+		redisAsyncFree(mm.ac);  /* the primary moved: follow it */
+		mm.ac = NULL;
 	}
 	if (mm.ac == NULL && !connect_now(m))
 		return;

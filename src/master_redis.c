@@ -20,6 +20,7 @@
 #include "master_memory.h"
 #include "queue.h"
 #include "script_args.h"
+#include "sentinel.h"
 #include "util.h"
 #include "worker.h"
 
@@ -35,6 +36,7 @@ struct reclaim {
 	int max_recoveries;
 	bool bump;
 	bool sent;
+	bool done;               /* reclaim.lua answered; WAIT pending */
 	struct reclaim *next;
 };
 
@@ -50,11 +52,21 @@ struct master_redis {
 	bool reap_waiting;       /* the reaper waits after a gap (reap.lua) */
 	bool loading;            /* Redis answers LOADING: said once */
 	bool auth_refused;       /* AUTH refused: said once, retried quietly */
+	bool replicas_short;     /* NOREPLICAS or a short WAIT: said once */
+	char addr[CONFIG_HOST_MAX + 16];   /* connected to (or trying) */
+	char last_addr[CONFIG_HOST_MAX + 16]; /* the last that answered */
+	int64_t lost_ms;         /* when the connection was lost (0: up) */
 	ev_timer reconnect, heartbeat, reap, promote;
 	struct reclaim *pending;
 };
 
 static void connect_now(struct master_redis *r);
+
+static bool
+sentinels(const struct master_redis *r)
+{
+	return *r->m->cfg->redis_sentinels != '\0';
+}
 
 static void
 schedule_reconnect(struct master_redis *r)
@@ -73,8 +85,10 @@ lost(struct master_redis *r, const char *why)
 
 	if (!r->outage_logged)
 		log_warn("redis at %s unreachable: %s (retrying; workers' jobs "
-		    "wait in Redis)", queue_address(r->m->cfg, addr, sizeof(addr)),
-		    why);
+		    "wait in Redis)", r->addr[0] != '\0' ? r->addr :
+		    queue_address(r->m->cfg, addr, sizeof(addr)), why);
+	if (r->lost_ms == 0)
+		r->lost_ms = util_monotonic_ms();
 	r->outage_logged = true;
 	r->up = false;
 	r->ac = NULL;
@@ -98,6 +112,15 @@ static void send_pending(struct master_redis *r);
 static void
 ready(struct master_redis *r)
 {
+	if (r->last_addr[0] != '\0' && strcmp(r->last_addr, r->addr) != 0)
+		log_notice("redis primary of %s moved from %s to %s: following it, "
+		    "%.1f s after losing %s", r->m->cfg->redis_sentinel_master,
+		    r->last_addr, r->addr, r->lost_ms != 0 ? (double)
+		    (util_monotonic_ms() - r->lost_ms) / 1000. : 0., r->last_addr);
+	if (r->last_addr[0] != '\0' && strcmp(r->last_addr, r->addr) != 0)
+		r->outage_logged = false;       /* said: not "reachable again" */
+	snprintf(r->last_addr, sizeof(r->last_addr), "%s", r->addr);
+	r->lost_ms = 0;
 	r->up = true;
 	r->last_reply_ms = util_monotonic_ms();
 	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
@@ -115,8 +138,45 @@ on_connect(const redisAsyncContext *ac, int status)
 	}
 	/* reachable again only once it answers (script_worked): a link that
 	 * accepts connections and resets them must not log every attempt */
-	if (*r->m->cfg->redis_password == '\0')
-		ready(r);               /* else once AUTH is accepted (on_auth) */
+	if (*r->m->cfg->redis_password == '\0' && !sentinels(r))
+		ready(r);       /* else once AUTH is accepted (on_auth), and with
+				 * Sentinel once ROLE says primary (on_role) */
+}
+
+/* ROLE answered (Sentinel only): the address a sentinel named is used only
+ * once it says it is the primary. A replica (the sentinel has not seen the
+ * failover yet, or the old primary came back as a replica): ask the next
+ * sentinel first, and reconnect. */
+static void
+on_role(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	redisReply *rep = reply;
+	(void)privdata;
+
+	r->inflight--;
+	if (rep == NULL)
+		return;
+	r->last_reply_ms = util_monotonic_ms();
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+	    rep->element[0]->type == REDIS_REPLY_STRING &&
+	    strcmp(rep->element[0]->str, "master") == 0) {
+		ready(r);
+		return;
+	}
+	if (!r->outage_logged)
+		log_warn("redis at %s, named primary of %s by a sentinel, is %s%s: "
+		    "a failover is under way (retrying)", r->addr,
+		    r->m->cfg->redis_sentinel_master, rep->type ==
+		    REDIS_REPLY_ERROR ? "refusing ROLE: " : "a ", rep->type ==
+		    REDIS_REPLY_ERROR ? rep->str : rep->type == REDIS_REPLY_ARRAY &&
+		    rep->elements > 0 && rep->element[0]->type ==
+		    REDIS_REPLY_STRING ? rep->element[0]->str : "server of no role");
+	if (r->lost_ms == 0)
+		r->lost_ms = util_monotonic_ms();
+	r->outage_logged = true;
+	sentinel_distrust(r->m->cfg);
+	redisAsyncDisconnect(ac);
 }
 
 /* AUTH answered. Refused (wrong password, user disabled or deleted) is an
@@ -136,7 +196,8 @@ on_auth(redisAsyncContext *ac, void *reply, void *privdata)
 		return;                 /* on_disconnect says it */
 	r->last_reply_ms = util_monotonic_ms();
 	if (rep->type != REDIS_REPLY_ERROR) {
-		ready(r);
+		if (!sentinels(r))
+			ready(r);
 		return;
 	}
 	if (!r->auth_refused) {
@@ -158,6 +219,26 @@ script_failed(struct master_redis *r, const char *what, const redisReply *rep)
 {
 	if (r->auth_refused && queue_auth_refused(rep))
 		return;         /* pipelined behind a refused AUTH: said */
+	if (queue_role_changed(rep)) {
+		/* the primary was demoted (a failover): find the new one */
+		if (!r->outage_logged)
+			log_warn("redis at %s: %s failed: %s: reconnecting to the "
+			    "primary", r->addr, what, rep->str);
+		if (r->lost_ms == 0)
+			r->lost_ms = util_monotonic_ms();
+		r->outage_logged = true;
+		if (r->ac != NULL && r->up)
+			redisAsyncDisconnect(r->ac);
+		return;
+	}
+	if (queue_error_is(rep, "NOREPLICAS")) {
+		if (!r->replicas_short)
+			log_warn("redis at %s refuses writes: %s (its "
+			    "min-replicas-to-write): the master waits", r->addr,
+			    rep->str);
+		r->replicas_short = true;
+		return;
+	}
 	if (strncmp(rep->str, "LOADING", 7) == 0) {
 		if (!r->loading)
 			log_notice("redis is loading its data set (%s): the master "
@@ -175,6 +256,9 @@ script_worked(struct master_redis *r)
 		log_notice("redis has loaded its data set");
 	r->loading = false;
 	r->auth_refused = false;
+	if (r->replicas_short)
+		log_notice("redis at %s takes writes again", r->addr);
+	r->replicas_short = false;
 	if (r->outage_logged)
 		log_notice("redis reachable again");
 	r->outage_logged = false;
@@ -262,7 +346,42 @@ on_reclaim(redisAsyncContext *ac, void *reply, void *privdata)
 	if (rep->element[0]->integer + rep->element[1]->integer > 0)
 		log_notice("queue %s: handed back the jobs of %s", rc->queue,
 		    rc->worker_id);
-	reclaim_free(r, rc);
+	if (r->m->cfg->redis_wait_replicas == 0)
+		reclaim_free(r, rc);
+	else
+		rc->done = true;        /* on_reclaim_wait decides */
+}
+
+/* The WAIT after a reclaim: a hand-back a failover loses would leave the
+ * dead worker's jobs in its list, with its master alive to the reaper,
+ * until this ferryd stops. Kept until enough replicas have it (sent again
+ * with the next reaper run: reclaim.lua is idempotent). */
+static void
+on_reclaim_wait(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct master_redis *r = ac->data;
+	struct reclaim *rc = privdata;
+	redisReply *rep = reply;
+	int want = r->m->cfg->redis_wait_replicas;
+
+	r->inflight--;
+	if (rep == NULL)
+		return;
+	r->last_reply_ms = util_monotonic_ms();
+	if (!rc->done)
+		return;                 /* the reclaim failed: resent */
+	if (rep->type == REDIS_REPLY_INTEGER && rep->integer >= want) {
+		reclaim_free(r, rc);
+		return;
+	}
+	if (!r->replicas_short)
+		log_warn("queue %s: the hand-back of %s reached %lld of %d replicas "
+		    "within redis_wait_timeout: repeated until they have it",
+		    rc->queue, rc->worker_id, rep->type == REDIS_REPLY_INTEGER ?
+		    rep->integer : 0LL, want);
+	r->replicas_short = true;
+	rc->done = false;
+	rc->sent = false;
 }
 
 static void
@@ -273,8 +392,17 @@ send_reclaim(struct master_redis *r, struct reclaim *rc)
 	sargs_reclaim(&a, r->m->cfg->redis_prefix, rc->queue, rc->worker_id,
 	    rc->max_recoveries, rc->bump);
 	if (send_script(r, a.script, on_reclaim, rc, a.nkeys, a.argc,
-	    a.argv) == 0)
-		rc->sent = true;
+	    a.argv) != 0)
+		return;
+	rc->sent = true;
+	rc->done = false;
+	if (r->m->cfg->redis_wait_replicas > 0) {
+		char n[16], ms[24];
+		snprintf(n, sizeof(n), "%d", r->m->cfg->redis_wait_replicas);
+		snprintf(ms, sizeof(ms), "%ld", r->m->cfg->redis_wait_timeout_ms);
+		const char *argv[] = { "WAIT", n, ms };
+		send_argv(r, on_reclaim_wait, rc, 3, argv);
+	}
 }
 
 static void
@@ -464,10 +592,28 @@ static void
 connect_now(struct master_redis *r)
 {
 	const struct ferry_config *cfg = r->m->cfg;
-	redisAsyncContext *ac = *cfg->redis_socket != '\0' ?
-	    redisAsyncConnectUnix(cfg->redis_socket) :
-	    redisAsyncConnect(cfg->redis_host, cfg->redis_port);
+	char host[CONFIG_HOST_MAX], err[1024];
+	redisAsyncContext *ac;
+	int port;
 
+	if (sentinels(r)) {
+		/* synchronous, each sentinel within QUEUE_SENTINEL_TIMEOUT_MS:
+		 * the loop stops for a dead sentinel's timeout at most per try */
+		if (sentinel_find_primary(cfg, QUEUE_SENTINEL_TIMEOUT_MS, host,
+		    sizeof(host), &port, err, sizeof(err)) == -1) {
+			lost(r, err);
+			return;
+		}
+		snprintf(r->addr, sizeof(r->addr), "%s:%d", host, port);
+		ac = redisAsyncConnect(host, port);
+	} else if (*cfg->redis_socket != '\0') {
+		snprintf(r->addr, sizeof(r->addr), "%s", cfg->redis_socket);
+		ac = redisAsyncConnectUnix(cfg->redis_socket);
+	} else {
+		snprintf(r->addr, sizeof(r->addr), "%s:%d", cfg->redis_host,
+		    cfg->redis_port);
+		ac = redisAsyncConnect(cfg->redis_host, cfg->redis_port);
+	}
 	if (ac == NULL || ac->err) {
 		lost(r, ac != NULL ? ac->errstr : "out of memory");
 		redisAsyncFree(ac);
@@ -483,6 +629,10 @@ connect_now(struct master_redis *r)
 	int nauth = queue_auth_argv(cfg, auth);
 	if (nauth > 0)
 		send_argv(r, on_auth, NULL, nauth, auth);
+	if (sentinels(r)) {
+		const char *role[] = { "ROLE" };
+		send_argv(r, on_role, NULL, 1, role);
+	}
 	if (cfg->redis_db != 0) {
 		char db[16];
 		snprintf(db, sizeof(db), "%d", cfg->redis_db);
@@ -490,6 +640,27 @@ connect_now(struct master_redis *r)
 		send_argv(r, on_reply, "SELECT", 2, argv);
 	}
 	r->up = false;          /* until on_connect */
+}
+
+const char *
+master_redis_address(const struct master *m)
+{
+	return m->redis != NULL ? m->redis->addr : "";
+}
+
+void
+master_redis_switched(struct master *m, const char *addr)
+{
+	struct master_redis *r = m->redis;
+
+	if (r == NULL || strcmp(r->addr, addr) == 0)
+		return;
+	if (r->ac != NULL && r->up) {
+		if (r->lost_ms == 0)
+			r->lost_ms = util_monotonic_ms();
+		r->outage_logged = true;        /* the switch line says it */
+		redisAsyncDisconnect(r->ac);
+	}
 }
 
 static void
@@ -555,6 +726,9 @@ master_redis_finish(struct master *m)
 		    a.lens));
 		reclaim_free(r, rc);
 	}
+	if (c != NULL && m->cfg->redis_wait_replicas > 0)
+		freeReplyObject(redisCommand(c, "WAIT %d %ld",
+		    m->cfg->redis_wait_replicas, m->cfg->redis_wait_timeout_ms));
 	if (c != NULL) {
 		/* deleted only while it holds our token: after a clash it is
 		 * the other master's */

@@ -27,5 +27,10 @@ typedef void master_redis_fn(struct master *m, struct redisReply *reply,
 int master_redis_command(struct master *m, master_redis_fn *fn, void *priv,
     int argc, const char **argv);
 bool master_redis_up(const struct master *m);
+/* HOST:PORT (or socket) of the Redis the master talks to or tries. */
+const char *master_redis_address(const struct master *m);
+/* The sentinels announced a new primary at addr (HOST:PORT): drop the
+ * connection unless it is to addr already; the reconnection asks them. */
+void master_redis_switched(struct master *m, const char *addr);
 
 #endif

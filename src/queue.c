@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "job.h"
+#include "sentinel.h"
 #include "util.h"
 
 void
@@ -34,6 +35,13 @@ queue_error_is(const redisReply *r, const char *code)
 	    r->str[n] == '\0');
 }
 
+bool
+queue_role_changed(const redisReply *r)
+{
+	return queue_error_is(r, "READONLY") || queue_error_is(r, "UNBLOCKED") ||
+	    queue_error_is(r, "MASTERDOWN");
+}
+
 void
 queue_proc_key(const struct queue_keys *k, const char *worker_id, char *out,
     size_t size)
@@ -48,14 +56,30 @@ queue_heartbeat_key(const char *prefix, const char *master_id, char *out,
 	snprintf(out, size, "%s:master:%s", prefix, master_id);
 }
 
+/* The address this process last connected to (the primary the sentinels
+ * named, when they do): for messages, and to see a switch. */
+static char current[CONFIG_HOST_MAX + 16];
+
 const char *
 queue_address(const struct ferry_config *cfg, char *buf, size_t size)
 {
-	if (*cfg->redis_socket != '\0')
+	if (*cfg->redis_sentinels != '\0' && current[0] != '\0')
+		snprintf(buf, size, "%s (primary of %s)", current,
+		    cfg->redis_sentinel_master);
+	else if (*cfg->redis_sentinels != '\0')
+		snprintf(buf, size, "the primary of %s (redis_sentinels %s)",
+		    cfg->redis_sentinel_master, cfg->redis_sentinels);
+	else if (*cfg->redis_socket != '\0')
 		snprintf(buf, size, "%s", cfg->redis_socket);
 	else
 		snprintf(buf, size, "%s:%d", cfg->redis_host, cfg->redis_port);
 	return buf;
+}
+
+const char *
+queue_current_address(void)
+{
+	return current;
 }
 
 static int
@@ -121,26 +145,55 @@ queue_auth_error(const struct ferry_config *cfg, const char *reply, char *err,
 		    *cfg->redis_user != '\0' ? cfg->redis_user : "default");
 }
 
-redisContext *
-queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
-    bool *refused, char *err, size_t errsize)
+/* Is the server c talks to a primary? -1 with why not (a replica, or a
+ * server that refuses ROLE) in err. */
+static int
+check_role(redisContext *c, const char *addr, const char *master, char *err,
+    size_t errsize)
+{
+	redisReply *r = redisCommand(c, "ROLE");
+	int rc = -1;
+
+	if (r == NULL)
+		snprintf(err, errsize, "redis at %s: ROLE: %s", addr, c->errstr);
+	else if (r->type == REDIS_REPLY_ERROR)
+		snprintf(err, errsize, "redis at %s refused ROLE (%s): ferry checks "
+		    "that the server the sentinels name is the primary; allow "
+		    "+role in ferry's ACL", addr, r->str);
+	else if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+	    r->element[0]->type != REDIS_REPLY_STRING)
+		snprintf(err, errsize, "redis at %s gave no ROLE", addr);
+	else if (strcmp(r->element[0]->str, "master") != 0)
+		snprintf(err, errsize, "redis at %s, named primary of %s by a "
+		    "sentinel, is a %s: a failover is under way (retrying)", addr,
+		    master, r->element[0]->str);
+	else
+		rc = 0;
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Connect to one address (socket when host is NULL), AUTH and SELECT. */
+static redisContext *
+connect_to(const struct ferry_config *cfg, const char *host, int port,
+    long timeout_ms, bool *refused, char *err, size_t errsize)
 {
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	const char *auth[3];
 	int nauth = queue_auth_argv(cfg, auth);
-	char addr[300];
+	char addr[CONFIG_HOST_MAX + 16];
 	redisContext *c;
 	redisReply *r;
 
-	if (refused != NULL)
-		*refused = false;
-	if (*cfg->redis_socket != '\0')
+	if (host == NULL) {
+		snprintf(addr, sizeof(addr), "%s", cfg->redis_socket);
 		c = redisConnectUnixWithTimeout(cfg->redis_socket, tv);
-	else
-		c = redisConnectWithTimeout(cfg->redis_host, cfg->redis_port, tv);
+	} else {
+		snprintf(addr, sizeof(addr), "%s:%d", host, port);
+		c = redisConnectWithTimeout(host, port, tv);
+	}
 	if (c == NULL || c->err) {
-		snprintf(err, errsize, "cannot connect to redis at %s: %s",
-		    queue_address(cfg, addr, sizeof(addr)),
+		snprintf(err, errsize, "cannot connect to redis at %s: %s", addr,
 		    c != NULL ? c->errstr : "out of memory");
 		redisFree(c);
 		return NULL;
@@ -156,12 +209,46 @@ queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
 		return NULL;
 	}
 	if ((nauth > 0 && !command_ok(c, err, errsize, "redis AUTH", r)) ||
+	    (*cfg->redis_sentinels != '\0' && check_role(c, addr,
+	    cfg->redis_sentinel_master, err, errsize) == -1) ||
 	    (cfg->redis_db != 0 && !command_ok(c, err, errsize, "redis SELECT",
 	    redisCommand(c, "SELECT %d", cfg->redis_db)))) {
 		redisFree(c);
 		return NULL;
 	}
+	snprintf(current, sizeof(current), "%s", addr);
 	return c;
+}
+
+redisContext *
+queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
+    bool *refused, char *err, size_t errsize)
+{
+	long ask_ms = timeout_ms < QUEUE_SENTINEL_TIMEOUT_MS ? timeout_ms :
+	    QUEUE_SENTINEL_TIMEOUT_MS;
+	int n = sentinel_count(cfg);
+	char host[CONFIG_HOST_MAX];
+	int port;
+
+	if (refused != NULL)
+		*refused = false;
+	if (n == 0)
+		return connect_to(cfg, *cfg->redis_socket != '\0' ? NULL :
+		    cfg->redis_host, cfg->redis_port, timeout_ms, refused, err,
+		    errsize);
+	/* a sentinel may name a replica (it has not seen the failover yet):
+	 * then ask the next one */
+	for (int k = 0; k < n; k++) {
+		if (sentinel_find_primary(cfg, ask_ms, host, sizeof(host), &port,
+		    err, errsize) == -1)
+			return NULL;
+		redisContext *c = connect_to(cfg, host, port, timeout_ms, refused,
+		    err, errsize);
+		if (c != NULL || (refused != NULL && *refused))
+			return c;
+		sentinel_distrust(cfg);
+	}
+	return NULL;
 }
 
 redisContext *

@@ -20,6 +20,9 @@
 
 /* Does reply r (an error) carry code? */
 int queue_error_is(const redisReply *r, const char *code);
+/* An error that means "this server is no longer the primary" (READONLY,
+ * UNBLOCKED by a role change, MASTERDOWN): reconnect to find the new one. */
+bool queue_role_changed(const redisReply *r);
 
 struct queue_keys {
 	char ready[QUEUE_KEY_MAX];      /* producers' documents */
@@ -39,8 +42,12 @@ void queue_proc_key(const struct queue_keys *k, const char *worker_id,
 void queue_heartbeat_key(const char *prefix, const char *master_id,
     char *out, size_t size);
 
-/* Connect to the configured Redis (unix socket or host:port), AUTH and
- * SELECT; commands time out after timeout_ms. NULL with a message. */
+/* Each sentinel asked where the primary is gets this long (at most). */
+#define QUEUE_SENTINEL_TIMEOUT_MS 500
+
+/* Connect to the configured Redis (unix socket or host:port, or the
+ * primary the sentinels name, checked with ROLE), AUTH and SELECT;
+ * commands time out after timeout_ms. NULL with a message. */
 redisContext *queue_connect(const struct ferry_config *cfg, long timeout_ms,
     char *err, size_t errsize);
 /* The same; *refused (when not NULL) tells a refused AUTH (wrong user or
@@ -57,9 +64,12 @@ bool queue_auth_refused(const redisReply *r);
 /* The message for such a reply: the address, the user, what to check. */
 void queue_auth_error(const struct ferry_config *cfg, const char *reply,
     char *err, size_t errsize);
-/* Describe the Redis address for messages: "127.0.0.1:6379" or the path. */
+/* Describe the Redis address for messages: "127.0.0.1:6379", the socket
+ * path, or with Sentinel "127.0.0.1:6380 (primary of mymaster)". */
 const char *queue_address(const struct ferry_config *cfg, char *buf,
     size_t size);
+/* HOST:PORT (or the socket) this process last connected to; "" before. */
+const char *queue_current_address(void);
 
 /* Run script `s` with nkeys keys followed by args: EVALSHA, and EVAL when
  * Redis does not know the script yet. Returns the reply (NULL when the

@@ -51,6 +51,9 @@ struct scoreboard_slot {
 
 struct scoreboard_header {
 	_Atomic int quiet;              /* 1: workers stop fetching */
+	/* bumped by the master on the sentinels' +switch-master: workers
+	 * reconnect (to the new primary) before their next batch */
+	_Atomic unsigned redis_switches;
 	int nslots;
 };
 

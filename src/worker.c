@@ -116,6 +116,7 @@ worker_main(const struct worker_args *args)
 	c.q = q;
 	c.slot = slot;
 	c.quiet = &args->sb->header->quiet;
+	c.switches = &args->sb->header->redis_switches;
 	c.should_stop = should_stop;
 	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));

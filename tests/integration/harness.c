@@ -94,16 +94,20 @@ h_count_in_file(const char *path, const char *needle)
 void
 h_config(struct ferryd *d, const char *ferryd_extra, const char *queues)
 {
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "redis_host = 127.0.0.1\nredis_port = %d\n",
+	    d->redis.port);
 	h_write_file(d->config,
 	    "[ferryd]\n"
 	    "pidfile = %s\n"
 	    "log = %s\n"
 	    "log_level = debug\n"
 	    "control_socket = %s/ferryd.sock\n"
-	    "redis_host = 127.0.0.1\n"
-	    "redis_port = %d\n"
+	    "%s"
 	    "%s\n"
-	    "%s\n", d->pidfile, d->log, d->dir, d->redis.port,
+	    "%s\n", d->pidfile, d->log, d->dir,
+	    d->redis_lines != NULL ? d->redis_lines : addr,
 	    ferryd_extra ? ferryd_extra : "", queues);
 }
 

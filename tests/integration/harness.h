@@ -34,6 +34,9 @@ struct ferryd {
 	int nexpect;
 	const char *expect[H_MAX_EXPECT];  /* error lines the test provokes */
 	bool stopped;             /* h_stop ran */
+	/* h_config writes these [ferryd] lines instead of redis_host and
+	 * redis_port when set (redis_sentinels ..., which excludes them) */
+	const char *redis_lines;
 };
 
 /* Make a fresh temp folder for one test. */

@@ -1502,6 +1502,66 @@ Test(config, every_key_is_documented)
 	free(man);
 }
 
+/* Sentinel: a list of HOST:PORT with a master name, never beside a fixed
+ * address; WAIT within a third of heartbeat_ttl. */
+Test(config, sentinels)
+{
+	struct ferry_config c;
+
+	load_ok("[ferryd]\nredis_sentinels = 10.0.0.1:26379, s2.example:26380\n"
+	    "redis_sentinel_master = my-master.1\nredis_sentinel_password = pw\n"
+	    "redis_wait_replicas = 2\nredis_wait_timeout = 250ms\n" Q1, &c);
+	cr_expect_str_eq(c.redis_sentinels, "10.0.0.1:26379, s2.example:26380");
+	cr_expect_str_eq(c.redis_sentinel_master, "my-master.1");
+	cr_expect_str_eq(c.redis_sentinel_password, "pw");
+	cr_expect_eq(c.redis_wait_replicas, 2);
+	cr_expect_eq(c.redis_wait_timeout_ms, 250);
+	config_free(&c);
+	load_ok(Q1, &c);
+	cr_expect_str_eq(c.redis_sentinels, "");
+	cr_expect_eq(c.redis_wait_replicas, 0);
+	cr_expect_eq(c.redis_wait_timeout_ms, 1000);
+	config_free(&c);
+}
+
+Test(config_errors, sentinels)
+{
+	expect_errors("[ferryd]\nredis_host = r1\nredis_port = 7000\n"
+	    "redis_sentinels = a:1\nredis_sentinel_master = m\n" Q1,
+	    "F:2: [ferryd] redis_host: set together with redis_sentinels "
+	    "(allowed: one of the two: the sentinels name the primary, so remove "
+	    "redis_host, or remove redis_sentinels for a fixed address)\n"
+	    "F:3: [ferryd] redis_port: set together with redis_sentinels "
+	    "(allowed: one of the two: the sentinels name the primary, so remove "
+	    "redis_port, or remove redis_sentinels for a fixed address)\n");
+	expect_errors("[ferryd]\nredis_sentinels = a:1\n" Q1,
+	    "F:2: [ferryd] redis_sentinel_master: required with redis_sentinels "
+	    "(the NAME of \"sentinel monitor NAME ...\" in the sentinels' "
+	    "configuration)\n");
+	expect_errors("[ferryd]\nredis_sentinels = a:1, b\n"
+	    "redis_sentinel_master = m\n" Q1,
+	    "F:2: [ferryd] redis_sentinels: \"a:1, b\" has \"b\", which is not "
+	    "HOST:PORT (allowed: sentinel addresses separated by commas, such as "
+	    "10.0.0.1:26379, 10.0.0.2:26379)\n");
+	expect_errors("[ferryd]\nredis_sentinels = a:0\n"
+	    "redis_sentinel_master = m\n" Q1,
+	    "F:2: [ferryd] redis_sentinels: \"a:0\" has \"a:0\", which is not "
+	    "HOST:PORT (allowed: sentinel addresses separated by commas, such as "
+	    "10.0.0.1:26379, 10.0.0.2:26379)\n");
+	expect_errors("[ferryd]\nredis_sentinel_master = m\n" Q1,
+	    "F:2: [ferryd] redis_sentinel_master: is set but redis_sentinels is "
+	    "not (allowed: only with redis_sentinels)\n");
+	expect_errors("[ferryd]\nredis_sentinels = a:1\n"
+	    "redis_sentinel_master = m x\n" Q1,
+	    "F:3: [ferryd] redis_sentinel_master: \"m x\" is not valid (allowed: "
+	    "1..64 characters of A-Z a-z 0-9 _ . -, the name in the sentinels' "
+	    "\"sentinel monitor NAME ...\")\n");
+	expect_errors("[ferryd]\nredis_wait_replicas = 1\n"
+	    "redis_wait_timeout = 5s\n" Q1,
+	    "F:3: [ferryd] redis_wait_timeout: \"5s\" must be <= a third of "
+	    "heartbeat_ttl (10s)\n");
+}
+
 Test(config, cache_key_prefixes)
 {
 	struct ferry_config c;
