@@ -230,8 +230,13 @@ terminate(pid_t *pidp, int sig1, long wait1_ms, int sig2, long wait2_ms,
 	*pidp = 0;
 	if (check_gone(pid, &status))
 		return;
-	if (kill(pid, sig1) == 0 && wait_gone(pid, wait1_ms, &status))
-		return;
+	if (kill(pid, sig1) == 0) {
+		/* a SIGSTOPped server (test_redis_sigstop) must see sig1 */
+		if (sig1 != SIGKILL)
+			kill(pid, SIGCONT);
+		if (wait_gone(pid, wait1_ms, &status))
+			return;
+	}
 	if (sig2 != 0) {
 		fprintf(stderr, "servers: %s (pid %d) still running %ld ms after "
 		    "signal %d; sending signal %d\n", what, (int)pid, wait1_ms,
@@ -399,10 +404,35 @@ redis_binary(void)
 	return b != NULL && b[0] != '\0' ? b : "redis-server";
 }
 
-/* Send one inline command, read one complete reply into buf (NUL-terminated).
- * Returns the reply length or -1. */
+/* End of the one RESP reply starting at p (nested arrays included), or NULL
+ * if [p, end) does not hold all of it yet. */
+static const char *
+resp_end(const char *p, const char *end, int depth)
+{
+	const char *crlf = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+	if (crlf == NULL || depth > 8)
+		return NULL;
+	const char *next = crlf + 1;
+	long n = strtol(p + 1, NULL, 10);
+	switch (p[0]) {
+	case '$':
+		if (n < 0)
+			return next;
+		return end - next >= n + 2 ? next + n + 2 : NULL;
+	case '*':
+		for (long i = 0; i < n && next != NULL; i++)
+			next = resp_end(next, end, depth + 1);
+		return next;
+	default:  /* + - : */
+		return next;
+	}
+}
+
+/* Send inline command(s), read `nreplies` complete replies into buf
+ * (NUL-terminated). Returns the length of the replies or -1. */
 static int
-redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz)
+redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz,
+    int nreplies)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -432,17 +462,10 @@ redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz)
 			break;
 		have += (size_t)n;
 		buf[have] = '\0';
-		char *crlf = strstr(buf, "\r\n");
-		if (crlf == NULL)
-			continue;
-		if (buf[0] == '$') {
-			long blen = strtol(buf + 1, NULL, 10);
-			size_t need = (size_t)(crlf - buf) + 2 +
-			    (blen < 0 ? 0 : (size_t)blen + 2);
-			complete = have >= need;
-		} else {
-			complete = 1;
-		}
+		const char *p = buf;
+		for (int i = 0; i < nreplies && p != NULL; i++)
+			p = resp_end(p, buf + have, 0);
+		complete = p != NULL;
 	}
 	close(fd);
 	if (!complete)
@@ -451,12 +474,28 @@ redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz)
 }
 
 int
+test_redis_command(int port, const char *inline_cmd, char *buf, size_t bufsz)
+{
+	char line[4096];
+	if (port <= 0 || buf == NULL || bufsz < 2)
+		return -1;
+	buf[0] = '\0';
+	int n = snprintf(line, sizeof(line), "%s\r\n", inline_cmd);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -1;
+	int nreplies = 0;
+	for (const char *p = line; (p = strstr(p, "\r\n")) != NULL; p += 2)
+		nreplies++;
+	return redis_roundtrip(port, line, buf, bufsz, nreplies);
+}
+
+int
 test_redis_ping(const struct test_redis *r)
 {
 	char buf[256];
 	if (r == NULL || r->port <= 0)
 		return -1;
-	if (redis_roundtrip(r->port, "PING\r\n", buf, sizeof(buf)) < 0)
+	if (redis_roundtrip(r->port, "PING\r\n", buf, sizeof(buf), 1) < 0)
 		return -1;
 	return strncmp(buf, "+PONG", 5) == 0 ? 0 : -1;
 }
@@ -466,7 +505,7 @@ static int
 redis_is_ours(const struct test_redis *r)
 {
 	char buf[8192];
-	if (redis_roundtrip(r->port, "INFO server\r\n", buf, sizeof(buf)) < 0)
+	if (redis_roundtrip(r->port, "INFO server\r\n", buf, sizeof(buf), 1) < 0)
 		return -1;
 	const char *p = strstr(buf, "process_id:");
 	if (p == NULL)
@@ -1158,4 +1197,81 @@ test_pg_promote(struct test_pg *p)
 	if (pg_get_user(&u) != 0 || pg_tool(p, &u, argv, "promote", 90000) != 0)
 		return -1;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers shared with servers_ha.c (declared at the end of servers.h) */
+
+long long
+servers_now_ms(void)
+{
+	return now_ms();
+}
+
+void
+servers_sleep_ms(long ms)
+{
+	sleep_ms(ms);
+}
+
+int
+servers_make_temp_dir(char *out, size_t outsz, const char *kind)
+{
+	return make_temp_dir(out, outsz, kind);
+}
+
+void
+servers_remove_tree(const char *dir)
+{
+	remove_tree(dir);
+}
+
+void
+servers_print_tail(const char *path)
+{
+	print_tail(path, TAIL_LINES);
+}
+
+int
+servers_file_contains(const char *path, const char *needle)
+{
+	return file_contains(path, needle);
+}
+
+const char *
+servers_redis_binary(void)
+{
+	return redis_binary();
+}
+
+pid_t
+servers_spawn_daemon(char *const *argv, const char *cwd, const char *out_path)
+{
+	struct spawn s = {
+		.argv = argv,
+		.out_path = out_path,
+		.cwd = cwd,
+		.deathsig = SIGKILL,
+		.new_pgrp = 1,
+	};
+	return spawn(&s);
+}
+
+int
+servers_gone(pid_t pid, char *why, size_t whysz)
+{
+	int status;
+	if (!check_gone(pid, &status))
+		return 0;
+	if (status == -1)
+		snprintf(why, whysz, "it exited");
+	else
+		describe_status(status, why, whysz);
+	return 1;
+}
+
+void
+servers_terminate(pid_t *pidp, int sig, long wait_ms, const char *what)
+{
+	terminate(pidp, sig, wait_ms, 0, 0, what);
 }

@@ -50,6 +50,16 @@ int test_redis_restart(struct test_redis *r, const char *const *extra_args);
 /* 0 if the server answers PING with PONG (and is not loading), else -1
  * (quietly). Extra helper, handy in tests and harnesses. */
 int test_redis_ping(const struct test_redis *r);
+/* Send one inline command (no trailing CRLF, e.g. "INFO replication") to
+ * 127.0.0.1:port and read one complete RESP reply, nested arrays included,
+ * raw into buf (NUL-terminated). Several commands joined by "\r\n" go on
+ * the same connection and all their replies are read, one after the other
+ * (e.g. "SET k v\r\nWAIT 1 1000": WAIT counts the replicas that have this
+ * connection's writes). Returns the length of the replies, or -1 (quietly)
+ * when the server is unreachable, a reply takes over 2 s, or they do not fit
+ * in bufsz. Error replies ("-ERR ...") are returned like any other. */
+int test_redis_command(int port, const char *inline_cmd, char *buf,
+    size_t bufsz);
 
 struct test_pg {
 	pid_t pid;           /* postmaster pid; 0 when not running */
@@ -84,5 +94,24 @@ int test_pg_kill_immediate(struct test_pg *p);
 int test_pg_promote(struct test_pg *p);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). */
 int test_free_port(void);
+
+/* Internals shared with servers_ha.c; not for tests. Same behaviour as the
+ * static helpers in servers.c they wrap. */
+long long servers_now_ms(void);          /* CLOCK_MONOTONIC in ms */
+void servers_sleep_ms(long ms);
+/* mkdtemp $TMPDIR/ferry-KIND-XXXXXX; -1 with a message */
+int servers_make_temp_dir(char *out, size_t outsz, const char *kind);
+void servers_remove_tree(const char *dir);  /* only ferry-* temp dirs */
+void servers_print_tail(const char *path);  /* last lines, to stderr */
+int servers_file_contains(const char *path, const char *needle);
+const char *servers_redis_binary(void);     /* $REDIS_SERVER or redis-server */
+/* fork+exec argv in cwd, stdout+stderr appended to out_path, own process
+ * group, PR_SET_PDEATHSIG SIGKILL; pid or -1 */
+pid_t servers_spawn_daemon(char *const *argv, const char *cwd,
+    const char *out_path);
+/* 1 (reaped, the reason in why) if pid has ended, 0 if it runs */
+int servers_gone(pid_t pid, char *why, size_t whysz);
+/* send sig, wait up to wait_ms, then SIGKILL; sets *pidp to 0 */
+void servers_terminate(pid_t *pidp, int sig, long wait_ms, const char *what);
 
 #endif
