@@ -509,6 +509,37 @@ check_queue(struct loader *st, int i)
 		    *q->pg_port ? q->pg_port : st->cfg->pg_port);
 }
 
+/* Redis Cluster excludes every other way to name Redis, and what a
+ * cluster cannot do: SELECT, and cache keys outside the queue's slot
+ * (settle.lua deletes them with the queue's keys, in one script). */
+static void
+check_cluster_keys(struct loader *st)
+{
+	static const char *const other[] = { "redis_host", "redis_port",
+	    "redis_socket", "redis_sentinels", "redis_db" };
+	const struct ferry_config *cfg = st->cfg;
+
+	if (*cfg->redis_cluster == '\0')
+		return;
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(other); i++)
+		if (key_line(st, -1, other[i]) != 0 &&
+		    (strcmp(other[i], "redis_db") != 0 || cfg->redis_db != 0))
+			config_error(st, abs(key_line(st, -1, other[i])),
+			    "[ferryd] %s: set together with redis_cluster (allowed: "
+			    "%s)", other[i], strcmp(other[i], "redis_db") == 0 ?
+			    "0 only: a cluster has database 0 alone" :
+			    "one of the two: the cluster nodes say who serves each "
+			    "queue, so remove it, or remove redis_cluster");
+	for (int i = 0; i < cfg->nqueues; i++)
+		if (*cfg->queues[i].cache_key_prefixes != '\0')
+			config_error(st, blame_line(st, i, "cache_key_prefixes", NULL),
+			    "[queue %s] cache_key_prefixes: not with redis_cluster (a "
+			    "cache key outside the queue's slot cannot be read and "
+			    "deleted with its jobs; use the queue's cache space "
+			    "%s:{%s}:cache:)", cfg->queues[i].name, cfg->redis_prefix,
+			    cfg->queues[i].name);
+}
+
 /* Sentinel or a fixed address, never both: a redis_host left beside
  * redis_sentinels would be ignored, and the operator would think ferry
  * talks to it. */
@@ -520,8 +551,10 @@ check_sentinel_keys(struct loader *st)
 	const struct ferry_config *cfg = st->cfg;
 	bool sentinels = *cfg->redis_sentinels != '\0';
 
-	if (key_line(st, -1, "redis_sentinels") < 0)
+	if (key_line(st, -1, "redis_sentinels") < 0 ||
+	    key_line(st, -1, "redis_cluster") < 0)
 		return;         /* refused already */
+	check_cluster_keys(st);
 	for (size_t i = 0; sentinels && i < FERRY_ARRAY_LEN(fixed); i++)
 		if (key_line(st, -1, fixed[i]) != 0)
 			config_error(st, abs(key_line(st, -1, fixed[i])),

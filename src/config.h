@@ -93,6 +93,9 @@ struct ferry_config {
 	char *redis_sentinels;
 	char *redis_sentinel_master;    /* "sentinel monitor NAME" */
 	char *redis_sentinel_password;  /* AUTH to the sentinels */
+	/* Redis Cluster: seed nodes (HOST:PORT list); each queue is served
+	 * by the node of its slot (cluster.c) */
+	char *redis_cluster;
 	/* WAIT for this many replicas after writes a failover must not lose
 	 * (a fetch before its batch runs, a hand-back, an enqueue) */
 	int redis_wait_replicas;

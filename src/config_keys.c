@@ -50,6 +50,7 @@ static const char *check_pg_ports(const char *, char *, size_t);
 static const char *check_pg_tsa(const char *, char *, size_t);
 static const char *check_sentinels(const char *, char *, size_t);
 static const char *check_sentinel_master(const char *, char *, size_t);
+static const char *check_cluster(const char *, char *, size_t);
 
 static const char *const log_level_names[] = {
 	"debug", "info", "notice", "warn", "error", NULL
@@ -87,6 +88,7 @@ static const struct config_key config_keys[] = {
 	    check_sentinel_master),
 	STR(S_FERRYD, "redis_sentinel_password", F(redis_sentinel_password),
 	    "", NULL),
+	STR(S_FERRYD, "redis_cluster", F(redis_cluster), "", check_cluster),
 	NUM(S_FERRYD, "redis_wait_replicas", T_INT, F(redis_wait_replicas), "0",
 	    0, 100),
 	NUM(S_FERRYD, "redis_wait_timeout", T_DURATION, F(redis_wait_timeout_ms),
@@ -261,10 +263,10 @@ check_prefix(const char *v, char *buf, size_t size)
 	    "is not valid (allowed: 1..32 characters of " CONFIG_NAME_CHARS ")";
 }
 
-/* redis_sentinels: HOST:PORT items (config_parse_hostport), at most
- * CONFIG_MAX_SENTINELS. */
+/* redis_sentinels, redis_cluster: HOST:PORT items (config_parse_hostport),
+ * at most CONFIG_MAX_SENTINELS. */
 static const char *
-check_sentinels(const char *v, char *buf, size_t size)
+check_hostports(const char *v, const char *what, char *buf, size_t size)
 {
 	const char *cur = v, *item;
 	char host[CONFIG_HOST_MAX], one[CONFIG_HOST_MAX + 16];
@@ -276,17 +278,31 @@ check_sentinels(const char *v, char *buf, size_t size)
 		if (len >= sizeof(one) || config_parse_hostport(one, host,
 		    sizeof(host), &port) == -1) {
 			snprintf(buf, size, "has \"%s\", which is not HOST:PORT "
-			    "(allowed: sentinel addresses separated by commas, such "
-			    "as 10.0.0.1:26379, 10.0.0.2:26379)", one);
+			    "(allowed: %s addresses separated by commas, such as "
+			    "%s)", one, what, strcmp(what, "sentinel") == 0 ?
+			    "10.0.0.1:26379, 10.0.0.2:26379" :
+			    "10.0.0.1:6379, 10.0.0.2:6379");
 			return buf;
 		}
 		if (++n > CONFIG_MAX_SENTINELS) {
-			snprintf(buf, size, "names over %d sentinels (allowed: 1..%d)",
-			    CONFIG_MAX_SENTINELS, CONFIG_MAX_SENTINELS);
+			snprintf(buf, size, "names over %d %s nodes (allowed: 1..%d)",
+			    CONFIG_MAX_SENTINELS, what, CONFIG_MAX_SENTINELS);
 			return buf;
 		}
 	}
 	return NULL;
+}
+
+static const char *
+check_sentinels(const char *v, char *buf, size_t size)
+{
+	return check_hostports(v, "sentinel", buf, size);
+}
+
+static const char *
+check_cluster(const char *v, char *buf, size_t size)
+{
+	return check_hostports(v, "cluster", buf, size);
 }
 
 int

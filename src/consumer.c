@@ -176,8 +176,8 @@ connected(struct consumer *c)
 			return false;
 		if (c->switches != NULL)
 			c->switches_seen = atomic_load(c->switches);
-		c->redis = queue_connect_as(c->cfg, CONSUMER_TIMEOUT_MS,
-		    &refused, err, sizeof(err));
+		c->redis = queue_connect_for(c->cfg, c->q->name,
+		    CONSUMER_TIMEOUT_MS, &refused, err, sizeof(err));
 		bool reached = c->redis != NULL;
 		if (reached && registered(c))
 			break;

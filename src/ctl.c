@@ -98,19 +98,33 @@ ctl_queue(const struct ctl *c, const char *name)
 redisContext *
 ctl_redis(struct ctl *c)
 {
+	return ctl_redis_for(c, NULL);
+}
+
+redisContext *
+ctl_redis_for(struct ctl *c, const char *queue)
+{
 	char err[1024];
 	bool refused;
 
+	/* in a cluster, each queue is on the node of its slot */
+	if (c->rc != NULL && *c->cfg->redis_cluster != '\0' && queue != NULL &&
+	    strcmp(queue, c->queue) != 0) {
+		redisFree(c->rc);
+		c->rc = NULL;
+	}
 	if (c->rc != NULL)
 		return c->rc;
-	c->rc = queue_connect_as(c->cfg, CTL_CONNECT_TIMEOUT_MS, &refused, err,
-	    sizeof(err));
+	snprintf(c->queue, sizeof(c->queue), "%s", queue != NULL ? queue : "");
+	c->rc = queue_connect_for(c->cfg, queue, CTL_CONNECT_TIMEOUT_MS,
+	    &refused, err, sizeof(err));
 	if (c->rc == NULL && refused)
 		fprintf(stderr, "ferryctl: %s in %s\n", err, c->config_path);
 	else if (c->rc == NULL)
 		fprintf(stderr, "ferryctl: %s (is redis-server running there? "
 		    "check %s in %s)\n", err, *c->cfg->redis_sentinels != '\0' ?
 		    "redis_sentinels and redis_sentinel_master" :
+		    *c->cfg->redis_cluster != '\0' ? "redis_cluster" :
 		    "redis_host, redis_port or redis_socket", c->config_path);
 	if (c->rc != NULL)       /* with Sentinel, the primary it named */
 		queue_address(c->cfg, c->addr, sizeof(c->addr));
@@ -360,6 +374,10 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 		const char *name = c->cfg->queues[i].name;
 		if (first < argc && strcmp(name, argv[first]) != 0)
 			continue;
+		if (ctl_redis_for(c, name) == NULL) {
+			rc = CTL_EX_UNAVAILABLE;
+			break;
+		}
 		if ((rc = stats_collect(c, name, &st)) == 0 && as_json) {
 			qj = stats_json(&st);
 			json_object_set_new(qj, "redis", memory_json(&mem));

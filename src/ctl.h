@@ -31,6 +31,7 @@ struct ctl {
 	const char *config_path;
 	struct ferry_config *cfg;
 	redisContext *rc;      /* NULL until ctl_redis() */
+	char queue[CONFIG_QUEUE_NAME_MAX + 1]; /* rc is for it (cluster) */
 	char addr[300];        /* the Redis address, for messages */
 };
 
@@ -40,6 +41,9 @@ const struct queue_config *ctl_queue(const struct ctl *c, const char *name);
 /* The Redis connection, connecting on first use; NULL after a message
  * naming the address (the caller exits CTL_EX_UNAVAILABLE). */
 redisContext *ctl_redis(struct ctl *c);
+/* The same for queue: with redis_cluster, the node that serves it (the
+ * connection is replaced when another queue's node is asked for). */
+redisContext *ctl_redis_for(struct ctl *c, const char *queue);
 /* Print why a Redis command failed (r is the reply, or NULL when the
  * connection failed), free r, return CTL_EX_UNAVAILABLE. */
 int ctl_redis_fail(struct ctl *c, const char *what, redisReply *r);

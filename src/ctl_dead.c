@@ -583,7 +583,7 @@ ctl_dead(struct ctl *c, int argc, char **argv)
 		return CTL_EX_USAGE;
 	if (strcmp(d.sub, "restore") == 0)
 		return ctl_dead_restore(c, d.q, d.id);
-	if (ctl_redis(c) == NULL)
+	if (ctl_redis_for(c, d.q->name) == NULL)
 		return CTL_EX_UNAVAILABLE;
 	queue_keys_init(&d.k, c->cfg->redis_prefix, d.q->name);
 	rc = run(&d);

@@ -501,7 +501,7 @@ check_and_push(struct ctl *c, const struct queue_config *q,
 		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);
 		return CTL_EX_DATAERR;
 	}
-	if (ctl_redis(c) == NULL)
+	if (ctl_redis_for(c, q->name) == NULL)
 		return CTL_EX_UNAVAILABLE;
 	return push_all(c, q, in, o);
 }

@@ -541,7 +541,7 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 		    "are not archive entries");
 		rc = CTL_EX_DATAERR;
 	}
-	if (rc == 0 && ctl_redis(c) == NULL)
+	if (rc == 0 && ctl_redis_for(c, q->name) == NULL)
 		rc = CTL_EX_UNAVAILABLE;
 	if (rc == 0)
 		rc = pass(r, f, true, &jobs);

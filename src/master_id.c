@@ -63,17 +63,14 @@ master_ident_init(struct master_ident *mi, char *err, size_t errsize)
 }
 
 void
-master_clock_key(const char *prefix, char *out, size_t size)
-{
-	snprintf(out, size, "%s:clock", prefix);
-}
-
-void
 master_beat_init(struct master_beat *b, const struct ferry_config *cfg,
-    const char *id, const char *token, long ttl_ms)
+    const char *queue, const char *id, const char *token, long ttl_ms)
 {
-	queue_heartbeat_key(cfg->redis_prefix, id, b->key, sizeof(b->key));
-	master_clock_key(cfg->redis_prefix, b->clock, sizeof(b->clock));
+	struct queue_keys k;
+
+	queue_keys_init(&k, cfg->redis_prefix, queue);
+	queue_heartbeat_key(&k, id, b->key, sizeof(b->key));
+	snprintf(b->clock, sizeof(b->clock), "%s", k.clock);
 	snprintf(b->ttl, sizeof(b->ttl), "%ld", ttl_ms);
 	b->args[0] = b->key;
 	b->args[1] = b->clock;
@@ -81,20 +78,36 @@ master_beat_init(struct master_beat *b, const struct ferry_config *cfg,
 	b->args[3] = b->ttl;
 }
 
+static int claim_queue(const struct ferry_config *cfg,
+    const struct master_ident *mi, const char *queue);
+
 int
 master_ident_claim(const struct ferry_config *cfg,
     const struct master_ident *mi)
 {
+	int rc = 0;
+
+	/* one heartbeat per queue: a clash matters where lists are shared */
+	for (int i = 0; i < cfg->nqueues && rc == 0; i++)
+		rc = claim_queue(cfg, mi, cfg->queues[i].name);
+	return rc;
+}
+
+static int
+claim_queue(const struct ferry_config *cfg, const struct master_ident *mi,
+    const char *queue)
+{
 	struct master_beat b;
 	char err[512], addr[300], msg[1024];
-	redisContext *c = queue_connect(cfg, CLAIM_TIMEOUT_MS, err,
-	    sizeof(err));
+	redisContext *c = queue_connect_for(cfg, queue, CLAIM_TIMEOUT_MS, NULL,
+	    err, sizeof(err));
 	redisReply *r;
 	int rc = 0;
 
 	if (c == NULL)
 		return 0;       /* the first asynchronous beat checks */
-	master_beat_init(&b, cfg, mi->id, mi->token, cfg->heartbeat_ttl_ms);
+	master_beat_init(&b, cfg, queue, mi->id, mi->token,
+	    cfg->heartbeat_ttl_ms);
 	r = queue_script(c, LUA_HEARTBEAT, MASTER_BEAT_KEYS, MASTER_BEAT_ARGS,
 	    b.args, NULL);
 	if (r != NULL && r->type == REDIS_REPLY_ERROR &&

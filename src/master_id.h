@@ -44,11 +44,9 @@ struct master_beat {
 };
 #define MASTER_BEAT_KEYS 2
 #define MASTER_BEAT_ARGS 4
+/* ... for queue: the heartbeat and the clock live in each queue's slot. */
 void master_beat_init(struct master_beat *b, const struct ferry_config *cfg,
-    const char *id, const char *token, long ttl_ms);
-
-/* The clock hash heartbeat.lua writes and reap.lua reads. */
-void master_clock_key(const char *prefix, char *out, size_t size);
+    const char *queue, const char *id, const char *token, long ttl_ms);
 
 /* The error code heartbeat.lua answers when the key is another's. */
 #define MASTER_ID_TAKEN "IDTAKEN "

@@ -196,7 +196,10 @@ refuse_credentials(const struct ferry_config *cfg, redisContext **c)
 	    sizeof(err));
 	if (*c != NULL) {
 		/* a key every ferryd reads: NOAUTH or NOPERM here is final */
-		master_clock_key(cfg->redis_prefix, key, sizeof(key));
+		struct queue_keys k;
+		queue_keys_init(&k, cfg->redis_prefix, cfg->nqueues > 0 ?
+		    cfg->queues[0].name : "q");
+		snprintf(key, sizeof(key), "%s", k.clock);
 		r = redisCommand(*c, "EXISTS %s", key);
 		refused = queue_auth_refused(r);
 		if (refused)

@@ -24,8 +24,10 @@ void master_redis_finish(struct master *m);
 struct redisReply;
 typedef void master_redis_fn(struct master *m, struct redisReply *reply,
     void *priv);
-int master_redis_command(struct master *m, master_redis_fn *fn, void *priv,
-    int argc, const char **argv);
+/* queue: the link that serves it (redis_cluster), NULL: the first one. */
+int master_redis_command(struct master *m, const char *queue,
+    master_redis_fn *fn, void *priv, int argc, const char **argv);
+/* Every link connected and answering. */
 bool master_redis_up(const struct master *m);
 /* HOST:PORT (or socket) of the Redis the master talks to or tries. */
 const char *master_redis_address(const struct master *m);

@@ -71,7 +71,7 @@ ask(struct master *m, struct figures_round *fr, int what, int argc,
 {
 	fr->outstanding++;
 	fr->mt->pending++;
-	if (master_redis_command(m, on_figure, &fr->asks[what], argc,
+	if (master_redis_command(m, fr->queue, on_figure, &fr->asks[what], argc,
 	    argv) == -1) {
 		fr->failed = true;
 		fr->outstanding--;
@@ -240,7 +240,7 @@ refresh_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	if (!master_redis_up(m) || m->metrics->pending > 0)
 		return;
 	m->metrics->pending++;
-	if (master_redis_command(m, on_info, NULL, 2, info) == -1)
+	if (master_redis_command(m, NULL, on_info, NULL, 2, info) == -1)
 		m->metrics->pending--;
 	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
 		if (!mq->removed)

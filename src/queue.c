@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "job.h"
+#include "cluster.h"
 #include "sentinel.h"
 #include "util.h"
 
@@ -23,6 +24,9 @@ queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 	snprintf(k->bkeys, sizeof(k->bkeys), "%s:{%s}:bkeys", prefix, queue);
 	snprintf(k->proc_prefix, sizeof(k->proc_prefix), "%s:{%s}:proc:", prefix,
 	    queue);
+	snprintf(k->clock, sizeof(k->clock), "%s:{%s}:clock", prefix, queue);
+	snprintf(k->master_prefix, sizeof(k->master_prefix), "%s:{%s}:master:",
+	    prefix, queue);
 }
 
 int
@@ -39,7 +43,9 @@ bool
 queue_role_changed(const redisReply *r)
 {
 	return queue_error_is(r, "READONLY") || queue_error_is(r, "UNBLOCKED") ||
-	    queue_error_is(r, "MASTERDOWN");
+	    queue_error_is(r, "MASTERDOWN") || queue_error_is(r, "MOVED") ||
+	    queue_error_is(r, "ASK") || queue_error_is(r, "TRYAGAIN") ||
+	    queue_error_is(r, "CLUSTERDOWN");
 }
 
 void
@@ -50,10 +56,10 @@ queue_proc_key(const struct queue_keys *k, const char *worker_id, char *out,
 }
 
 void
-queue_heartbeat_key(const char *prefix, const char *master_id, char *out,
-    size_t size)
+queue_heartbeat_key(const struct queue_keys *k, const char *master_id,
+    char *out, size_t size)
 {
-	snprintf(out, size, "%s:master:%s", prefix, master_id);
+	snprintf(out, size, "%s%s", k->master_prefix, master_id);
 }
 
 /* The address this process last connected to (the primary the sentinels
@@ -63,7 +69,12 @@ static char current[CONFIG_HOST_MAX + 16];
 const char *
 queue_address(const struct ferry_config *cfg, char *buf, size_t size)
 {
-	if (*cfg->redis_sentinels != '\0' && current[0] != '\0')
+	if (*cfg->redis_cluster != '\0' && current[0] != '\0')
+		snprintf(buf, size, "%s (cluster node)", current);
+	else if (*cfg->redis_cluster != '\0')
+		snprintf(buf, size, "the cluster (redis_cluster %s)",
+		    cfg->redis_cluster);
+	else if (*cfg->redis_sentinels != '\0' && current[0] != '\0')
 		snprintf(buf, size, "%s (primary of %s)", current,
 		    cfg->redis_sentinel_master);
 	else if (*cfg->redis_sentinels != '\0')
@@ -224,6 +235,13 @@ redisContext *
 queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
     bool *refused, char *err, size_t errsize)
 {
+	return queue_connect_for(cfg, NULL, timeout_ms, refused, err, errsize);
+}
+
+redisContext *
+queue_connect_for(const struct ferry_config *cfg, const char *queue,
+    long timeout_ms, bool *refused, char *err, size_t errsize)
+{
 	long ask_ms = timeout_ms < QUEUE_SENTINEL_TIMEOUT_MS ? timeout_ms :
 	    QUEUE_SENTINEL_TIMEOUT_MS;
 	int n = sentinel_count(cfg);
@@ -232,6 +250,10 @@ queue_connect_as(const struct ferry_config *cfg, long timeout_ms,
 
 	if (refused != NULL)
 		*refused = false;
+	if (*cfg->redis_cluster != '\0')
+		return cluster_find_node(cfg, queue, ask_ms, host, sizeof(host),
+		    &port, err, errsize) == -1 ? NULL : connect_to(cfg, host, port,
+		    timeout_ms, refused, err, errsize);
 	if (n == 0)
 		return connect_to(cfg, *cfg->redis_socket != '\0' ? NULL :
 		    cfg->redis_host, cfg->redis_port, timeout_ms, refused, err,

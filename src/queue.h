@@ -33,13 +33,17 @@ struct queue_keys {
 	char owners[QUEUE_KEY_MAX];
 	char bkeys[QUEUE_KEY_MAX];     /* worker id -> key of its current batch */
 	char proc_prefix[QUEUE_KEY_MAX]; /* + worker id = processing list */
+	char clock[QUEUE_KEY_MAX];     /* heartbeat.lua's service clock */
+	char master_prefix[QUEUE_KEY_MAX]; /* + master id = its heartbeat */
 };
 
 void queue_keys_init(struct queue_keys *k, const char *prefix,
     const char *queue);
 void queue_proc_key(const struct queue_keys *k, const char *worker_id,
     char *out, size_t size);
-void queue_heartbeat_key(const char *prefix, const char *master_id,
+/* A master's heartbeat for this queue: in the queue's slot, so that
+ * reap.lua can read it in a cluster too. */
+void queue_heartbeat_key(const struct queue_keys *k, const char *master_id,
     char *out, size_t size);
 
 /* Each sentinel asked where the primary is gets this long (at most). */
@@ -54,6 +58,11 @@ redisContext *queue_connect(const struct ferry_config *cfg, long timeout_ms,
  * password: err says what to do) from a server that cannot be reached. */
 redisContext *queue_connect_as(const struct ferry_config *cfg,
     long timeout_ms, bool *refused, char *err, size_t errsize);
+/* The same for queue (with redis_cluster: the node that serves its slot;
+ * NULL: the first queue's). */
+redisContext *queue_connect_for(const struct ferry_config *cfg,
+    const char *queue, long timeout_ms, bool *refused, char *err,
+    size_t errsize);
 /* The AUTH command for cfg in argv: "AUTH user password" for a Redis 6+
  * ACL user (redis_user), "AUTH password" for the default user; returns
  * argc, 0 when no password is configured. */

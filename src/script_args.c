@@ -103,7 +103,7 @@ sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
 
 void
 sargs_reap(struct sargs *a, const char *prefix, const char *queue,
-    const char *clock_key, int max_recoveries, long heartbeat_ttl_ms)
+    int max_recoveries, long heartbeat_ttl_ms)
 {
 	start(a, LUA_REAP, prefix, queue);
 	/* KEYS: owners, requeue, dead, stats, bkeys, clock */
@@ -112,7 +112,7 @@ sargs_reap(struct sargs *a, const char *prefix, const char *queue,
 	put(a, a->k.dead);
 	put(a, a->k.stats);
 	put(a, a->k.bkeys);
-	put(a, clock_key);
+	put(a, a->k.clock);
 	a->nkeys = 6;
 	/* ARGV: key prefix, queue name, max_recoveries, heartbeat_ttl ms */
 	put(a, prefix);

@@ -44,7 +44,7 @@ void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, int max_recoveries, bool bump);
 /* reap.lua: dead hosts' lists of queue, judged by the clock hash. */
 void sargs_reap(struct sargs *a, const char *prefix, const char *queue,
-    const char *clock_key, int max_recoveries, long heartbeat_ttl_ms);
+    int max_recoveries, long heartbeat_ttl_ms);
 /* promote.lua: at most limit due retries to requeue. */
 void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
     int limit);

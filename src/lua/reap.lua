@@ -2,11 +2,12 @@
 -- reap.lua - find processing lists whose master's heartbeat key is gone
 -- (a dead host) and hand them back, bumping recoveries; sweep the lists of
 -- workers already handed back, then forget them after TOMBSTONE_MS.
--- KEYS: owners, requeue, dead, stats, bkeys, clock hash (heartbeat.lua)
+-- KEYS: owners, requeue, dead, stats, bkeys, the queue's clock hash
+--       (heartbeat.lua)
 -- ARGV: key prefix ("ferry"), queue name, max_recoveries, heartbeat_ttl ms
 -- Returns {jobs handed back, jobs dead, ms the reaper still waits}.
--- The processing and heartbeat keys are derived here, so this script
--- assumes a single Redis (not Cluster) like the rest of the master.
+-- The processing lists and heartbeat keys are derived here; they carry
+-- the queue's hash tag like KEYS, so in a cluster they are on this node.
 --
 -- Liveness is judged in Redis' service time, never by a host's clock. A
 -- heartbeat key expires by Redis' clock even while Redis serves nobody: a
@@ -50,8 +51,8 @@ for i = 1, #owners, 2 do
 		elseif now - (tonumber(string.sub(mid, 6)) or 0) > TOMBSTONE_MS then
 			redis.call('HDEL', KEYS[1], wid)
 		end
-	elseif wait == 0 and
-		redis.call('EXISTS', ARGV[1] .. ':master:' .. mid) == 0 then
+	elseif wait == 0 and redis.call('EXISTS',
+		ARGV[1] .. ':{' .. ARGV[2] .. '}:master:' .. mid) == 0 then
 		r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
 			wid, tonumber(ARGV[3]) or 0, true)
 	end

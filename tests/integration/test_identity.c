@@ -52,11 +52,11 @@ TestSuite(identity, .fini = teardown, .timeout = 300);
 static int
 master_ids(char ids[][128], int max)
 {
-	redisReply *r = h_redis(&d, "KEYS ferry:master:*");
+	redisReply *r = h_redis(&d, "KEYS ferry:{q}:master:*");
 	int n = 0;
 
 	for (size_t i = 0; i < r->elements && n < max; i++)
-		snprintf(ids[n++], 128, "%s", r->element[i]->str + 13);
+		snprintf(ids[n++], 128, "%s", r->element[i]->str + 17);
 	freeReplyObject(r);
 	return n;
 }
@@ -108,7 +108,7 @@ Test(identity, pid_1_replicas_get_different_ids)
 	ns[0] = start_in_pid_namespace(&d);
 	ns[1] = start_in_pid_namespace(&d2);
 	h_wait_redis_int(&d, 2, "EVAL %s 0", "return #redis.call('KEYS', "
-	    "'ferry:master:*')");
+	    "'ferry:{q}:master:*')");
 	h_wait_redis_int(&d, 2, "HLEN ferry:{q}:owners");
 	cr_assert_eq(master_ids(ids, 4), 2);
 	gethostname(host, sizeof(host) - 1);
@@ -163,7 +163,7 @@ Test(identity, second_master_with_the_same_id_refuses)
 	h_setup_peer(&d2, &d, NULL, "[queue q]\nworkers = 1\n");
 	h_expect_log(&d2, "master id box:1 is in use by another running");
 	h_start(&d, 1);
-	redisReply *v = h_redis(&d, "GET ferry:master:box:1");
+	redisReply *v = h_redis(&d, "GET ferry:{q}:master:box:1");
 	cr_assert_eq(v->type, REDIS_REPLY_STRING);
 	char token[64];
 	snprintf(token, sizeof(token), "%s", v->str);
@@ -175,11 +175,11 @@ Test(identity, second_master_with_the_same_id_refuses)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
 	    "status %d: %s", status, out);
 	cr_assert(strstr(out, "ferryd: master id box:1 is in use by another "
-	    "running ferryd (ferry:master:box:1 holds ") != NULL, "%s", out);
+	    "running ferryd (ferry:{q}:master:box:1 holds ") != NULL, "%s", out);
 	cr_assert(strstr(out, "not started") != NULL, "%s", out);
 	free(out);
 	cr_assert_eq(h_count_in_file(d2.log, "master id box:1 is in use"), 1);
-	v = h_redis(&d, "GET ferry:master:box:1");
+	v = h_redis(&d, "GET ferry:{q}:master:box:1");
 	cr_assert_str_eq(v->str, token, "the first master's heartbeat changed");
 	freeReplyObject(v);
 	cr_assert_eq(h_live_owners(&d, "q"), 1);
@@ -197,16 +197,16 @@ Test(identity, master_whose_id_is_taken_later_stops)
 	h_setup(&d, "heartbeat_ttl = 1s\n", "[queue q]\nworkers = 1\n");
 	h_expect_log(&d, "master id box:2 is in use by another running");
 	h_start(&d, 1);
-	h_wait_redis_int(&d, 1, "EXISTS ferry:master:box:2");
-	freeReplyObject(h_redis(&d, "SET ferry:master:box:2 1:other PX 60000"));
+	h_wait_redis_int(&d, 1, "EXISTS ferry:{q}:master:box:2");
+	freeReplyObject(h_redis(&d, "SET ferry:{q}:master:box:2 1:other PX 60000"));
 	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
 	d.pid = 0;
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d",
 	    status);
 	cr_assert_eq(h_count_in_file(d.log, "master id box:2 is in use by "
-	    "another running ferryd (ferry:master:box:2 holds 1:other, not "),
+	    "another running ferryd (ferry:{q}:master:box:2 holds 1:other, not "),
 	    1);
-	redisReply *v = h_redis(&d, "GET ferry:master:box:2");
+	redisReply *v = h_redis(&d, "GET ferry:{q}:master:box:2");
 	cr_assert_str_eq(v->str, "1:other");
 	freeReplyObject(v);
 	cr_assert_eq(h_live_owners(&d, "q"), 0);

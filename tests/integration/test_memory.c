@@ -352,7 +352,8 @@ Test(memory, persistence_checked)
 	h_stop(&d);
 }
 
-/* The keys of queue q but its owners hash (the workers), space-separated. */
+/* The keys of queue q but its owners hash (the workers) and the master's
+ * heartbeat and clock, space-separated. */
 static void
 queue_keys(char *got, size_t size)
 {
@@ -360,7 +361,9 @@ queue_keys(char *got, size_t size)
 
 	got[0] = '\0';
 	for (size_t i = 0; i < r->elements; i++)
-		if (strstr(r->element[i]->str, ":owners") == NULL)
+		if (strstr(r->element[i]->str, ":owners") == NULL &&
+		    strstr(r->element[i]->str, ":master:") == NULL &&
+		    strstr(r->element[i]->str, "}:clock") == NULL)
 			snprintf(got + strlen(got), size - strlen(got), "%s ",
 			    r->element[i]->str);
 	freeReplyObject(r);

@@ -1524,6 +1524,36 @@ Test(config, sentinels)
 	config_free(&c);
 }
 
+Test(config, cluster)
+{
+	struct ferry_config c;
+
+	load_ok("[ferryd]\nredis_cluster = 10.0.0.1:7000, 10.0.0.2:7001\n"
+	    "redis_db = 0\n" Q1, &c);
+	cr_expect_str_eq(c.redis_cluster, "10.0.0.1:7000, 10.0.0.2:7001");
+	config_free(&c);
+}
+
+Test(config_errors, cluster)
+{
+	expect_errors("[ferryd]\nredis_cluster = a:1\nredis_port = 7000\n"
+	    "redis_db = 2\n" Q1,
+	    "F:3: [ferryd] redis_port: set together with redis_cluster (allowed: "
+	    "one of the two: the cluster nodes say who serves each queue, so "
+	    "remove it, or remove redis_cluster)\n"
+	    "F:4: [ferryd] redis_db: set together with redis_cluster (allowed: 0 "
+	    "only: a cluster has database 0 alone)\n");
+	expect_errors("[ferryd]\nredis_cluster = a:1\n"
+	    "[queue q]\ncache_key_prefixes = app:\n",
+	    "F:4: [queue q] cache_key_prefixes: not with redis_cluster (a cache "
+	    "key outside the queue's slot cannot be read and deleted with its "
+	    "jobs; use the queue's cache space ferry:{q}:cache:)\n");
+	expect_errors("[ferryd]\nredis_cluster = a\n" Q1,
+	    "F:2: [ferryd] redis_cluster: \"a\" has \"a\", which is not "
+	    "HOST:PORT (allowed: cluster addresses separated by commas, such as "
+	    "10.0.0.1:6379, 10.0.0.2:6379)\n");
+}
+
 Test(config_errors, sentinels)
 {
 	expect_errors("[ferryd]\nredis_host = r1\nredis_port = 7000\n"
