@@ -431,13 +431,13 @@ resp_end(const char *p, const char *end, int depth)
 /* Send inline command(s), read `nreplies` complete replies into buf
  * (NUL-terminated). Returns the length of the replies or -1. */
 static int
-redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz,
-    int nreplies)
+redis_roundtrip_ms(int port, const char *cmd, char *buf, size_t bufsz,
+    int nreplies, int timeout_ms)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	struct timeval tv = { 2, 0 };
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	struct sockaddr_in a;
@@ -473,8 +473,16 @@ redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz,
 	return (int)have;
 }
 
-int
-test_redis_command(int port, const char *inline_cmd, char *buf, size_t bufsz)
+static int
+redis_roundtrip(int port, const char *cmd, char *buf, size_t bufsz,
+    int nreplies)
+{
+	return redis_roundtrip_ms(port, cmd, buf, bufsz, nreplies, 2000);
+}
+
+static int
+redis_command_ms(int port, const char *inline_cmd, char *buf, size_t bufsz,
+    int timeout_ms)
 {
 	char line[4096];
 	if (port <= 0 || buf == NULL || bufsz < 2)
@@ -486,7 +494,13 @@ test_redis_command(int port, const char *inline_cmd, char *buf, size_t bufsz)
 	int nreplies = 0;
 	for (const char *p = line; (p = strstr(p, "\r\n")) != NULL; p += 2)
 		nreplies++;
-	return redis_roundtrip(port, line, buf, bufsz, nreplies);
+	return redis_roundtrip_ms(port, line, buf, bufsz, nreplies, timeout_ms);
+}
+
+int
+test_redis_command(int port, const char *inline_cmd, char *buf, size_t bufsz)
+{
+	return redis_command_ms(port, inline_cmd, buf, bufsz, 2000);
 }
 
 int
@@ -1274,4 +1288,19 @@ void
 servers_terminate(pid_t *pidp, int sig, long wait_ms, const char *what)
 {
 	terminate(pidp, sig, wait_ms, 0, 0, what);
+}
+
+int
+servers_redis_command_ms(int port, const char *inline_cmd, char *buf,
+    size_t bufsz, int timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return -1;
+	return redis_command_ms(port, inline_cmd, buf, bufsz, timeout_ms);
+}
+
+const char *
+servers_resp_end(const char *p, const char *end)
+{
+	return resp_end(p, end, 0);
 }

@@ -95,7 +95,7 @@ int test_pg_promote(struct test_pg *p);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). */
 int test_free_port(void);
 
-/* Internals shared with servers_ha.c; not for tests. Same behaviour as the
+/* Internals shared with servers_ha.c and servers_cluster.c; not for tests. Same behaviour as the
  * static helpers in servers.c they wrap. */
 long long servers_now_ms(void);          /* CLOCK_MONOTONIC in ms */
 void servers_sleep_ms(long ms);
@@ -113,5 +113,12 @@ pid_t servers_spawn_daemon(char *const *argv, const char *cwd,
 int servers_gone(pid_t pid, char *why, size_t whysz);
 /* send sig, wait up to wait_ms, then SIGKILL; sets *pidp to 0 */
 void servers_terminate(pid_t *pidp, int sig, long wait_ms, const char *what);
+/* test_redis_command with a reply timeout of timeout_ms instead of 2 s
+ * (slow commands: MIGRATE of big keys) */
+int servers_redis_command_ms(int port, const char *inline_cmd, char *buf,
+    size_t bufsz, int timeout_ms);
+/* end of the one complete RESP reply (nested arrays included) starting at
+ * p, or NULL if [p, end) does not hold all of it */
+const char *servers_resp_end(const char *p, const char *end);
 
 #endif

@@ -692,3 +692,26 @@ test_sentinels_failover(const struct test_sentinels *ss)
 	print_log(s->dir, "sentinel.log");
 	return -1;
 }
+
+/* ------------------------------------------------------------------ */
+/* helpers shared with servers_cluster.c (declared at the end of
+ * servers_ha.h) */
+
+int
+servers_resp_scalar(const char **pp, char *out, size_t outsz)
+{
+	return resp_scalar(pp, out, outsz);
+}
+
+long
+servers_resp_array(const char **pp)
+{
+	return resp_array(pp);
+}
+
+void
+servers_info_field(const char *info, const char *field, char *out,
+    size_t outsz)
+{
+	info_field(info, field, out, outsz);
+}
