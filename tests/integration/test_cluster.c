@@ -118,7 +118,7 @@ push(const char *q, int first, int n)
 static void
 setup(void)
 {
-	char queues[2048] = "", global[1024], one[256];
+	char queues[2048] = "", global[1024], one[512];
 	size_t len = 0;
 	struct h_run r;
 
@@ -229,6 +229,10 @@ Test(cluster, slot_migrated_mid_run)
 	fprintf(stderr, "cluster: slot %d of queue %s moved from %d to %d with "
 	    "%lld of %d jobs done\n", slot, q, from, to, done(q), n);
 	assert_once(q, n);
+	cr_assert_gt(h_count_in_file(d.log, ": MOVED ") +
+	    h_count_in_file(d.log, ": ASK ") +
+	    h_count_in_file(d.log, ": TRYAGAIN "), 0,
+	    "no worker met the migration");
 	h_stop(&d);
 }
 
