@@ -93,6 +93,26 @@ numbered_jobs(int n, int bad_line)
 	return buf;
 }
 
+/* redis_wait_replicas with no replica to acknowledge: the jobs are in the
+ * queue, ferryctl says they reached 0 of 1 replicas and exits 3 (they are
+ * not pushed again). */
+Test(ctl, enqueue_short_of_replicas_exits_3)
+{
+	struct h_run r;
+
+	h_setup(&d, "redis_wait_replicas = 1\nredis_wait_timeout = 100ms\n",
+	    QUEUES);
+	CTL(&r, "{\"n\":1}\n{\"n\":2}\n", "enqueue", "-q", "q", "-");
+	expect(&r, 3);
+	cr_assert(strstr(r.err, "ferryctl: 2 jobs are in queue q, but reached 0 "
+	    "of 1 replicas within redis_wait_timeout (100 ms): a failover now "
+	    "would lose them. Not pushed again (that could enqueue them twice)")
+	    != NULL, "%s", r.err);
+	h_run_free(&r);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 2);
+	h_stop(&d);
+}
+
 Test(ctl, enqueue_many_from_a_pipe)
 {
 	char *input = numbered_jobs(10000, 0), sha[41];

@@ -163,6 +163,9 @@ Test(sentinel, primary_killed_every_job_once)
 	    first, n, h_now_ms() - killed);
 	cr_assert_gt(h_count_in_file(d.log, "redis primary of m moved from "
 	    "127.0.0.1:"), 0, "the master did not say it followed");
+	cr_assert_eq(h_count_in_file(d.log, "min-replicas-to-write is 0: a "
+	    "primary cut off from its replicas keeps taking enqueues"), 1,
+	    "the start check did not say what min-replicas-to-write 0 means");
 	h_stop(&d);
 }
 
@@ -211,6 +214,27 @@ Test(sentinel, failover_while_blocked_in_blmove)
 	cr_assert_eq(h_count_in_file(d.log, "the primary moved from") +
 	    h_count_in_file(d.log, "following the redis primary from"), 2,
 	    "not both workers said they followed the primary");
+	h_stop(&d);
+}
+
+/* Every sentinel down when ferryd starts: it starts (an outage, said
+ * once per process), and once two are back the jobs are done once; one
+ * sentinel that stays dead costs only its timeout. */
+Test(sentinel, dead_sentinels_are_an_outage)
+{
+	int n = 500;
+
+	setup(WAIT_ONE);
+	push(0, n);
+	for (int i = 0; i < 3; i++)
+		test_sentinel_kill9(&ss.s[i]);
+	h_start(&d, 2);
+	h_wait_log(&d, "none of 3 sentinels gave a primary for m", 3);
+	h_sleep_ms(500);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 0);
+	for (int i = 1; i < 3; i++)
+		cr_assert_eq(test_sentinel_restart(&ss.s[i]), 0);
+	assert_once(n);
 	h_stop(&d);
 }
 
