@@ -56,6 +56,12 @@ address(const struct ferry_config *cfg)
 		    master_redis_address(mm.m), cfg->redis_sentinel_master);
 		return addr;
 	}
+	if (mm.m != NULL && *cfg->redis_cluster != '\0' &&
+	    *master_redis_address(mm.m) != '\0') {
+		snprintf(addr, sizeof(addr), "%s (cluster node)",
+		    master_redis_address(mm.m));
+		return addr;
+	}
 	return queue_address(cfg, addr, sizeof(addr));
 }
 
@@ -312,8 +318,9 @@ connect_now(struct master *m)
 	char db[16], host[CONFIG_HOST_MAX];
 	int port;
 
-	if (*cfg->redis_sentinels != '\0') {
-		/* where the master's connection is (the sentinels' primary) */
+	if (*cfg->redis_sentinels != '\0' || *cfg->redis_cluster != '\0') {
+		/* where the master's (first) connection is: the sentinels'
+		 * primary, or the node of the first queue */
 		snprintf(mm.addr, sizeof(mm.addr), "%s", master_redis_address(m));
 		if (config_parse_hostport(mm.addr, host, sizeof(host), &port) == -1)
 			return false;
@@ -382,7 +389,8 @@ timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		}
 		return;
 	}
-	if (mm.ac != NULL && *m->cfg->redis_sentinels != '\0' &&
+	if (mm.ac != NULL && (*m->cfg->redis_sentinels != '\0' ||
+	    *m->cfg->redis_cluster != '\0') &&
 	    strcmp(mm.addr, master_redis_address(m)) != 0) {
 		redisAsyncFree(mm.ac);  /* the primary moved: follow it */
 		mm.ac = NULL;
