@@ -17,8 +17,12 @@ const int64_t scoreboard_bucket_ms[SCOREBOARD_BUCKETS - 1] = {
 int
 scoreboard_create(struct scoreboard *sb, int nslots)
 {
-	size_t size = sizeof(struct scoreboard_header) +
-	    (size_t)nslots * sizeof(struct scoreboard_slot);
+	/* the slots start at their own alignment (8: int64_t), whatever the
+	 * header's size */
+	size_t align = _Alignof(struct scoreboard_slot);
+	size_t head = (sizeof(struct scoreboard_header) + align - 1) / align *
+	    align;
+	size_t size = head + (size_t)nslots * sizeof(struct scoreboard_slot);
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
@@ -27,7 +31,7 @@ scoreboard_create(struct scoreboard *sb, int nslots)
 	memset(p, 0, size);
 	sb->header = p;
 	sb->header->nslots = nslots;
-	sb->slots = (struct scoreboard_slot *)(sb->header + 1);
+	sb->slots = (struct scoreboard_slot *)((char *)p + head);
 	sb->size = size;
 	return 0;
 }
