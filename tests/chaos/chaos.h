@@ -12,6 +12,8 @@
  *   chaos_helper wait KEY=VALUE...   wait until every ferry list but dead
  *                                  is empty (bounded)
  *   chaos_helper handle FILE       the exec queue's handler
+ *   chaos_helper watch KEY=VALUE...  (--failover) the primary's moves and
+ *                                  the first job done after each
  *
  * Everything is on 127.0.0.1; every loop has a deadline. */
 #ifndef FERRY_CHAOS_H
@@ -44,6 +46,14 @@ long long chaos_rng_range(struct chaos_rng *r, long long lo, long long hi);
  * Redis does not answer. */
 redisContext *chaos_redis(int port, long timeout_ms);
 
+/* With sentinels ("P1,P2,P3"): the primary they name for `master`, if it
+ * answers ROLE master (its port in *port, when not NULL); NULL otherwise. */
+redisContext *chaos_redis_primary(const char *sentinels, const char *master,
+    long timeout_ms, int *port);
+/* sentinels=P1,P2,P3 master=NAME when given (scripts/chaos --failover),
+ * else redis=PORT. */
+redisContext *chaos_redis_arg(int argc, char **argv, long timeout_ms);
+
 /* A growable byte buffer. */
 struct chaos_buf {
 	char *p;
@@ -71,5 +81,6 @@ int chaos_produce_main(int argc, char **argv);
 int chaos_check_main(int argc, char **argv);
 int chaos_wait_main(int argc, char **argv);
 int chaos_handle_main(int argc, char **argv);
+int chaos_watch_main(int argc, char **argv);
 
 #endif

@@ -92,6 +92,59 @@ chaos_redis(int port, long timeout_ms)
 	return c;
 }
 
+/* The primary the first answering sentinel of `sentinels` ("P1,P2,...")
+ * names for `master`, if it says ROLE master; *port_out gets its port. */
+redisContext *
+chaos_redis_primary(const char *sentinels, const char *master,
+    long timeout_ms, int *port_out)
+{
+	for (const char *s = sentinels; s != NULL && *s != '\0';) {
+		int sport = atoi(s);
+		const char *comma = strchr(s, ',');
+		s = comma ? comma + 1 : NULL;
+		redisContext *c = chaos_redis(sport, timeout_ms < 1000 ? timeout_ms :
+		    1000);
+		if (c == NULL)
+			continue;
+		redisReply *r = redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+		    master);
+		int port = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		    r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING ?
+		    atoi(r->element[1]->str) : -1;
+		if (r != NULL)
+			freeReplyObject(r);
+		redisFree(c);
+		if (port <= 0)
+			continue;
+		c = chaos_redis(port, timeout_ms);
+		if (c == NULL)
+			continue;
+		r = redisCommand(c, "ROLE");
+		int ok = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		    r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[0]->str, "master") == 0;
+		if (r != NULL)
+			freeReplyObject(r);
+		if (ok) {
+			if (port_out != NULL)
+				*port_out = port;
+			return c;
+		}
+		redisFree(c);
+	}
+	return NULL;
+}
+
+redisContext *
+chaos_redis_arg(int argc, char **argv, long timeout_ms)
+{
+	const char *sentinels = chaos_arg(argc, argv, "sentinels", NULL);
+	if (sentinels != NULL)
+		return chaos_redis_primary(sentinels, chaos_arg(argc, argv,
+		    "master", "ferry"), timeout_ms, NULL);
+	return chaos_redis((int)chaos_arg_ll(argc, argv, "redis", 0), timeout_ms);
+}
+
 void
 chaos_buf_add(struct chaos_buf *b, const void *data, size_t n)
 {
@@ -255,11 +308,18 @@ chaos_foreign_check(redisContext *c)
 static int
 foreign_main(int argc, char **argv)
 {
-	redisContext *c = chaos_redis((int)chaos_arg_ll(argc, argv, "redis", 0),
-	    5000);
+	redisContext *c = chaos_redis_arg(argc, argv, 5000);
 	if (c == NULL)
 		chaos_die("foreign: cannot connect to redis");
 	int rc = chaos_foreign_create(c);
+	if (rc == 0 && chaos_arg(argc, argv, "sentinels", NULL) != NULL) {
+		/* on both replicas before any failover */
+		redisReply *r = redisCommand(c, "WAIT 2 10000");
+		if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer < 2)
+			rc = -1;
+		if (r != NULL)
+			freeReplyObject(r);
+	}
 	redisFree(c);
 	return rc == 0 ? 0 : 1;
 }
@@ -278,12 +338,13 @@ main(int argc, char **argv)
 		{ "check", chaos_check_main },
 		{ "wait", chaos_wait_main },
 		{ "handle", chaos_handle_main },
+		{ "watch", chaos_watch_main },
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; argc > 1 && i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "usage: chaos_helper servers|plan|produce|foreign|check|"
-	    "wait|handle ARGS (see tests/chaos/chaos.h)\n");
+	    "wait|handle|watch ARGS (see tests/chaos/chaos.h)\n");
 	return 2;
 }

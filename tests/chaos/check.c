@@ -15,7 +15,17 @@
  *     untouched.
  * Prints the summary (rows, duplicates, lost, dead by reason) and the ids
  * of every failure; exit 1 on any. Uncertain jobs (their LPUSH got no
- * reply) may be missing, but never doubled. */
+ * reply) may be missing, but never doubled; so may jobs whose LPUSH was
+ * acknowledged but whose WAIT for the replicas was not ("r" in the ledger,
+ * --failover: a failover may legitimately lose them); they are counted
+ * apart. With sentinels=P1,P2,P3 master=NAME (wait and check) Redis is the
+ * primary the sentinels name, not redis=PORT.
+ *
+ * `chaos_helper watch sentinels=... master=NAME t0_ms=EPOCH_MS seconds=S
+ * pgq=Q execq=Q` (--failover) polls every 50 ms which primary the
+ * sentinels name and the sum of both queues' done counters there; prints
+ * "MS primary PORT" when the primary changes and "MS done PORT" at the
+ * first job done on a primary after it changed (MS since t0). */
 #include "chaos.h"
 
 #include <jansson.h>
@@ -23,12 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------- a tiny string map */
 
 struct entry {
 	char *key;
-	int acked, uncertain, rows, dead, handled, stuck;
+	int acked, uncertain, unreplicated, rows, dead, handled, stuck;
 	char *reason;  /* of its first dead entry */
 	struct entry *next;
 };
@@ -202,7 +213,6 @@ progress(redisContext *c, const char *prefix, const char *q)
 int
 chaos_wait_main(int argc, char **argv)
 {
-	int port = (int)chaos_arg_ll(argc, argv, "redis", 0);
 	long long start = chaos_now_ms();
 	long long deadline = start + chaos_arg_ll(argc, argv, "seconds", 60) * 1000;
 	long long stuck_ms = chaos_arg_ll(argc, argv, "stuck", 20) * 1000;
@@ -212,7 +222,7 @@ chaos_wait_main(int argc, char **argv)
 	long long empty_since = -1, last_sig = -1, moved_at = start;
 	for (;;) {
 		long long now = chaos_now_ms(), left = -1, sig = -1;
-		redisContext *c = chaos_redis(port, 2000);
+		redisContext *c = chaos_redis_arg(argc, argv, 2000);
 		if (c != NULL) {
 			long long a = leftovers(c, prefix, q[0], 0, NULL);
 			long long b = leftovers(c, prefix, q[1], 0, NULL);
@@ -380,6 +390,8 @@ load_ledger(const char *path, long long *counts, long long *hostile)
 		struct entry *e = get(line + 2, 1);
 		if (line[0] == 'a')
 			e->acked = 1;
+		else if (line[0] == 'r')
+			e->unreplicated = 1;
 		else
 			e->uncertain = 1;
 		counts[line[2] == 'e']++;
@@ -462,7 +474,6 @@ print_reasons(int q)
 int
 chaos_check_main(int argc, char **argv)
 {
-	int port = (int)chaos_arg_ll(argc, argv, "redis", 0);
 	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
 	queue_names[0] = chaos_arg(argc, argv, "pgq", "chaos_pg");
 	queue_names[1] = chaos_arg(argc, argv, "execq", "chaos_exec");
@@ -473,9 +484,9 @@ chaos_check_main(int argc, char **argv)
 	    chaos_arg(argc, argv, "table", "chaos_rows"), &rows, &foreign_rows))
 		return 2;
 	load_handled(chaos_arg(argc, argv, "handled", ""));
-	redisContext *c = chaos_redis(port, 10000);
+	redisContext *c = chaos_redis_arg(argc, argv, 10000);
 	if (c == NULL)
-		chaos_die("check: cannot connect to redis");
+		chaos_die("check: cannot connect to redis (the primary)");
 	long long left = 0;
 	for (int q = 0; q < 2; q++)
 		left += leftovers(c, prefix, queue_names[q], 1, on_dead);
@@ -492,10 +503,16 @@ chaos_check_main(int argc, char **argv)
 	    stuck = { "stuck (still in a ready, processing or retry list)", 0,
 		{ 0 } };
 	long long handled_twice = 0, handled = 0, uncertain = 0, unpushed = 0;
+	long long unrepl = 0, unrepl_lost = 0;
+	/* the absent "may be lost" ones, as runs of consecutive ids (the
+	 * producer numbers both queues from one counter, in time order) */
+	static char absent[1 << 20];
+	long long max_id = 0;
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (struct entry *e = buckets[b]; e != NULL; e = e->next) {
 			int exec = e->key[0] == 'e';
-			uncertain += e->uncertain && !e->acked;
+			uncertain += e->uncertain && !e->acked && !e->unreplicated;
+			unrepl += e->unreplicated && !e->acked;
 			if (e->dead && e->reason != NULL && e->reason[0] == '\0')
 				fail(&noreason, e->key);
 			if (e->stuck)
@@ -506,7 +523,14 @@ chaos_check_main(int argc, char **argv)
 				if (!e->handled && !e->dead && !e->stuck) {
 					if (e->acked)
 						fail(&lost, e->key);
-					else
+					else if (e->unreplicated) {
+						unrepl_lost++;
+						long long n = atoll(strchr(e->key, '-') + 1);
+						if (n > 0 && n < (long long)sizeof(absent)) {
+							absent[n] = 1;
+							max_id = n > max_id ? n : max_id;
+						}
+					} else
 						unpushed++;
 				}
 				continue;
@@ -521,7 +545,14 @@ chaos_check_main(int argc, char **argv)
 			if (e->rows == 0 && !e->dead && !e->stuck) {
 				if (e->acked)
 					fail(&lost, e->key);
-				else
+				else if (e->unreplicated) {
+					unrepl_lost++;
+					long long n = atoll(strchr(e->key, '-') + 1);
+					if (n > 0 && n < (long long)sizeof(absent)) {
+						absent[n] = 1;
+						max_id = n > max_id ? n : max_id;
+					}
+				} else
 					unpushed++;
 			}
 		}
@@ -529,6 +560,30 @@ chaos_check_main(int argc, char **argv)
 	printf("chaos: enqueued: pg %lld jobs, exec %lld jobs (%lld with an "
 	    "unknown outcome, %lld of them never arrived), %lld hostile elements\n",
 	    jobs[0], jobs[1], uncertain, unpushed, hostile);
+	if (unrepl > 0 || chaos_arg(argc, argv, "sentinels", NULL) != NULL)
+		printf("chaos: may be lost: %lld jobs Redis acknowledged but fewer "
+		    "replicas than asked (WAIT) did; %lld of them never arrived "
+		    "(not counted as lost; a duplicate still fails)\n", unrepl,
+		    unrepl_lost);
+	if (unrepl_lost > 0) {
+		/* runs of absent ids, allowing gaps of a few present ones */
+		printf("chaos: may be lost and absent, by id range:");
+		int shown = 0;
+		for (long long i = 1; i <= max_id && shown < 30; i++) {
+			if (!absent[i])
+				continue;
+			long long j = i, n = 0;
+			for (long long k = i; k <= max_id && k - j <= 8; k++)
+				if (absent[k]) {
+					j = k;
+					n++;
+				}
+			printf(" %lld-%lld (%lld)", i, j, n);
+			shown++;
+			i = j;
+		}
+		printf("\n");
+	}
 	printf("chaos: %s: rows %lld (%lld of hostile documents), duplicates "
 	    "%lld, lost %lld\n", queue_names[0], rows, foreign_rows, dup.n,
 	    lost.n);
@@ -555,4 +610,87 @@ chaos_check_main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		chaos_buf_free(&all[i]->ids);
 	return failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------- watch */
+
+static long long
+epoch_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long
+done_sum(redisContext *c, const char *prefix, const char *const *q)
+{
+	long long sum = 0;
+	for (int i = 0; i < 2; i++) {
+		redisReply *r = redisCommand(c, "HGET %s:{%s}:stats done", prefix,
+		    q[i]);
+		if (r == NULL)
+			return -1;
+		if (r->type == REDIS_REPLY_STRING)
+			sum += atoll(r->str);
+		freeReplyObject(r);
+	}
+	return sum;
+}
+
+int
+chaos_watch_main(int argc, char **argv)
+{
+	const char *sentinels = chaos_arg(argc, argv, "sentinels", NULL);
+	const char *master = chaos_arg(argc, argv, "master", "ferry");
+	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
+	const char *q[2] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
+		chaos_arg(argc, argv, "execq", "chaos_exec") };
+	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", epoch_now_ms());
+	long long end = chaos_now_ms() + chaos_arg_ll(argc, argv, "seconds",
+	    600) * 1000;
+	if (sentinels == NULL)
+		chaos_die("watch: needs sentinels=");
+	int cur = -1, waiting = 0;
+	long long base = -1;
+	redisContext *c = NULL;
+	while (chaos_now_ms() < end) {
+		int port = -1;
+		if (c == NULL || c->err) {
+			if (c != NULL)
+				redisFree(c);
+			c = chaos_redis_primary(sentinels, master, 500, &port);
+			if (c == NULL) {
+				chaos_sleep_ms(50);
+				continue;
+			}
+			if (port != cur) {
+				if (cur > 0) {
+					printf("%lld primary %d\n", epoch_now_ms() - t0, port);
+					waiting = 1;
+					base = -1;
+				}
+				cur = port;
+			}
+		}
+		long long d = done_sum(c, prefix, q);
+		if (d >= 0 && base < 0)
+			base = d;
+		else if (d > base && waiting) {
+			printf("%lld done %d\n", epoch_now_ms() - t0, cur);
+			waiting = 0;
+		}
+		/* asked again every time: a demoted primary answers reads */
+		redisReply *r = redisCommand(c, "ROLE");
+		int master_now = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		    r->elements > 0 && strcmp(r->element[0]->str, "master") == 0;
+		if (r != NULL)
+			freeReplyObject(r);
+		if (!master_now && c->err == 0)
+			c->err = REDIS_ERR_OTHER;  /* find the primary again */
+		chaos_sleep_ms(50);
+	}
+	if (c != NULL)
+		redisFree(c);
+	return 0;
 }

@@ -12,6 +12,12 @@
  * faults=0 or hostile=0 leave out the faults or the hostile elements (to
  * tell which of the two a failure needs).
  *
+ * failover=1 (scripts/chaos --failover: a primary, two replicas, three
+ * sentinels) leaves out rkill and the Redis link cuts (a proxy cannot
+ * follow a failover) and adds the Redis failover kinds below. Without it
+ * the plan of a seed is the one it always was (same kinds, same order,
+ * same weights).
+ *
  * Events (H is a or b):
  *   wkill H I           SIGKILL the I-th (mod count) worker of host H
  *   mkill H / mstart H  SIGKILL the master of H / start it again
@@ -22,6 +28,13 @@
  *   pgterm I            pg_terminate_backend of the I-th COPYing backend
  *   rkill / rstart      redis-server kill -9 / restart from its AOF
  *   cut H redis|pg reset|stall / uncut H redis|pg
+ *   rfailover           (failover=1) SENTINEL FAILOVER: a replica promoted,
+ *                       the old primary stays as a replica
+ *   rpkill / rpstart    (failover=1) kill -9 of the current primary; restart
+ *                       it on its port and dir 2-5 s later (the sentinels
+ *                       make it a replica of the new primary)
+ *   rrkill I / rrstart  (failover=1) kill -9 of a replica for 1-6 s: with
+ *                       redis_wait_replicas = 2 batches wait meanwhile
  *   hostile pg|exec KIND I   an element LPUSHed onto ready by the producer
  *   end                 the last fault is over */
 #include "chaos.h"
@@ -32,9 +45,14 @@
 
 enum kind {
 	K_WKILL, K_MKILL, K_FREEZE, K_HOSTB, K_PGKILL, K_PGTERM, K_RKILL,
-	K_CUT_REDIS, K_CUT_PG, K_NKINDS
+	K_CUT_REDIS, K_CUT_PG, K_RFAILOVER, K_RPKILL, K_RRKILL, K_NKINDS
 };
-static const int weight[K_NKINDS] = { 30, 7, 5, 5, 5, 12, 5, 8, 8 };
+static const int weight[K_NKINDS] = { 30, 7, 5, 5, 5, 12, 5, 8, 8, 6, 6, 5 };
+
+/* The kinds of this run, in enum order: the first nine without
+ * failover=1, as the plan always had. */
+static enum kind active[K_NKINDS];
+static int nactive;
 
 const char *const chaos_hostile_kinds[] = {
 	"utf8-doc", "utf8-raw", "notjson", "wrap-stamp", "wrap-future",
@@ -172,6 +190,31 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 		add(t + d, "rstart");
 		w->redis_busy = t + d + 1500;
 		return 1;
+	case K_RFAILOVER:
+		if (w->redis_busy > t)
+			return 0;
+		add(t, "rfailover");
+		/* the old primary a replica in sync again, with time for a
+		 * split election's retry */
+		w->redis_busy = t + 9000;
+		return 1;
+	case K_RPKILL:
+		d = chaos_rng_range(r, 2000, 5000);
+		if (w->redis_busy > t)
+			return 0;
+		add(t, "rpkill");
+		add(t + d, "rpstart");
+		w->redis_busy = t + d + 8000;
+		return 1;
+	case K_RRKILL:
+		d = chaos_rng_range(r, 1000, 6000);
+		if (w->redis_busy > t)
+			return 0;
+		snprintf(buf, sizeof(buf), "rrkill %lld", chaos_rng_range(r, 0, 99));
+		add(t, buf);
+		add(t + d, "rrstart");
+		w->redis_busy = t + d + 5000;
+		return 1;
 	case K_CUT_REDIS:
 	case K_CUT_PG: {
 		int s = k == K_CUT_PG;
@@ -198,13 +241,13 @@ static enum kind
 draw(struct chaos_rng *r)
 {
 	int total = 0;
-	for (int k = 0; k < K_NKINDS; k++)
-		total += weight[k];
+	for (int i = 0; i < nactive; i++)
+		total += weight[active[i]];
 	long long x = chaos_rng_range(r, 0, total - 1);
-	for (int k = 0; k < K_NKINDS; k++) {
-		if (x < weight[k])
-			return (enum kind)k;
-		x -= weight[k];
+	for (int i = 0; i < nactive; i++) {
+		if (x < weight[active[i]])
+			return active[i];
+		x -= weight[active[i]];
 	}
 	return K_WKILL;
 }
@@ -220,15 +263,23 @@ chaos_plan_main(int argc, char **argv)
 	long long hgap_max = chaos_arg_ll(argc, argv, "hostile_gap_max_ms", 1500);
 	int faults = (int)chaos_arg_ll(argc, argv, "faults", 1);
 	int hostiles = (int)chaos_arg_ll(argc, argv, "hostile", 1);
+	int failover = (int)chaos_arg_ll(argc, argv, "failover", 0);
 	struct chaos_rng r = { (uint64_t)seed };
 	struct world w = { .b_from = -100000, .b_until = -100000 };
 	char buf[96];
 
+	nactive = 0;
+	for (int k = 0; k < K_NKINDS; k++) {
+		int ha_kind = k == K_RFAILOVER || k == K_RPKILL || k == K_RRKILL;
+		int no_ha = k == K_RKILL || k == K_CUT_REDIS;
+		if (failover ? !no_ha : !ha_kind)
+			active[nactive++] = (enum kind)k;
+	}
 	/* round one: every kind once, shuffled (Fisher-Yates) */
 	enum kind order[K_NKINDS];
-	for (int k = 0; k < K_NKINDS; k++)
-		order[k] = (enum kind)k;
-	for (int k = K_NKINDS - 1; k > 0; k--) {
+	for (int k = 0; k < nactive; k++)
+		order[k] = active[k];
+	for (int k = nactive - 1; k > 0; k--) {
 		int j = (int)chaos_rng_range(&r, 0, k);
 		enum kind x = order[k];
 		order[k] = order[j];
@@ -242,11 +293,11 @@ chaos_plan_main(int argc, char **argv)
 	while (faults && t < end - 1500) {
 		int done = 0;
 		for (int tries = 0; tries < 12 && !done; tries++) {
-			enum kind k = next_first < K_NKINDS ? order[next_first] : draw(&r);
+			enum kind k = next_first < nactive ? order[next_first] : draw(&r);
 			done = schedule(&w, &r, k, t, end - 500, ttl);
-			if (done && next_first < K_NKINDS)
+			if (done && next_first < nactive)
 				next_first++;
-			else if (!done && next_first < K_NKINDS && tries == 11)
+			else if (!done && next_first < nactive && tries == 11)
 				next_first++;  /* cannot now (e.g. host b gone): skip */
 		}
 		t += chaos_rng_range(&r, gap_min, gap_max);

@@ -11,6 +11,13 @@
  * job may or may not be in Redis), and "h KIND QUEUE a|u" per hostile one.
  * Only acknowledged jobs may be missed by the checker.
  *
+ * With sentinels=P1,P2,P3 master=NAME replicas=N (scripts/chaos --failover)
+ * it pushes to the primary the sentinels name and, on the same connection
+ * (WAIT only counts that connection's writes), sends WAIT N wait_ms after
+ * every LPUSH: "a ID" only once N replicas have the job, "r ID" when Redis
+ * acknowledged the LPUSH but fewer replicas did in time (a failover may
+ * lose it: "may be lost").
+ *
  * Arguments: redis=PORT plan=FILE ledger=FILE seconds=S t0_ms=EPOCH_MS
  * pg_rate=N exec_rate=N (jobs/s) pgq=NAME execq=NAME prefix=P
  * max_job_bytes=N */
@@ -27,6 +34,8 @@ struct producer {
 	FILE *ledger;
 	const char *prefix, *pgq, *execq;
 	long long max_job_bytes;
+	const char *sentinels, *master;
+	long long replicas, wait_ms;
 	char ready[2][160];            /* [0] pg, [1] exec */
 	struct chaos_buf last_good[2]; /* the last good document pushed */
 	long long next_id;
@@ -48,11 +57,30 @@ reconnect(struct producer *p)
 		return;
 	if (p->c != NULL)
 		redisFree(p->c);
-	p->c = chaos_redis(p->port, 2000);
+	p->c = p->sentinels != NULL ?
+	    chaos_redis_primary(p->sentinels, p->master, 2000, NULL) :
+	    chaos_redis(p->port, 2000);
+}
+
+/* WAIT for the replicas on the connection of the push: 1 if enough of
+ * them acknowledged, 0 if not. */
+static int
+wait_replicas(struct producer *p)
+{
+	redisReply *r = redisCommand(p->c, "WAIT %lld %lld", p->replicas,
+	    p->wait_ms);
+	int ok = r != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    r->integer >= p->replicas;
+	if (r == NULL && p->c->err == 0)
+		p->c->err = REDIS_ERR_IO;
+	if (r != NULL)
+		freeReplyObject(r);
+	return ok;
 }
 
 /* LPUSH n elements; 1 acknowledged, 0 unknown (sent, no reply), -1 not
- * sent (no connection). */
+ * sent (no connection), 2 acknowledged by Redis but not by the replicas
+ * (with sentinels=). */
 static int
 lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 {
@@ -84,6 +112,12 @@ lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 		}
 		if (r != NULL)
 			freeReplyObject(r);
+		if (ok && p->sentinels != NULL && !wait_replicas(p))
+			ok = 2;
+		/* --failover: an error reply (READONLY of a demoted primary)
+		 * or a WAIT short of replicas: ask the sentinels again */
+		if (p->sentinels != NULL && ok != 1 && p->c->err == 0)
+			p->c->err = REDIS_ERR_OTHER;
 	}
 	free(argv);
 	free(argl);
@@ -127,7 +161,8 @@ good_jobs(struct producer *p, int q, int n)
 			chaos_buf_free(&docs[i]);
 			continue;
 		}
-		fprintf(p->ledger, "%c %s\n", ok ? 'a' : 'u', ids[i]);
+		fprintf(p->ledger, "%c %s\n", ok == 1 ? 'a' : ok == 2 ? 'r' : 'u',
+		    ids[i]);
 		if (i == n - 1 && (q == 1 || strncmp(ids[i], "p-", 2) == 0)) {
 			p->last_good[q].len = 0;
 			chaos_buf_add(&p->last_good[q], docs[i].p, docs[i].len);
@@ -280,7 +315,8 @@ push_hostile(struct producer *p, const char *line)
 	hostile(p, q, kind, idx, &b);
 	const char *el = b.p ? b.p : "";
 	int ok = lpush(p, q, 1, &el, &b.len);
-	fprintf(p->ledger, "h %s %s %c\n", kind, qn, ok > 0 ? 'a' : ok ? 'n' : 'u');
+	fprintf(p->ledger, "h %s %s %c\n", kind, qn, ok == 1 ? 'a' : ok == 2 ?
+	    'r' : ok ? 'n' : 'u');
 	fflush(p->ledger);
 	chaos_buf_free(&b);
 }
@@ -294,13 +330,17 @@ chaos_produce_main(int argc, char **argv)
 	p.pgq = chaos_arg(argc, argv, "pgq", "chaos_pg");
 	p.execq = chaos_arg(argc, argv, "execq", "chaos_exec");
 	p.max_job_bytes = chaos_arg_ll(argc, argv, "max_job_bytes", 65536);
+	p.sentinels = chaos_arg(argc, argv, "sentinels", NULL);
+	p.master = chaos_arg(argc, argv, "master", "ferry");
+	p.replicas = chaos_arg_ll(argc, argv, "replicas", 2);
+	p.wait_ms = chaos_arg_ll(argc, argv, "wait_ms", 500);
 	long long seconds = chaos_arg_ll(argc, argv, "seconds", 60);
 	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", epoch_ms());
 	long long rate[2] = { chaos_arg_ll(argc, argv, "pg_rate", 100),
 		chaos_arg_ll(argc, argv, "exec_rate", 50) };
 	const char *plan = chaos_arg(argc, argv, "plan", NULL);
 	const char *ledger = chaos_arg(argc, argv, "ledger", NULL);
-	if (plan == NULL || ledger == NULL || p.port <= 0)
+	if (plan == NULL || ledger == NULL || (p.port <= 0 && p.sentinels == NULL))
 		chaos_die("produce: needs redis=PORT plan=FILE ledger=FILE");
 	FILE *pf = fopen(plan, "r");
 	p.ledger = fopen(ledger, "a");

@@ -12,9 +12,31 @@
  *                                 wait in the backlog (a partition)
  *   uncut NAME                    forward again
  *   quit (or end of input)        stop everything, remove the servers' dirs
- * The servers die with this process (PR_SET_PDEATHSIG), proxies with it. */
+ * The servers die with this process (PR_SET_PDEATHSIG), proxies with it.
+ *
+ * `chaos_helper servers ha=NAME LINK...` (scripts/chaos --failover): Redis
+ * is a primary, two replicas and three sentinels watching it as NAME
+ * (tests/integration/servers_ha.c; quorum 2, down-after 1000 ms,
+ * failover-timeout 5000 ms as in test_sentinel.c). LINKs may only be pg
+ * ones: a proxy cannot follow a failover. It prints "redis PORT DIR" for
+ * each of the three nodes and "sentinels P1,P2,P3", and takes instead of
+ * redis-kill / redis-start:
+ *   redis-primary                 "ok PORT": the primary the sentinels name
+ *   redis-failover                SENTINEL FAILOVER; "ok OLDPORT"
+ *   redis-primary-kill            kill -9 of the current primary; "ok IDX PORT"
+ *   redis-replica-kill I          kill -9 of the I-th (mod) running replica;
+ *                                 "ok IDX PORT"
+ *   redis-node-start IDX          restart node IDX on its port and dir
+ *                                 (AOF); a killed replica comes back as a
+ *                                 replica of the current primary, a killed
+ *                                 primary as it was (the sentinels demote it)
+ *   redis-restore                 every node up, the primary with both
+ *                                 replicas linked and in step (45 s)
+ *   save-logs DIR                 copy each node's redis.log and each
+ *                                 sentinel's sentinel.log into DIR */
 #include "chaos.h"
 #include "../integration/servers.h"
+#include "../integration/servers_ha.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,11 +267,168 @@ proxy_thread(void *arg)
 /* ------------------------------------------------------------ servers */
 
 static const char *const redis_args[] = {
-	"--appendonly", "yes", "--appendfsync", "always", NULL,
+	"--appendonly", "yes", "--appendfsync", "always",
+	"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", NULL,
 };
 
-static struct test_redis redis;
+#define NNODES 3
+static struct test_redis node[NNODES]; /* node[0]: the (first) primary */
+#define redis node[0]
+static int ha;                          /* the sentinel setup */
+static int is_replica[NNODES];          /* restart it as a replica */
+static struct test_sentinels sentinels;
 static struct test_pg pg;
+
+/* The primary the sentinels name, if a running node answers ROLE master
+ * there; -1 otherwise. */
+static int
+ha_primary(void)
+{
+	char role[32];
+	int port = test_sentinels_master_port(&sentinels);
+	if (port <= 0 || test_redis_role(port, role, sizeof(role)) != 0 ||
+	    strcmp(role, "master") != 0)
+		return -1;
+	return port;
+}
+
+static int
+ha_node_of(int port)
+{
+	for (int i = 0; i < NNODES; i++)
+		if (node[i].port == port && node[i].pid > 0)
+			return i;
+	return -1;
+}
+
+/* Restart node i: a killed replica as a replica of the current primary
+ * (the --replicaof of its start may name a demoted node), a killed primary
+ * as it was, a primary with its AOF (the sentinels demote it). */
+static int
+ha_node_start(int i)
+{
+	if (node[i].pid > 0)
+		return 0;
+	int primary = ha_primary();
+	char port[16];
+	const char *args[16] = { 0 };
+	int n = 0;
+	if (is_replica[i] && primary > 0 && primary != node[i].port) {
+		snprintf(port, sizeof(port), "%d", primary);
+		args[n++] = "--replicaof";
+		args[n++] = "127.0.0.1";
+		args[n++] = port;
+	}
+	for (int k = 0; redis_args[k] != NULL; k++)
+		args[n++] = redis_args[k];
+	return test_redis_restart(&node[i], args);
+}
+
+/* The primary with both replicas online, lag at most 1 s (bounded). */
+static int
+ha_settled(long timeout_ms)
+{
+	char buf[8192];
+	long long deadline = chaos_now_ms() + timeout_ms;
+	while (chaos_now_ms() < deadline) {
+		int p = ha_primary();
+		if (p > 0 && test_redis_command(p, "INFO replication", buf,
+		    sizeof(buf)) > 0 && strstr(buf, "connected_slaves:2") != NULL) {
+			/* both replicas "online", acknowledging within a second */
+			int ok = 0;
+			for (char *l = buf; (l = strstr(l, "\nslave")) != NULL; l++) {
+				if (l[6] < '0' || l[6] > '9')
+					continue;
+				char *eol = strchr(l + 1, '\n');
+				char *st = strstr(l, "state=online");
+				char *lag = strstr(l, "lag=");
+				if (st != NULL && lag != NULL && (eol == NULL ||
+				    lag < eol) && st < lag && atoi(lag + 4) <= 1)
+					ok++;
+			}
+			if (ok >= 2)
+				return 0;
+		}
+		chaos_sleep_ms(100);
+	}
+	return -1;
+}
+
+static const char *
+ha_command(int argc, char **argv)
+{
+	static char out[128];
+	if (strcmp(argv[0], "redis-primary") == 0) {
+		snprintf(out, sizeof(out), "ok %d", ha_primary());
+		return out;
+	}
+	if (strcmp(argv[0], "redis-failover") == 0) {
+		int old = ha_primary();
+		if (old < 0)
+			return "err no primary";
+		if (test_sentinels_failover(&sentinels) != 0)
+			return "err SENTINEL FAILOVER refused";
+		snprintf(out, sizeof(out), "ok %d", old);
+		return out;
+	}
+	if (strcmp(argv[0], "redis-primary-kill") == 0) {
+		int i = ha_node_of(ha_primary());
+		if (i < 0)
+			return "err no primary";
+		test_redis_kill9(&node[i]);
+		is_replica[i] = 0;
+		snprintf(out, sizeof(out), "ok %d %d", i, node[i].port);
+		return out;
+	}
+	if (strcmp(argv[0], "redis-replica-kill") == 0 && argc == 2) {
+		int primary = ha_primary(), cand[NNODES], n = 0;
+		for (int i = 0; i < NNODES; i++)
+			if (node[i].pid > 0 && node[i].port != primary)
+				cand[n++] = i;
+		if (primary < 0 || n == 0)
+			return "err no replica";
+		int i = cand[atoi(argv[1]) % n];
+		test_redis_kill9(&node[i]);
+		is_replica[i] = 1;
+		snprintf(out, sizeof(out), "ok %d %d", i, node[i].port);
+		return out;
+	}
+	if (strcmp(argv[0], "redis-node-start") == 0 && argc == 2) {
+		int i = atoi(argv[1]);
+		if (i < 0 || i >= NNODES)
+			return "err no such node";
+		return ha_node_start(i) == 0 ? "ok" : "err did not restart";
+	}
+	if (strcmp(argv[0], "save-logs") == 0 && argc == 2) {
+		char cmd[1024];
+		int rc = 0;
+		for (int i = 0; i < NNODES; i++) {
+			snprintf(cmd, sizeof(cmd), "cp '%s/redis.log' '%s/redis-%d.log' "
+			    "2>/dev/null", node[i].dir, argv[1], node[i].port);
+			rc |= system(cmd);
+		}
+		for (int i = 0; i < sentinels.n; i++) {
+			snprintf(cmd, sizeof(cmd), "cp '%s/sentinel.log' "
+			    "'%s/sentinel-%d.log' 2>/dev/null", sentinels.s[i].dir,
+			    argv[1], sentinels.s[i].port);
+			rc |= system(cmd);
+		}
+		return rc == 0 ? "ok" : "err some logs were not copied";
+	}
+	if (strcmp(argv[0], "redis-restore") == 0) {
+		for (int i = 0; i < NNODES; i++) {
+			if (node[i].pid > 0)
+				continue;
+			/* a primary killed and never restarted: a replica now */
+			is_replica[i] = 1;
+			if (ha_node_start(i) != 0)
+				return "err a node did not restart";
+		}
+		return ha_settled(45000) == 0 ? "ok" :
+		    "err the primary does not have both replicas in step";
+	}
+	return "err unknown command";
+}
 
 /* pg_ctl stop -m immediate: SIGQUIT to the postmaster, which takes its
  * backends along without a checkpoint (crash recovery at the next start). */
@@ -298,6 +477,9 @@ command(char *line)
 		argv[argc++] = t;
 	if (argc == 0)
 		return "err empty command";
+	if (ha && (strncmp(argv[0], "redis-", 6) == 0 ||
+	    strcmp(argv[0], "save-logs") == 0))
+		return ha_command(argc, argv);
 	if (strcmp(argv[0], "redis-kill") == 0) {
 		test_redis_kill9(&redis);
 		return "ok";
@@ -326,7 +508,9 @@ command(char *line)
 static void
 stop_all(void)
 {
-	test_redis_stop(&redis);
+	test_sentinels_stop(&sentinels);
+	for (int i = 0; i < NNODES; i++)
+		test_redis_stop(&node[i]);
 	test_pg_stop(&pg);
 }
 
@@ -337,14 +521,35 @@ chaos_servers_main(int argc, char **argv)
 	if (pipe2(ctl_pipe, O_CLOEXEC) != 0)
 		chaos_die("servers: pipe: %s", strerror(errno));
 	fcntl(ctl_pipe[0], F_SETFL, O_NONBLOCK);
+	const char *ha_name = chaos_arg(argc, argv, "ha", NULL);
+	ha = ha_name != NULL;
 	if (test_redis_start(&redis, redis_args) != 0)
 		chaos_die("servers: redis-server did not start");
+	for (int i = 1; ha && i < NNODES; i++) {
+		is_replica[i] = 1;
+		if (test_redis_replica_start(&node[i], &redis, redis_args) != 0) {
+			stop_all();
+			chaos_die("servers: a replica did not start");
+		}
+	}
+	if (ha && test_sentinels_start(&sentinels, 3, ha_name, redis.port, 2,
+	    1000, 5000, 2) != 0) {
+		stop_all();
+		chaos_die("servers: the sentinels did not start");
+	}
 	if (test_pg_start(&pg) != 0) {
-		test_redis_stop(&redis);
+		stop_all();
 		chaos_die("servers: postgres did not start");
 	}
-	printf("redis %d %s\npg %d %s\n", redis.port, redis.dir, pg.port, pg.dir);
+	for (int i = 0; i < (ha ? NNODES : 1); i++)
+		printf("redis %d %s\n", node[i].port, node[i].dir);
+	if (ha)
+		printf("sentinels %d,%d,%d\n", sentinels.s[0].port,
+		    sentinels.s[1].port, sentinels.s[2].port);
+	printf("pg %d %s\n", pg.port, pg.dir);
 	for (int i = 1; i < argc && nlinks < MAX_LINKS; i++) {
+		if (strncmp(argv[i], "ha=", 3) == 0)
+			continue;
 		struct link *l = &links[nlinks];
 		const char *colon = strchr(argv[i], ':');
 		if (colon == NULL || (size_t)(colon - argv[i]) >= sizeof(l->name)) {
@@ -354,6 +559,11 @@ chaos_servers_main(int argc, char **argv)
 		}
 		memcpy(l->name, argv[i], (size_t)(colon - argv[i]));
 		l->target_port = strcmp(colon + 1, "pg") == 0 ? pg.port : redis.port;
+		if (ha && strcmp(colon + 1, "pg") != 0) {
+			stop_all();
+			chaos_die("servers: %s: with ha= only pg links (a proxy "
+			    "cannot follow a failover)", argv[i]);
+		}
 		l->listen_fd = listen_loopback(&l->port);
 		if (l->listen_fd < 0) {
 			stop_all();
