@@ -108,12 +108,13 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 	sin.sin_port = htons((uint16_t)port);
 	struct metrics_http *h = xcalloc(1, sizeof(*h));
 	snprintf(h->listen, sizeof(h->listen), "%s", listen);
+	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
 	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
 	    (uint16_t)port, NULL, NULL, on_request, h,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
-	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 	    MHD_OPTION_END);
 	if (h->daemon == NULL) {
 		snprintf(err, errsize, "cannot listen on %s for metrics (check "

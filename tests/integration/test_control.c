@@ -541,7 +541,9 @@ http(int port, const char *request)
 }
 
 /* metrics_listen: the same exposition over HTTP, for a Prometheus scraper;
- * only GET /metrics; a port in use stops ferryd at start. */
+ * only GET /metrics; a port in use stops ferryd at start. A healthy start
+ * has nothing to warn about (MHD warns when its EXTERNAL_LOGGER is not the
+ * first option: each of its messages is a warn line "metrics_listen ..."). */
 Test(control, metrics_over_http)
 {
 	char extra[64], *a, *out = NULL;
@@ -551,6 +553,13 @@ Test(control, metrics_over_http)
 	h_setup(&d, extra, "[queue q]\nworkers = 1\n");
 	h_start(&d, 1);
 	h_wait_log(&d, "metrics served over HTTP", 1);
+	snprintf(extra, sizeof(extra), "msg=\"metrics_listen 127.0.0.1:%d: ",
+	    port);
+	int warned = h_count_in_file(d.log, extra);
+	if (warned != 0)
+		h_dump_log(&d);
+	cr_assert_eq(warned, 0, "%d warnings from the HTTP endpoint at a "
+	    "healthy start", warned);
 	h_push_jobs(&d, "q", 0, 50);
 	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
 	long long end = h_now_ms() + H_DEADLINE_MS;

@@ -352,6 +352,31 @@ Test(memory, persistence_checked)
 	h_stop(&d);
 }
 
+/* The periodic check asks CONFIG GET save as three words (sent as one,
+ * "CONFIG GET save", Redis refuses it as an unknown command and the check
+ * can never see that RDB snapshots are off): persistence turned off at
+ * runtime is noticed, as neither AOF nor RDB, not as a refused CONFIG GET.
+ * A warning, with require_persistence = no. */
+Test(memory, persistence_lost_at_runtime)
+{
+	static const char *const aof[] = { "--appendonly", "yes", NULL };
+
+	h_setup_redis(&d, "memory_check_interval = 200ms\n", "[queue q]\n"
+	    "workers = 1\n", aof);
+	h_start(&d, 1);
+	h_wait_log(&d, "started as", 1);
+	cr_assert_eq(h_count_in_file(d.log, "AOF"), 0);
+	freeReplyObject(h_redis(&d, "CONFIG SET appendonly no"));
+	freeReplyObject(h_redis(&d, "CONFIG SET save %s", ""));
+	h_wait_log(&d, "redis has neither AOF (appendonly no) nor RDB "
+	    "snapshots", 1);
+	h_sleep_ms(600);        /* three more checks */
+	cr_assert_eq(h_count_in_file(d.log, "refuses CONFIG GET"), 0);
+	cr_assert_eq(h_count_in_file(d.log, "CONFIG GET save is refused"), 0);
+	cr_assert_eq(h_count_in_file(d.log, "redis has neither AOF"), 1);
+	h_stop(&d);
+}
+
 /* The keys of queue q but its owners hash (the workers) and the master's
  * heartbeat and clock, space-separated. */
 static void

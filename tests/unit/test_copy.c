@@ -312,6 +312,24 @@ Test(copy, columns_parse)
 	copy_columns_free(&c);
 }
 
+/* One column, no comma: the loop ends after the only item (it computed
+ * NULL + 1 there, undefined behaviour that UBSan reports; found by
+ * fuzz_copy). */
+Test(copy, columns_parse_one_column)
+{
+	static const char *const specs[] = { "a", " a ", "a=k", " a = k " };
+	struct copy_columns c;
+
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(specs); i++) {
+		parse_ok(specs[i], &c);
+		cr_assert_eq(c.n, 1, "%s", specs[i]);
+		cr_assert_str_eq(c.columns[0], "a", "%s", specs[i]);
+		cr_assert_str_eq(c.keys[0], strchr(specs[i], '=') != NULL ? "k" :
+		    "a", "%s", specs[i]);
+		copy_columns_free(&c);
+	}
+}
+
 Test(copy, columns_parse_errors)
 {
 	static const struct {
