@@ -391,7 +391,7 @@ run_exec(struct consumer *c, struct batch *b, const int *idx, int n)
 	struct job *jobs = xmalloc(sizeof(*jobs) * (size_t)n);
 	struct handler_result *res = xmalloc(sizeof(*res) * (size_t)n);
 	int *again = xmalloc(sizeof(*again) * (size_t)n), nagain = 0;
-	char err[512] = "";
+	char err[1024] = "";
 
 	for (int i = 0; i < n; i++) {
 		jobs[i] = b->jobs[idx[i]];      /* shallow: b keeps ownership */

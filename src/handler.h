@@ -27,7 +27,8 @@ struct handler_result {
 /* Run `command` (argv split on blanks, no shell) once for the batch: each
  * valid job is one line on its stdin (job_handler_line), and the program
  * answers one line per job on stdout: "ok ID", "retry ID message" or
- * "fail ID message". Jobs with j->invalid set are skipped (their result
+ * "fail ID message", ID plain (no blanks) or as a JSON string ("a b"), so
+ * that any id can be answered. Jobs with j->invalid set are skipped (their result
  * stays as the caller set it). After handler_timeout_ms the program is
  * killed. Jobs without a result line end as HANDLER_RETRY with a message
  * saying why (no result, exit status N, killed after the timeout...).
@@ -35,7 +36,8 @@ struct handler_result {
  * non-zero exit) leaving jobs unanswered, so the caller can split the batch
  * to isolate a poison job; or -1 when the program could not be started at
  * all (the message is in err; every job is then HANDLER_RETRY). err may
- * hold a warning (unknown result lines) even when 0 is returned. */
+ * hold a warning even when 0 is returned: how many result lines settled
+ * no job, and the first few of them (cut, made printable) with why. */
 #define HANDLER_EXEC_CRASHED 1
 int handler_exec_run(const struct queue_config *q, struct job *jobs,
     struct handler_result *results, int n, char *err, size_t errsize);

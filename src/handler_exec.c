@@ -18,10 +18,13 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 
+#include "json_scan.h"
 #include "util.h"
 
 #define RESULT_LINE_MAX 65536   /* longer result lines are dropped */
 #define READ_CHUNK 65536
+#define UNKNOWN_SHOWN 3         /* unmatched lines described in err */
+#define SHOWN_MAX 200           /* bytes of such a line described */
 
 struct exec_run {
 	struct job *jobs;
@@ -38,6 +41,7 @@ struct exec_run {
 	size_t rlen;
 	bool discarding;        /* inside an over-long line */
 	int unknown;            /* lines that matched no pending job */
+	char unknown_text[UNKNOWN_SHOWN * (SHOWN_MAX + 100)];  /* the first */
 	bool timed_out;         /* killed at handler_timeout */
 	int status;             /* from waitpid */
 };
@@ -235,14 +239,117 @@ write_some(struct exec_run *r)
 	r->in_fd = -1;
 }
 
-/* "ok ID", "retry ID message" or "fail ID message" (NUL-terminated): the
- * result goes to the first valid job with that id that has none yet. */
+/* The first n bytes of line as printable ASCII within SHOWN_MAX bytes
+ * (NUL-terminated: out has room for SHOWN_MAX + 4): '"', '\\', control
+ * and non-ASCII bytes become \", \\, \t or \xHH; "..." marks a cut. */
+static void
+show_line(char *out, const char *line, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)line[i];
+		char e[4] = { '\\', (char)c, 0, 0 };
+		size_t k = 2;
+
+		if (c == '\t')
+			e[1] = 't';
+		else if (c < 0x20 || c >= 0x7f) {
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			k = 4;
+		} else if (c != '"' && c != '\\') {
+			e[0] = (char)c;
+			k = 1;
+		}
+		if (o + k > SHOWN_MAX) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		memcpy(out + o, e, k);
+		o += k;
+	}
+	out[o] = '\0';
+}
+
+/* Count a line that settles no job; describe the first few in
+ * unknown_text, with why. */
+static void
+unknown_line(struct exec_run *r, const char *why, const char *line, size_t n)
+{
+	char shown[SHOWN_MAX + 4];
+	size_t used = strlen(r->unknown_text);
+
+	if (++r->unknown > UNKNOWN_SHOWN)
+		return;
+	show_line(shown, line, n);
+	snprintf(r->unknown_text + used, sizeof(r->unknown_text) - used,
+	    "%s\"%s\" (%s)", used > 0 ? "; " : "", shown, why);
+}
+
+enum { FIND_PENDING, FIND_VALID, FIND_ANY };
+
+/* The first job from index `from` with that id that is pending, valid, or
+ * any; -1 if none. */
+static int
+find_job(const struct exec_run *r, int from, const char *id, size_t idlen,
+    int which)
+{
+	for (int i = from; i < r->n; i++)
+		if ((which == FIND_ANY || (which == FIND_VALID ?
+		    r->jobs[i].invalid == NULL : is_pending(r, i))) &&
+		    idlen > 0 && strlen(r->jobs[i].id) == idlen &&
+		    memcmp(r->jobs[i].id, id, idlen) == 0)
+			return i;
+	return -1;
+}
+
+/* The id at p written as a JSON string ("a b", "x\u0001y") followed by a
+ * blank or the end: unescaped into qid (JOB_ID_MAX + 1 bytes) with its
+ * length in *qlen, and the bytes it takes in *used. Else NULL, or what is
+ * wrong with it as a JSON string. */
+static const char *
+quoted_id(const char *p, size_t n, char *qid, size_t *qlen, size_t *used)
+{
+	char buf[JOB_ID_MAX * 6 + 1];
+	struct json_scan_span v;
+	struct json_scan_error e = { 0, NULL };
+	size_t pos = 0;
+
+	*qlen = 0;
+	if (n == 0 || p[0] != '"')
+		return NULL;
+	if (json_scan_value(p, n, &pos, &v, &e) != 0)
+		return e.what != NULL ? e.what : "bad JSON string";
+	if (v.type != JSON_SCAN_STRING || (pos < n && p[pos] != ' ' &&
+	    p[pos] != '\t'))
+		return "not a JSON string followed by a blank";
+	if (v.len - 2 > sizeof(buf) - 1 ||
+	    json_scan_unescape(v.p + 1, v.len - 2, buf, qlen, &e) != 0 ||
+	    *qlen > JOB_ID_MAX) {
+		*qlen = 0;
+		return "longer than any id";
+	}
+	memcpy(qid, buf, *qlen);
+	qid[*qlen] = '\0';
+	*used = pos;
+	return NULL;
+}
+
+/* "ok ID", "retry ID message" or "fail ID message" (NUL-terminated), ID
+ * plain (no blanks) or a JSON string: the result goes to the first valid
+ * job with that id that has none yet. A quoted ID that matches no pending
+ * job is tried plain, as it was read before the quoted form existed. */
 static void
 handle_line(struct exec_run *r, char *line)
 {
-	size_t len = strlen(line), vlen, idlen;
-	char *id, *msg;
-	int outcome = HANDLER_PENDING, i;
+	size_t len = strlen(line), vlen, idlen, qlen = 0, qused = 0;
+	char *start = line, *id, *msg, qid[JOB_ID_MAX + 1];
+	const char *bad_json, *why;
+	int outcome = HANDLER_PENDING, i = -1;
 
 	while (len > 0 && line[len - 1] == '\r')
 		line[--len] = '\0';
@@ -257,13 +364,32 @@ handle_line(struct exec_run *r, char *line)
 		outcome = HANDLER_RETRY;
 	else if (vlen == 4 && strncmp(line, "fail", 4) == 0)
 		outcome = HANDLER_FAIL;
-	for (i = r->first_pending; i < r->n; i++)
-		if (is_pending(r, i) && idlen > 0 &&
-		    strlen(r->jobs[i].id) == idlen &&
-		    memcmp(r->jobs[i].id, id, idlen) == 0)
-			break;
-	if (outcome == HANDLER_PENDING || i >= r->n) {
-		r->unknown++;
+	bad_json = quoted_id(id, len - (size_t)(id - start), qid, &qlen,
+	    &qused);
+	if (outcome != HANDLER_PENDING && qlen > 0 &&
+	    (i = find_job(r, r->first_pending, qid, qlen,
+	    FIND_PENDING)) >= 0)
+		msg = id + qused + strspn(id + qused, " \t");
+	else if (outcome != HANDLER_PENDING)
+		i = find_job(r, r->first_pending, id, idlen,
+		    FIND_PENDING);
+	if (i < 0) {
+		if (outcome == HANDLER_PENDING)
+			why = len == 0 ? "empty line" :
+			    "does not start with ok, retry or fail";
+		else if (idlen == 0)
+			why = "no id";
+		else if (find_job(r, 0, qid, qlen, FIND_VALID) >= 0 ||
+		    find_job(r, 0, id, idlen, FIND_VALID) >= 0)
+			why = "that job has its result already";
+		else if (find_job(r, 0, qid, qlen, FIND_ANY) >= 0 ||
+		    find_job(r, 0, id, idlen, FIND_ANY) >= 0)
+			why = "that job is invalid: it was not handed over";
+		else if (bad_json != NULL)
+			why = bad_json;
+		else
+			why = "no job of the batch has that id";
+		unknown_line(r, why, start, len);
 		return;
 	}
 	r->results[i].outcome = outcome;
@@ -289,7 +415,8 @@ take_lines(struct exec_run *r)
 	r->rlen = (size_t)(end - p);
 	if (r->rlen > RESULT_LINE_MAX) {
 		if (!r->discarding)
-			r->unknown++;
+			unknown_line(r, "longer than 64 KiB: dropped", p,
+			    r->rlen);
 		r->discarding = true;
 		r->rlen = 0;
 	}
@@ -402,7 +529,8 @@ finish(struct exec_run *r, int64_t deadline)
 		r->rbuf[r->rlen] = '\0';
 		handle_line(r, r->rbuf);
 	} else if (r->rlen > 0 && !r->discarding)
-		r->unknown++;
+		unknown_line(r, "last line cut off: no newline, and the "
+		    "handler did not exit 0", r->rbuf, r->rlen);
 	r->rlen = 0;
 }
 
@@ -484,7 +612,9 @@ handler_exec_run(const struct queue_config *q, struct job *jobs,
 		int crashed = settle_pending(&r, q->handler_timeout_ms);
 		if (r.unknown > 0)
 			snprintf(err, errsize, "handler printed %d unknown "
-			    "lines", r.unknown);
+			    "line%s: %s%s", r.unknown, r.unknown > 1 ? "s" : "",
+			    r.unknown_text, r.unknown > UNKNOWN_SHOWN ?
+			    "; ..." : "");
 		free(r.rbuf);
 		free(r.wbuf);
 		return crashed;

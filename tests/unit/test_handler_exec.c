@@ -1,6 +1,7 @@
 /* test_handler_exec.c - handler = exec against small shell scripts written
  * to a temp dir: results, exit statuses, timeouts, exec failures, pipe
- * deadlocks, argv quoting, and no leaked fds or zombies. */
+ * deadlocks, argv quoting, quoted ids, unknown lines described, and no
+ * leaked fds or zombies. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +28,7 @@
 static char dir[64];
 static struct job J[MAXJ];
 static struct handler_result R[MAXJ];
-static char err[256];
+static char err[1024];
 
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -140,7 +141,9 @@ Test(exec, mixed_results_and_unknown_lines)
 	EXPECT(3, HANDLER_FAIL, "");
 	EXPECT(4, HANDLER_OK, "");
 	EXPECT(5, HANDLER_RETRY, "spaced out");
-	cr_assert_str_eq(err, "handler printed 5 unknown lines");
+	cr_assert_str_eq(err, "handler printed 5 unknown lines: "
+	    "\"retry\" (no id); \"\" (empty line); \"hello world\" "
+	    "(does not start with ok, retry or fail); ...");
 }
 
 Test(exec, some_answered_then_exit_0)
@@ -318,7 +321,8 @@ Test(exec, duplicate_ids_take_results_in_order)
 	EXPECT(1, HANDLER_FAIL, "boom");
 	EXPECT(2, HANDLER_OK, "");
 	EXPECT(3, HANDLER_RETRY, "later");
-	cr_assert_str_eq(err, "handler printed 1 unknown lines");
+	cr_assert_str_eq(err, "handler printed 1 unknown line: \"ok a\" "
+	    "(that job has its result already)");
 }
 
 Test(exec, invalid_jobs_are_skipped)
@@ -337,7 +341,8 @@ Test(exec, invalid_jobs_are_skipped)
 	EXPECT(0, HANDLER_OK, "");
 	EXPECT(1, HANDLER_FAIL, "preset");
 	EXPECT(2, HANDLER_OK, "");
-	cr_assert_str_eq(err, "handler printed 1 unknown lines");
+	cr_assert_str_eq(err, "handler printed 1 unknown line: \"ok bad\" "
+	    "(that job is invalid: it was not handed over)");
 	cr_assert_not_null(f = fopen(path, "r"));
 	while (fgets(buf, sizeof(buf), f) != NULL) {
 		lines++;
@@ -442,7 +447,8 @@ Test(exec, last_line_without_newline)
 	EXPECT(0, HANDLER_OK, "");
 	EXPECT(1, HANDLER_RETRY,
 	    "handler exited with status 1 without a result for this job");
-	cr_assert_str_eq(err, "handler printed 1 unknown lines");
+	cr_assert_str_eq(err, "handler printed 1 unknown line: \"ok b\" "
+	    "(last line cut off: no newline, and the handler did not exit 0)");
 }
 
 Test(exec, overlong_line_is_dropped)
@@ -455,7 +461,70 @@ Test(exec, overlong_line_is_dropped)
 	cr_assert_eq(run(cmd, 5000, n), 0);
 	EXPECT(0, HANDLER_OK, "");
 	EXPECT(1, HANDLER_RETRY, "again");
-	cr_assert_str_eq(err, "handler printed 1 unknown lines");
+	char want[300];
+	snprintf(want, sizeof(want), "handler printed 1 unknown line: "
+	    "\"%.200s...\" (longer than 64 KiB: dropped)",
+	    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	cr_assert_str_eq(err, want);
+}
+
+/* any id can be answered as a JSON string: blanks, control characters,
+ * quotes, backslashes, \uXXXX; an id that merely starts with a quote is
+ * still read plain (the last three) */
+Test(exec, quoted_ids)
+{
+	int n = jobs(11, "a b", "x\001y", "q\"\\", "\xc3\xa9t\xc3\xa9",
+	    "tab\there", "two\nlines", "plain", " lead", "\"q\"", "\"a\"x",
+	    "\"open");
+	const char *cmd = script("h.sh", "cat >/dev/null\n"
+	    "printf '%s\\n' 'ok \"a b\"' 'retry  \"x\\u0001y\"  try later' "
+	    "'fail \"q\\\"\\\\\" bad  one' 'ok \"\\u00e9t\\u00E9\"' "
+	    "'ok \"tab\\there\"' 'ok \"two\\nlines\"\r' 'ok \"plain\"' "
+	    "'fail \" lead\"' 'ok \"q\"' 'retry \"a\"x later' 'ok \"open'\n");
+
+	/* all ok but these */
+	const char *msg[MAXJ] = { [1] = "try later", [2] = "bad  one", [7] = "",
+	    [9] = "later" };
+
+	cr_assert_eq(run(cmd, 5000, n), 0);
+	for (int i = 0; i < n; i++)
+		EXPECT(i, msg[i] == NULL ? HANDLER_OK : i % 8 == 1 ? HANDLER_RETRY :
+		    HANDLER_FAIL, msg[i] == NULL ? "" : msg[i]);
+	cr_assert_str_eq(err, "");
+}
+
+/* jobs a and b to a handler running body: it exits 0, err is want */
+static void
+expect_err(const char *body, const char *want)
+{
+	jobs(2, "a", "b");
+	cr_assert_eq(run(script("h.sh", body), 5000, 2), 0);
+	cr_assert_str_eq(err, want);
+}
+
+/* lines that settle no job are described in err, the first three, cut at
+ * 200 bytes, with their control characters made visible */
+Test(exec, unknown_lines_described)
+{
+	char want[600];
+
+	expect_err("cat >/dev/null\n"
+	    "printf '%s\\n' 'ok a' 'ok a' 'ok \"nope\"' 'fail \"b\\q\" x'\n",
+	    "handler printed 3 unknown lines: "
+	    "\"ok a\" (that job has its result already); "
+	    "\"ok \\\"nope\\\"\" (no job of the batch has that id); "
+	    "\"fail \\\"b\\\\q\\\" x\" (bad escape)");
+	snprintf(want, sizeof(want), "handler printed 4 unknown lines: "
+	    "\"ok \\x01\\tz\\x1b\" (no job of the batch has that id); "
+	    "\"ok %0197d...\" (no job of the batch has that id); "
+	    "\"ok \\xc3\\xa9\" (no job of the batch has that id); ...", 0);
+	expect_err("cat >/dev/null\n"
+	    "printf 'ok \\001\\tz\\033\\n'\n"
+	    "printf 'ok %0300d\\n' 0\n"
+	    "printf 'ok \\303\\251\\n'\n"
+	    "printf 'zap\\nok b\\n'\n", want);
+	cr_assert_eq(R[1].outcome, HANDLER_OK);
 }
 
 static int
