@@ -47,7 +47,8 @@ enum copy_error_class {
 	COPY_ERR_DATA,           /* 22, 23, 42: this data can never go in */
 	COPY_ERR_TRANSIENT,      /* 40001, 40P01: retry the job later */
 	COPY_ERR_UNAVAILABLE,    /* 08, 57P0x, 53, 25006: the sink is down (or
-	                          * failing over): wait */
+	                          * failing over); 42P01, 42501, 42703, 3F000:
+	                          * the table is gone or not writable: wait */
 	COPY_ERR_OTHER,          /* anything else: retry with backoff */
 };
 enum copy_error_class copy_error_class(const char *sqlstate);

@@ -6,7 +6,8 @@
  * deferred constraint fails at COMMIT) the batch is redone statement by
  * statement, constraints checked immediately, the COPY under a savepoint
  * split in halves until the bad rows are isolated. Errors are sorted by
- * SQLSTATE: data errors dead-letter their job, an unreachable server keeps
+ * SQLSTATE: data errors dead-letter their job, an unreachable server (or
+ * a table renamed away, a grant revoked: 42P01, 42501, 42703, 3F000) keeps
  * the batch. The table's description: src/sink_pg_schema.c. */
 #include "sink_pg.h"
 
@@ -118,7 +119,13 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 		st = sink_pg_commit_check(s, &risk, err, errsize);
 	if (st == SINK_OK) {
 		note_commits(s, risk);
+		/* a table that existed when this worker started and is gone
+		 * now (renamed away, a column dropped) is an outage: the jobs
+		 * wait until it is back; only at the start is it fatal */
+		bool described = s->copy_sql != NULL;
 		st = sink_pg_describe(s, err, errsize);
+		if (st == SINK_FATAL && described)
+			st = SINK_UNAVAILABLE;
 	}
 	if (st != SINK_OK) {
 		PQfinish(s->conn);
@@ -255,13 +262,15 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	if (!sink_pg_exec(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
 		return false;
 	PGresult *r = PQexec(s->conn, s->copy_sql);
-	bool in = PQresultStatus(r) == PGRES_COPY_IN, sent = true;
-	PQclear(r);
-	if (in) {
+	bool sent = true;
+	if (PQresultStatus(r) == PGRES_COPY_IN) {
+		PQclear(r);
 		sent = put_rows(s, idx, n);
 		PQputCopyEnd(s->conn, sent ? NULL : "ferry: sending the rows failed");
+		r = PQgetResult(s->conn);
 	}
-	r = PQgetResult(s->conn);
+	/* else the COPY did not start (a table renamed, a grant revoked):
+	 * r is its error, with the SQLSTATE that classifies it */
 	if (PQresultStatus(r) == PGRES_COMMAND_OK) {
 		PQclear(r);
 		while ((r = PQgetResult(s->conn)) != NULL)

@@ -65,6 +65,17 @@ assert_rows_once(int n)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 }
 
+/* After an outage that `workers` waited through: all n jobs done, each
+ * worker said so, every row once, no attempt spent. */
+static void
+assert_recovered(int n, int workers)
+{
+	h_wait_redis_int(&d, n, "HGET ferry:{q}:stats done");
+	h_wait_log(&d, "postgres reachable again", workers);
+	assert_rows_once(n);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+}
+
 Test(pg, init_db_then_rows_arrive)
 {
 	char *out;
@@ -161,11 +172,62 @@ Test(pg, outage_spends_no_attempt)
 	h_wait_log(&d, "waits in Redis", 1);
 	h_sleep_ms(20000);      /* the point: a long outage */
 	cr_assert_eq(test_pg_resume(&d.pg), 0);
-	h_wait_redis_int(&d, 5000, "HGET ferry:{q}:stats done");
-	h_wait_log(&d, "postgres reachable again", 1);
-	assert_rows_once(5000);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+	assert_recovered(5000, 1);
 	h_stop(&d);
+}
+
+/* The queue connects as ferry_writer (not the superuser the tests use),
+ * which may write events and own ferry_batches. 1000 jobs are done, then
+ * `breaking` makes the table unwritable (no data of any job is at fault)
+ * while 2000 more are pushed: no job is done, none dead, no attempt spent
+ * (max_attempts = 2 with a short backoff would dead-letter them within
+ * seconds if they were retried), each worker logs the SQLSTATE once; after
+ * `mending` every job is in the table once. The COPY that failed to start
+ * used to lose its SQLSTATE ("no SQLSTATE") and retry the jobs. */
+static void
+schema_outage(const char *breaking, const char *sqlstate, const char *mending)
+{
+	setup(NULL, "workers = 2\nbatch_size = 50\nmax_attempts = 2\n"
+	    "backoff_base_ms = 10\nbackoff_max_ms = 50\npg_user = ferry_writer\n");
+	h_pg_exec(&d, "CREATE ROLE ferry_writer LOGIN");
+	h_pg_exec(&d, "GRANT USAGE, CREATE ON SCHEMA public TO ferry_writer");
+	h_pg_exec(&d, "GRANT SELECT, INSERT ON events TO ferry_writer");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	h_push_jobs(&d, "q", 0, 1000);
+	h_start(&d, 2);
+	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
+	h_pg_exec(&d, breaking);
+	h_push_jobs(&d, "q", 1000, 2000);
+	h_wait_log(&d, "waits in Redis", 2);     /* both workers hold a batch */
+	cr_assert_eq(h_count_in_file(d.log, sqlstate), 2, "the SQLSTATE, once "
+	    "per worker");
+	long long done = h_redis_int(&d, "HGET ferry:{q}:stats done");
+	h_sleep_ms(5000);       /* many retries of the batch meanwhile */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), done,
+	    "jobs were done while the table could not be written");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+	cr_assert_eq(h_count_in_file(d.log, "waits in Redis"), 2,
+	    "logged once per worker while it lasts");
+	cr_assert_eq(h_count_in_file(d.log, "no SQLSTATE"), 0);
+	h_pg_exec(&d, mending);
+	assert_recovered(3000, 2);
+	h_stop(&d);
+}
+
+/* A grant revoked from ferry's user (42501) is an outage, not bad data. */
+Test(pg, revoked_grant_waits)
+{
+	schema_outage("REVOKE INSERT ON events FROM ferry_writer", "42501",
+	    "GRANT INSERT ON events TO ferry_writer");
+}
+
+/* The table renamed away (42P01 at the COPY; at a reconnect, a table that
+ * does not exist) is an outage too: the running workers wait for it. */
+Test(pg, renamed_table_waits)
+{
+	schema_outage("ALTER TABLE events RENAME TO events_away", "42P01",
+	    "ALTER TABLE events_away RENAME TO events");
 }
 
 /* One batch of 500: 3 rows break a CHECK constraint, 1 has a wrong type.

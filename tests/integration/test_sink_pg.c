@@ -70,6 +70,19 @@ assert_all(struct handler_result *res, int n, int outcome)
 		    res[i].outcome, res[i].message);
 }
 
+/* Run the batch jobs[0..n) under key: it commits, every job done. */
+static void
+run_ok(struct sink_pg *s, struct job *jobs, struct handler_result *res, int n,
+    const char *key)
+{
+	char err[256];
+
+	memset(res, 0, sizeof(*res) * (size_t)n);
+	cr_assert_eq(sink_pg_run(s, jobs, res, n, key, err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, n, HANDLER_OK);
+}
+
 /* The COMMIT's reply was lost: the same batch key again writes nothing. */
 Test(sink_pg, same_batch_twice_is_written_once)
 {
@@ -142,20 +155,14 @@ Test(sink_pg, fence_finds_committed_batch)
 	const struct queue_config *q = setup();
 	struct job jobs[3], stamped[3];
 	struct handler_result res[3];
-	char els[3][128], sels[3][128], err[256];
+	char els[3][128], sels[3][128];
 
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 3, NULL);
 	make_jobs(stamped, sels, 0, 3, "\"w:7\"");
-	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:7", err, sizeof(err)),
-	    SINK_OK);
-	for (int i = 0; i < 3; i++) {
-		memset(res, 0, sizeof(res));
-		cr_assert_eq(sink_pg_run(s, &stamped[i], res, 1, "v:1", err,
-		    sizeof(err)), SINK_OK, "%s", err);
-		assert_all(res, 1, HANDLER_OK);
-	}
+	run_ok(s, jobs, res, 3, "w:7");
+	for (int i = 0; i < 3; i++)
+		run_ok(s, &stamped[i], res, 1, "v:1");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
 	free_jobs(jobs, 3);
 	free_jobs(stamped, 3);
@@ -307,9 +314,7 @@ Test(sink_pg, job_recovered_twice_is_written_once)
 
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 4, NULL);
-	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_run(s, jobs, res, 4, "K1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	run_ok(s, jobs, res, 4, "K1");
 	make_jobs(twice, tels, 0, 2, "\"K1\",\"K2\"");
 	make_jobs(twice + 2, tels + 2, 2, 2, "\"K2\",\"K1\"");
 	memset(res, 0, sizeof(res));
@@ -417,6 +422,43 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 	}
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
 	free_jobs(jobs, 4);
+	sink_pg_free(s);
+	h_stop(&d);
+}
+
+/* The table renamed away under a running sink, on the statement-by-
+ * statement path (a recovered job): the COPY that fails to start keeps
+ * its SQLSTATE (it used to be "no SQLSTATE", the jobs retried until
+ * dead) and is an outage; the reconnect then finds no table, an outage
+ * too (fatal only before the sink ever described it); renamed back, the
+ * job is written. */
+Test(sink_pg, copy_that_cannot_start_is_an_outage)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[1], stamped[1];
+	struct handler_result res[1];
+	char els[1][128], sels[1][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 1, NULL);
+	make_jobs(stamped, sels, 1, 1, "\"x:1\"");
+	run_ok(s, jobs, res, 1, "w:1");
+	h_pg_exec(&d, "ALTER TABLE events RENAME TO events_away");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
+	    SINK_UNAVAILABLE, "%s (outcome %d %s)", err, res[0].outcome,
+	    res[0].message);
+	cr_assert_not_null(strstr(err, "42P01: "), "%s", err);
+	cr_assert_neq(res[0].outcome, HANDLER_RETRY);
+	cr_assert_neq(res[0].outcome, HANDLER_FAIL);
+	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
+	    SINK_UNAVAILABLE, "%s", err);
+	cr_assert_not_null(strstr(err, "does not exist"), "%s", err);
+	h_pg_exec(&d, "ALTER TABLE events_away RENAME TO events");
+	run_ok(s, stamped, res, 1, "w:2");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 2);
+	free_jobs(jobs, 1);
+	free_jobs(stamped, 1);
 	sink_pg_free(s);
 	h_stop(&d);
 }
