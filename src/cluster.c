@@ -57,17 +57,8 @@ static int
 seed_address(const struct ferry_config *cfg, int i, char *host,
     size_t hostsize, int *port)
 {
-	const char *cur = cfg->redis_cluster, *item;
-	char one[CONFIG_HOST_MAX + 16];
-	size_t len;
-
-	for (int k = 0; config_list_next(&cur, &item, &len); k++) {
-		if (k != i)
-			continue;
-		snprintf(one, sizeof(one), "%.*s", (int)len, item);
-		return config_parse_hostport(one, host, hostsize, port);
-	}
-	return -1;
+	return config_list_hostport(cfg->redis_cluster, i, host, hostsize,
+	    port);
 }
 
 /* The primary of `slot` in a CLUSTER SLOTS reply; an empty IP means the

@@ -206,6 +206,11 @@ int config_parse_listen(const char *listen, char *addr, size_t addrsize,
 int config_parse_hostport(const char *s, char *host, size_t hostsize,
     int *port);
 
+/* Item i (from 0) of a HOST:PORT list (redis_sentinels, redis_cluster)
+ * into host and port; -1 when there is none or it is not HOST:PORT. */
+int config_list_hostport(const char *list, int i, char *host,
+    size_t hostsize, int *port);
+
 /* Keys that are read only at start (pidfile, user, group, control_socket,
  * metrics_listen):
  * copy their old values into `fresh` and call `warn` for each that differed. */

@@ -24,6 +24,23 @@ void config_keys_default(int sect, void *base);
 void config_keys_free(int sect, void *base);
 
 bool config_valid_name(const char *s, size_t max);
+
+/* The checkers of string values (config_check.c): NULL when v is allowed,
+ * else why not (a constant, or written into buf). */
+const char *config_check_abs_path(const char *v, char *buf, size_t size);
+const char *config_check_cache_prefixes(const char *v, char *buf, size_t size);
+const char *config_check_cluster(const char *v, char *buf, size_t size);
+const char *config_check_columns(const char *v, char *buf, size_t size);
+const char *config_check_listen(const char *v, char *buf, size_t size);
+const char *config_check_log(const char *v, char *buf, size_t size);
+const char *config_check_pg_ports(const char *v, char *buf, size_t size);
+const char *config_check_pg_tsa(const char *v, char *buf, size_t size);
+const char *config_check_pidfile(const char *v, char *buf, size_t size);
+const char *config_check_prefix(const char *v, char *buf, size_t size);
+const char *config_check_redis_user(const char *v, char *buf, size_t size);
+const char *config_check_sentinel_master(const char *v, char *buf, size_t size);
+const char *config_check_sentinels(const char *v, char *buf, size_t size);
+const char *config_check_table(const char *v, char *buf, size_t size);
 const char *config_fmt_duration(long ms, char *buf, size_t size);
 
 #endif

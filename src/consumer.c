@@ -5,6 +5,7 @@
  * list, the worker reconnects with backoff and settles it then, or the
  * master hands the list back if this process dies. */
 #include "consumer.h"
+#include "consumer_int.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -22,16 +23,9 @@
 #include "log.h"
 #include "master.h"
 #include "script_args.h"
-#include "sentinel.h"
 #include "sink_pg.h"
 #include "util.h"
 
-#define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
-#define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
-#define CONSUMER_RETRY_MIN_MS 100
-#define CONSUMER_RETRY_MAX_MS 5000
-#define CONSUMER_ARCHIVE_IDLE_MS 60000
-#define CONSUMER_DIED_REASON "worker died while processing"
 
 struct batch {
 	bool wrapped;           /* taken from requeue: elements are wrappers */
@@ -41,183 +35,6 @@ struct batch {
 	struct job *jobs;
 	struct handler_result *results;
 };
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-static void
-drop_connection(struct consumer *c, const char *what)
-{
-	char addr[300];
-
-	if (!c->outage) {
-		log_warn("queue %s: redis at %s lost during %s: %s (reconnecting)",
-		    c->q->name, queue_address(c->cfg, addr, sizeof(addr)), what,
-		    c->redis != NULL && c->redis->errstr[0] ? c->redis->errstr :
-		    "no reply");
-		c->outage = true;
-		c->outage_since = util_monotonic_ms();
-	}
-	redisFree(c->redis);
-	c->redis = NULL;
-}
-
-/* An error that says the server is no longer the primary (READONLY,
- * UNBLOCKED by a demotion, MASTERDOWN), or that the primary refuses
- * writes for want of replicas (NOREPLICAS): an outage. Drop the
- * connection: the next one asks the sentinels again. */
-static bool
-not_primary(struct consumer *c, const char *what, const redisReply *r)
-{
-	char addr[300];
-
-	if (!queue_role_changed(r) && !queue_error_is(r, "NOREPLICAS"))
-		return false;
-	if (!c->outage) {
-		log_warn("queue %s: redis at %s: %s failed: %s (reconnecting to "
-		    "the primary)", c->q->name, queue_address(c->cfg, addr,
-		    sizeof(addr)), what, r->str);
-		c->outage = true;
-		c->outage_since = util_monotonic_ms();
-	}
-	scoreboard_set_error(c->slot, r->str);
-	redisFree(c->redis);
-	c->redis = NULL;
-	sleep_ms(CONSUMER_RETRY_MIN_MS);
-	return true;
-}
-
-/* A script answered with an error. HANDEDBACK means a master has already
- * handed this worker's jobs back as dead (we were frozen, or our host was
- * declared dead): stop at once, without fetching again. Any other error is
- * logged once while it repeats (a script error, e.g. `ready` of the wrong
- * type, would otherwise be logged thousands of times a second) and the
- * caller backs off. */
-static void
-handed_back(struct consumer *c, const char *what, const redisReply *r)
-{
-	if (not_primary(c, what, r))
-		return;
-	if (queue_error_is(r, QUEUE_ERR_HANDED_BACK)) {
-		log_warn("queue %s: %s: %s: exiting", c->q->name, what, r->str);
-		c->evicted = true;
-		return;
-	}
-	if (strcmp(c->last_error, r->str) != 0) {
-		log_error("queue %s: %s failed: %s (retrying with backoff; logged "
-		    "once while it repeats)", c->q->name, what, r->str);
-		snprintf(c->last_error, sizeof(c->last_error), "%s", r->str);
-	}
-	scoreboard_set_error(c->slot, r->str);
-	sleep_ms(c->error_delay_ms);
-	c->error_delay_ms = c->error_delay_ms * 2 > CONSUMER_RETRY_MAX_MS ?
-	    CONSUMER_RETRY_MAX_MS : c->error_delay_ms * 2;
-}
-
-/* A script call worked: the next distinct error is logged again. */
-static void
-script_ok(struct consumer *c)
-{
-	if (c->last_error[0] != '\0')
-		log_notice("queue %s: redis scripts work again", c->q->name);
-	c->last_error[0] = '\0';
-	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
-}
-
-/* Redis is loading its data set (a restart from the AOF): an outage, not
- * an error. */
-static bool
-loading(struct consumer *c, const redisReply *r)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ERROR ||
-	    strncmp(r->str, "LOADING", 7) != 0)
-		return false;
-	if (!c->outage) {
-		log_notice("queue %s: redis is loading its data set: waiting",
-		    c->q->name);
-		c->outage = true;
-		c->outage_since = util_monotonic_ms();
-	}
-	sleep_ms(CONSUMER_RETRY_MIN_MS);
-	return true;
-}
-
-static bool
-registered(struct consumer *c)
-{
-	struct sargs a;
-
-	sargs_register(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
-	    c->master_id);
-	redisReply *r = queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv,
-	    a.lens);
-	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-
-	if (r != NULL && !ok && !loading(c, r))
-		handed_back(c, "register", r);
-	freeReplyObject(r);
-	return ok;
-}
-
-/* Connect (and register) with backoff until it works or we must stop. */
-static bool
-connected(struct consumer *c)
-{
-	long delay = CONSUMER_RETRY_MIN_MS;
-	char err[1024];
-	bool refused;
-
-	while (c->redis == NULL) {
-		if (c->should_stop() || c->evicted)
-			return false;
-		if (c->switches != NULL)
-			c->switches_seen = atomic_load(c->switches);
-		c->redis = queue_connect_for(c->cfg, c->q->name,
-		    CONSUMER_TIMEOUT_MS, &refused, err, sizeof(err));
-		bool reached = c->redis != NULL;
-		if (reached && registered(c))
-			break;
-		if (reached && c->redis != NULL)
-			drop_connection(c, "register");
-		else if (reached)
-			continue;       /* not the primary: not_primary() waited */
-		else if (!c->outage || (refused && !c->auth_refused)) {
-			/* refused credentials too: the operator may fix the
-			 * ACL while we wait, and a restart would not help */
-			log_msg(refused ? CONFIG_LOG_ERROR : CONFIG_LOG_WARN,
-			    "queue %s: %s (retrying every %d s at most)",
-			    c->q->name, err, CONSUMER_RETRY_MAX_MS / 1000);
-			if (!c->outage)
-				c->outage_since = util_monotonic_ms();
-			c->outage = true;
-			c->auth_refused = refused;
-		}
-		scoreboard_set_error(c->slot, err);
-		sleep_ms(delay);
-		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
-		    delay * 2;
-	}
-	const char *now = queue_current_address();
-	bool moved = c->last_addr[0] != '\0' && strcmp(c->last_addr, now) != 0;
-	if (c->outage)
-		log_notice("queue %s: redis reachable again after %.1f s%s%s%s%s%s",
-		    c->q->name, (double)(util_monotonic_ms() - c->outage_since) /
-		    1000., moved ? " (the primary moved from " : "",
-		    moved ? c->last_addr : "", moved ? " to " : "",
-		    moved ? now : "", moved ? ")" : "");
-	else if (moved)
-		log_info("queue %s: following the redis primary from %s to %s",
-		    c->q->name, c->last_addr, now);
-	snprintf(c->last_addr, sizeof(c->last_addr), "%s", now);
-	c->outage = false;
-	c->auth_refused = false;
-	c->resume = true;
-	return true;
-}
 
 static void
 batch_add(struct batch *b, const char *el, size_t len)
@@ -305,7 +122,7 @@ wait_for_jobs(struct consumer *c, struct batch *b)
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strncmp(r->str, "OOM", 3) != 0)
 			log_warn("queue %s: BLMOVE: %s", c->q->name, r->str);
-		sleep_ms(20);
+		consumer_sleep_ms(20);
 		return r;
 	}
 	b->wrapped = false;         /* from ready: a producer's document */
@@ -365,10 +182,10 @@ take_batch(struct consumer *c, struct batch *b)
 	if (r == NULL)
 		return false;
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0 &&
-	    !loading(c, r))
-		handed_back(c, "fetch", r);
+	    !consumer_loading(c, r))
+		consumer_handed_back(c, "fetch", r);
 	else if (r->type == REDIS_REPLY_ARRAY)
-		script_ok(c);
+		consumer_script_ok(c);
 	if (r->type == REDIS_REPLY_ERROR && b->n > 0) {
 		/* a job BLMOVE moved in, but fetch.lua did not store the batch
 		 * key beside it: never write a batch under a key Redis does not
@@ -378,7 +195,7 @@ take_batch(struct consumer *c, struct batch *b)
 	}
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
-	return c->redis != NULL;        /* not_primary() may have dropped it */
+	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
 }
 
 /* Run the exec handler on the jobs idx[0..n). When it crashes leaving
@@ -457,7 +274,7 @@ run_sink(struct consumer *c, struct batch *b)
 		for (long waited = 0; waited < delay; waited += 100) {
 			if (c->should_stop())
 				return false;
-			sleep_ms(100);
+			consumer_sleep_ms(100);
 		}
 		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 		    delay * 2;
@@ -618,14 +435,14 @@ static bool
 settle(struct consumer *c, struct batch *b)
 {
 	for (;;) {
-		if (!connected(c))
+		if (!consumer_connected(c))
 			return false;
 		redisReply *r = settle_once(c, b);
 		if (r == NULL) {
-			drop_connection(c, "settle");
+			consumer_drop_connection(c, "settle");
 			continue;
 		}
-		if (loading(c, r) || not_primary(c, "settle", r)) {
+		if (consumer_loading(c, r) || consumer_not_primary(c, "settle", r)) {
 			freeReplyObject(r);
 			continue;
 		}
@@ -633,7 +450,7 @@ settle(struct consumer *c, struct batch *b)
 		c->buried = r->type == REDIS_REPLY_ARRAY && r->elements == 3 ?
 		    r->element[2]->integer : 0;
 		if (!ok) {
-			handed_back(c, "settle", r);
+			consumer_handed_back(c, "settle", r);
 		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
 			log_info("queue %s: batch of %d: %lld done, %lld to retry, "
@@ -643,74 +460,6 @@ settle(struct consumer *c, struct batch *b)
 		freeReplyObject(r);
 		return ok;
 	}
-}
-
-/* A fetch that a failover can lose must not run: the new primary would
- * still hold those jobs in ready (or requeue), and another batch would
- * write them again. So with redis_wait_replicas a batch runs only once
- * that many replicas acknowledge this connection's writes (the fetch, or
- * after a reconnection register.lua's, which follows it). While they do
- * not, the batch waits in its list: an outage, said once. False when the
- * connection went, the primary moved, or we must stop. */
-static bool
-replicated(struct consumer *c, int n)
-{
-	int want = c->cfg->redis_wait_replicas;
-	char host[CONFIG_HOST_MAX], err[512], msg[300], where[CONFIG_HOST_MAX + 16];
-	int port;
-
-	while (want > 0) {
-		redisReply *r = redisCommand(c->redis, "WAIT %d %ld", want,
-		    c->cfg->redis_wait_timeout_ms);
-		if (r == NULL)
-			return false;
-		if (r->type == REDIS_REPLY_ERROR) {
-			handed_back(c, "WAIT", r);
-			freeReplyObject(r);
-			return false;
-		}
-		long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-		freeReplyObject(r);
-		if (got >= want)
-			break;
-		snprintf(msg, sizeof(msg), "a batch of %d jobs reached %lld of %d "
-		    "replicas within redis_wait_timeout", n, got, want);
-		if (!c->replicas_short)
-			log_warn("queue %s: %s (%ld ms): it runs only once %d have it, "
-			    "as a failover could lose its fetch and run the jobs twice; "
-			    "waiting", c->q->name, msg, c->cfg->redis_wait_timeout_ms,
-			    want);
-		c->replicas_short = true;
-		scoreboard_set_error(c->slot, msg);
-		if (c->should_stop())
-			return false;
-		/* cut off from the replicas, maybe replaced by one of them */
-		if (*c->cfg->redis_sentinels != '\0' && sentinel_find_primary(c->cfg,
-		    QUEUE_SENTINEL_TIMEOUT_MS, host, sizeof(host), &port, err,
-		    sizeof(err)) == 0) {
-			snprintf(where, sizeof(where), "%s:%d", host, port);
-			if (strcmp(where, queue_current_address()) != 0)
-				return false;
-		}
-		sleep_ms(CONSUMER_RETRY_MIN_MS);    /* WAIT itself waited */
-	}
-	if (c->replicas_short)
-		log_notice("queue %s: replicas acknowledge writes again: batches "
-		    "run", c->q->name);
-	c->replicas_short = false;
-	return true;
-}
-
-/* The master saw the sentinels announce a new primary: reconnect before
- * the next batch (quietly: the reconnection says where to). */
-static void
-follow_switch(struct consumer *c)
-{
-	if (c->switches == NULL || c->redis == NULL ||
-	    atomic_load(c->switches) == c->switches_seen)
-		return;
-	redisFree(c->redis);
-	c->redis = NULL;
 }
 
 /* Keep the dead list within dead_max: after a settle that dead-lettered
@@ -728,7 +477,7 @@ archive_dead(struct consumer *c, bool now)
 	c->archive_ms = t;
 	if (dead_archive_run(c->redis, c->cfg->redis_prefix, c->q,
 	    &c->keys) == -1)
-		drop_connection(c, "dead-letter archive");
+		consumer_drop_connection(c, "dead-letter archive");
 }
 
 /* Batch keys stay in ferry_batches for done_retention (days), and worker
@@ -757,19 +506,19 @@ consumer_run(struct consumer *c)
 	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
 	set_nonce(c);
 	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
-	while (!c->should_stop() && !c->evicted && connected(c)) {
+	while (!c->should_stop() && !c->evicted && consumer_connected(c)) {
 		/* quiet (TSTP) for all, paused for this queue (control) */
 		if (atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused)) {
 			scoreboard_set_state(c->slot, SB_PAUSED);
-			sleep_ms(100);
+			consumer_sleep_ms(100);
 			continue;
 		}
 		scoreboard_set_state(c->slot, SB_IDLE);
-		follow_switch(c);
+		consumer_follow_switch(c);
 		if (c->redis == NULL)
 			continue;
 		if (!take_batch(c, &b)) {
-			drop_connection(c, "fetch");
+			consumer_drop_connection(c, "fetch");
 			batch_clear(&b);
 			continue;
 		}
@@ -783,13 +532,13 @@ consumer_run(struct consumer *c)
 			archive_dead(c, false);
 			continue;
 		}
-		if (!replicated(c, b.n)) {
-			drop_connection(c, "replication wait");
+		if (!consumer_replicated(c, b.n)) {
+			consumer_drop_connection(c, "replication wait");
 			batch_clear(&b);
 			continue;
 		}
 		if (!prepare(c, &b)) {
-			drop_connection(c, "cache read");
+			consumer_drop_connection(c, "cache read");
 			batch_clear(&b);
 			continue;
 		}

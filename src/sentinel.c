@@ -24,17 +24,8 @@ int
 sentinel_address(const struct ferry_config *cfg, int i, char *host,
     size_t hostsize, int *port)
 {
-	const char *cur = cfg->redis_sentinels, *item;
-	char one[CONFIG_HOST_MAX + 16];
-	size_t len;
-
-	for (int k = 0; config_list_next(&cur, &item, &len); k++) {
-		if (k != i)
-			continue;
-		snprintf(one, sizeof(one), "%.*s", (int)len, item);
-		return config_parse_hostport(one, host, hostsize, port);
-	}
-	return -1;
+	return config_list_hostport(cfg->redis_sentinels, i, host, hostsize,
+	    port);
 }
 
 /* Ask sentinel i; 0 with the address, or -1 with why not in err. */

@@ -1,0 +1,40 @@
+/* consumer_int.h - what consumer.c and consumer_redis.c share (private). */
+#ifndef FERRY_CONSUMER_INT_H
+#define FERRY_CONSUMER_INT_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "consumer.h"
+
+#define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
+#define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
+#define CONSUMER_RETRY_MIN_MS 100
+#define CONSUMER_RETRY_MAX_MS 5000
+#define CONSUMER_ARCHIVE_IDLE_MS 60000
+#define CONSUMER_DIED_REASON "worker died while processing"
+
+void consumer_sleep_ms(long ms);
+/* Forget the connection after `what` failed (the outage said once). */
+void consumer_drop_connection(struct consumer *c, const char *what);
+/* A script answered an error: HANDEDBACK evicts, an outage reconnects,
+ * anything else is logged once while it repeats and backed off. */
+void consumer_handed_back(struct consumer *c, const char *what,
+    const redisReply *r);
+/* A script call worked: the next distinct error is logged again. */
+void consumer_script_ok(struct consumer *c);
+/* r is LOADING: an outage, waited out (true), else false. */
+bool consumer_loading(struct consumer *c, const redisReply *r);
+/* r says the server is no longer the primary (or refuses writes for want
+ * of replicas): drop the connection, wait a moment, true; else false. */
+bool consumer_not_primary(struct consumer *c, const char *what,
+    const redisReply *r);
+/* Connect and register with backoff; false when we must stop. */
+bool consumer_connected(struct consumer *c);
+/* The batch of n jobs may run: its fetch is on redis_wait_replicas
+ * replicas. False when the connection went, the primary moved or we stop. */
+bool consumer_replicated(struct consumer *c, int n);
+/* Reconnect before the next batch when the master saw a switch. */
+void consumer_follow_switch(struct consumer *c);
+
+#endif

@@ -1,0 +1,262 @@
+/* consumer_redis.c - a worker's connection to Redis: connect (through the
+ * sentinels or the cluster's slot map) and register, reconnect with
+ * backoff, tell an outage (lost connection, LOADING, a demoted primary, a
+ * moved slot) from a script error, follow the sentinels' switches, and
+ * hold a batch until the replicas have its fetch (redis_wait_replicas). */
+#include "consumer.h"
+#include "consumer_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "script_args.h"
+#include "sentinel.h"
+#include "util.h"
+
+void
+consumer_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+void
+consumer_drop_connection(struct consumer *c, const char *what)
+{
+	char addr[300];
+
+	if (!c->outage) {
+		log_warn("queue %s: redis at %s lost during %s: %s (reconnecting)",
+		    c->q->name, queue_address(c->cfg, addr, sizeof(addr)), what,
+		    c->redis != NULL && c->redis->errstr[0] ? c->redis->errstr :
+		    "no reply");
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	redisFree(c->redis);
+	c->redis = NULL;
+}
+
+/* An error that says the server is no longer the primary (READONLY,
+ * UNBLOCKED by a demotion, MASTERDOWN), or that the primary refuses
+ * writes for want of replicas (NOREPLICAS): an outage. Drop the
+ * connection: the next one asks the sentinels again. */
+bool
+consumer_not_primary(struct consumer *c, const char *what, const redisReply *r)
+{
+	char addr[300];
+
+	if (!queue_role_changed(r) && !queue_error_is(r, "NOREPLICAS"))
+		return false;
+	if (!c->outage) {
+		log_warn("queue %s: redis at %s: %s failed: %s (reconnecting to "
+		    "the primary)", c->q->name, queue_address(c->cfg, addr,
+		    sizeof(addr)), what, r->str);
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	scoreboard_set_error(c->slot, r->str);
+	redisFree(c->redis);
+	c->redis = NULL;
+	consumer_sleep_ms(CONSUMER_RETRY_MIN_MS);
+	return true;
+}
+
+/* A script answered with an error. HANDEDBACK means a master has already
+ * handed this worker's jobs back as dead (we were frozen, or our host was
+ * declared dead): stop at once, without fetching again. Any other error is
+ * logged once while it repeats (a script error, e.g. `ready` of the wrong
+ * type, would otherwise be logged thousands of times a second) and the
+ * caller backs off. */
+void
+consumer_handed_back(struct consumer *c, const char *what, const redisReply *r)
+{
+	if (consumer_not_primary(c, what, r))
+		return;
+	if (queue_error_is(r, QUEUE_ERR_HANDED_BACK)) {
+		log_warn("queue %s: %s: %s: exiting", c->q->name, what, r->str);
+		c->evicted = true;
+		return;
+	}
+	if (strcmp(c->last_error, r->str) != 0) {
+		log_error("queue %s: %s failed: %s (retrying with backoff; logged "
+		    "once while it repeats)", c->q->name, what, r->str);
+		snprintf(c->last_error, sizeof(c->last_error), "%s", r->str);
+	}
+	scoreboard_set_error(c->slot, r->str);
+	consumer_sleep_ms(c->error_delay_ms);
+	c->error_delay_ms = c->error_delay_ms * 2 > CONSUMER_RETRY_MAX_MS ?
+	    CONSUMER_RETRY_MAX_MS : c->error_delay_ms * 2;
+}
+
+/* A script call worked: the next distinct error is logged again. */
+void
+consumer_script_ok(struct consumer *c)
+{
+	if (c->last_error[0] != '\0')
+		log_notice("queue %s: redis scripts work again", c->q->name);
+	c->last_error[0] = '\0';
+	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
+}
+
+/* Redis is loading its data set (a restart from the AOF): an outage, not
+ * an error. */
+bool
+consumer_loading(struct consumer *c, const redisReply *r)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ERROR ||
+	    strncmp(r->str, "LOADING", 7) != 0)
+		return false;
+	if (!c->outage) {
+		log_notice("queue %s: redis is loading its data set: waiting",
+		    c->q->name);
+		c->outage = true;
+		c->outage_since = util_monotonic_ms();
+	}
+	consumer_sleep_ms(CONSUMER_RETRY_MIN_MS);
+	return true;
+}
+
+static bool
+registered(struct consumer *c)
+{
+	struct sargs a;
+
+	sargs_register(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
+	    c->master_id);
+	redisReply *r = queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens);
+	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+
+	if (r != NULL && !ok && !consumer_loading(c, r))
+		consumer_handed_back(c, "register", r);
+	freeReplyObject(r);
+	return ok;
+}
+
+/* Connect (and register) with backoff until it works or we must stop. */
+bool
+consumer_connected(struct consumer *c)
+{
+	long delay = CONSUMER_RETRY_MIN_MS;
+	char err[1024];
+	bool refused;
+
+	while (c->redis == NULL) {
+		if (c->should_stop() || c->evicted)
+			return false;
+		if (c->switches != NULL)
+			c->switches_seen = atomic_load(c->switches);
+		c->redis = queue_connect_for(c->cfg, c->q->name,
+		    CONSUMER_TIMEOUT_MS, &refused, err, sizeof(err));
+		bool reached = c->redis != NULL;
+		if (reached && registered(c))
+			break;
+		if (reached && c->redis != NULL)
+			consumer_drop_connection(c, "register");
+		else if (reached)
+			continue;       /* not the primary: consumer_not_primary() waited */
+		else if (!c->outage || (refused && !c->auth_refused)) {
+			/* refused credentials too: the operator may fix the
+			 * ACL while we wait, and a restart would not help */
+			log_msg(refused ? CONFIG_LOG_ERROR : CONFIG_LOG_WARN,
+			    "queue %s: %s (retrying every %d s at most)",
+			    c->q->name, err, CONSUMER_RETRY_MAX_MS / 1000);
+			if (!c->outage)
+				c->outage_since = util_monotonic_ms();
+			c->outage = true;
+			c->auth_refused = refused;
+		}
+		scoreboard_set_error(c->slot, err);
+		consumer_sleep_ms(delay);
+		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
+		    delay * 2;
+	}
+	const char *now = queue_current_address();
+	bool moved = c->last_addr[0] != '\0' && strcmp(c->last_addr, now) != 0;
+	if (c->outage)
+		log_notice("queue %s: redis reachable again after %.1f s%s%s%s%s%s",
+		    c->q->name, (double)(util_monotonic_ms() - c->outage_since) /
+		    1000., moved ? " (the primary moved from " : "",
+		    moved ? c->last_addr : "", moved ? " to " : "",
+		    moved ? now : "", moved ? ")" : "");
+	else if (moved)
+		log_info("queue %s: following the redis primary from %s to %s",
+		    c->q->name, c->last_addr, now);
+	snprintf(c->last_addr, sizeof(c->last_addr), "%s", now);
+	c->outage = false;
+	c->auth_refused = false;
+	c->resume = true;
+	return true;
+}
+
+/* A fetch that a failover can lose must not run: the new primary would
+ * still hold those jobs in ready (or requeue), and another batch would
+ * write them again. So with redis_wait_replicas a batch runs only once
+ * that many replicas acknowledge this connection's writes (the fetch, or
+ * after a reconnection register.lua's, which follows it). While they do
+ * not, the batch waits in its list: an outage, said once. False when the
+ * connection went, the primary moved, or we must stop. */
+bool
+consumer_replicated(struct consumer *c, int n)
+{
+	int want = c->cfg->redis_wait_replicas;
+	char host[CONFIG_HOST_MAX], err[512], msg[300], where[CONFIG_HOST_MAX + 16];
+	int port;
+
+	while (want > 0) {
+		redisReply *r = redisCommand(c->redis, "WAIT %d %ld", want,
+		    c->cfg->redis_wait_timeout_ms);
+		if (r == NULL)
+			return false;
+		if (r->type == REDIS_REPLY_ERROR) {
+			consumer_handed_back(c, "WAIT", r);
+			freeReplyObject(r);
+			return false;
+		}
+		long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+		freeReplyObject(r);
+		if (got >= want)
+			break;
+		snprintf(msg, sizeof(msg), "a batch of %d jobs reached %lld of %d "
+		    "replicas within redis_wait_timeout", n, got, want);
+		if (!c->replicas_short)
+			log_warn("queue %s: %s (%ld ms): it runs only once %d have it, "
+			    "as a failover could lose its fetch and run the jobs twice; "
+			    "waiting", c->q->name, msg, c->cfg->redis_wait_timeout_ms,
+			    want);
+		c->replicas_short = true;
+		scoreboard_set_error(c->slot, msg);
+		if (c->should_stop())
+			return false;
+		/* cut off from the replicas, maybe replaced by one of them */
+		if (*c->cfg->redis_sentinels != '\0' && sentinel_find_primary(c->cfg,
+		    QUEUE_SENTINEL_TIMEOUT_MS, host, sizeof(host), &port, err,
+		    sizeof(err)) == 0) {
+			snprintf(where, sizeof(where), "%s:%d", host, port);
+			if (strcmp(where, queue_current_address()) != 0)
+				return false;
+		}
+		consumer_sleep_ms(CONSUMER_RETRY_MIN_MS);    /* WAIT itself waited */
+	}
+	if (c->replicas_short)
+		log_notice("queue %s: replicas acknowledge writes again: batches "
+		    "run", c->q->name);
+	c->replicas_short = false;
+	return true;
+}
+
+/* The master saw the sentinels announce a new primary: reconnect before
+ * the next batch (quietly: the reconnection says where to). */
+void
+consumer_follow_switch(struct consumer *c)
+{
+	if (c->switches == NULL || c->redis == NULL ||
+	    atomic_load(c->switches) == c->switches_seen)
+		return;
+	redisFree(c->redis);
+	c->redis = NULL;
+}
+
