@@ -105,6 +105,10 @@ follow(int old_port)
 		h_sleep_ms(20);
 	}
 	cr_assert_eq(test_sentinels_wait_master(&ss, port, 30000), 0);
+	/* h_redis reconnects to d.redis.port after a dropped connection (the
+	 * sentinels of a loaded machine may fail over once more on their
+	 * own): the new primary's, then; the old server is stopped by pid */
+	d.redis.port = port;
 	redisFree(d.rc);
 	struct timeval tv = { 10, 0 };
 	d.rc = redisConnectWithTimeout("127.0.0.1", port, tv);
