@@ -2,16 +2,28 @@
  * metrics_listen). libmicrohttpd parses HTTP; it runs in "external epoll"
  * mode: its epoll descriptor is watched by the master's libev loop and
  * MHD_run() is called when it is ready or when MHD's timeout is due, so
- * the master stays one thread and never blocks on a slow scraper. */
+ * the master stays one thread and never blocks on a slow scraper.
+ *
+ * The listening socket is ferryd's own, not MHD's: MHD 0.9.75 takes its
+ * listening socket out of its epoll set at the connection limit and never
+ * puts it back in external epoll mode, so 17 idle connections wedged the
+ * endpoint for good. ferryd accepts, hands each connection to MHD
+ * (MHD_add_connection), counts them through MHD's connection notices, stops
+ * accepting at HTTP_CONNECTIONS_MAX (the rest wait in the kernel's backlog)
+ * and starts again as soon as one closes. MHD refuses a client's connection
+ * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all. */
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ev.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "control.h"
@@ -20,26 +32,47 @@
 #include "metrics.h"
 #include "util.h"
 
-#define HTTP_CONNECTIONS_MAX 16
+#define HTTP_CONNECTIONS_MAX 64
+#define HTTP_CONNECTIONS_PER_IP 8
 #define HTTP_TIMEOUT_S 5
+#define HTTP_BACKLOG 64
+#define HTTP_LOG_INTERVAL_MS 10000
 
 struct metrics_http {
 	struct MHD_Daemon *daemon;
 	struct master *m;
-	ev_io io;
-	ev_timer timer;
+	int listen_fd;
+	unsigned open;          /* connections MHD holds */
+	ev_io accept_io;        /* on listen_fd, stopped at the limit */
+	ev_io io;               /* on MHD's epoll descriptor */
+	ev_timer timer;         /* MHD's next timeout */
+	int64_t logged_ms;      /* when MHD last had a line logged */
+	unsigned quiet;         /* MHD lines not logged since */
 	char listen[64];
 };
 
+/* MHD's messages, at most one line per HTTP_LOG_INTERVAL_MS: a client
+ * that opens connections over its limit must not flood the log. */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct metrics_http *h = cls;
+	int64_t now = util_monotonic_ms();
 	char msg[512];
 
+	if (h->logged_ms != 0 && now - h->logged_ms < HTTP_LOG_INTERVAL_MS) {
+		h->quiet++;
+		return;
+	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	log_warn("metrics_listen %s: %s", h->listen, msg);
+	if (h->quiet > 0)
+		log_warn("metrics_listen %s: %s (and %u more messages in the last "
+		    "%d s)", h->listen, msg, h->quiet, HTTP_LOG_INTERVAL_MS / 1000);
+	else
+		log_warn("metrics_listen %s: %s", h->listen, msg);
+	h->logged_ms = now;
+	h->quiet = 0;
 }
 
 static enum MHD_Result
@@ -88,10 +121,53 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	    "charset=utf-8", o.s, o.len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* MHD's notice of a connection opened or closed: the count that stops
+ * and restarts accepting. */
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	struct metrics_http *h = cls;
+	(void)conn;
+	(void)socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		h->open++;
+		return;
+	}
+	if (h->open > 0)
+		h->open--;
+	if (h->m != NULL && h->open < HTTP_CONNECTIONS_MAX &&
+	    !ev_is_active(&h->accept_io))
+		ev_io_start(h->m->loop, &h->accept_io);
+}
+
+/* socket, bind and listen on addr:port; -1 with errno on failure. */
+static int
+listen_on(const char *addr, int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int one = 1;
+
+	inet_pton(AF_INET, addr, &sin.sin_addr);
+	sin.sin_port = htons((uint16_t)port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, HTTP_BACKLOG) == -1) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
 struct metrics_http *
 metrics_http_open(const char *listen, char *err, size_t errsize)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	char addr[INET_ADDRSTRLEN], why[160];
 	int port;
 
@@ -104,21 +180,30 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 		    why);
 		return NULL;
 	}
-	inet_pton(AF_INET, addr, &sin.sin_addr);
-	sin.sin_port = htons((uint16_t)port);
+	int fd = listen_on(addr, port);
+	if (fd == -1) {
+		snprintf(err, errsize, "cannot listen on %s for metrics: %s (check "
+		    "[ferryd] metrics_listen: is the port in use?)", listen,
+		    strerror(errno));
+		return NULL;
+	}
 	struct metrics_http *h = xcalloc(1, sizeof(*h));
 	snprintf(h->listen, sizeof(h->listen), "%s", listen);
+	h->listen_fd = fd;
 	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
-	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-	    (uint16_t)port, NULL, NULL, on_request, h,
+	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	    MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)HTTP_CONNECTIONS_PER_IP,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 	    MHD_OPTION_END);
 	if (h->daemon == NULL) {
-		snprintf(err, errsize, "cannot listen on %s for metrics (check "
-		    "[ferryd] metrics_listen: is the port in use?)", listen);
+		snprintf(err, errsize, "cannot start the HTTP server for metrics "
+		    "on %s (libmicrohttpd refused its options)", listen);
+		close(fd);
 		free(h);
 		return NULL;
 	}
@@ -155,6 +240,34 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	run(w->data);
 }
 
+/* Take what waits in the backlog, up to the limit; MHD owns each
+ * connection from MHD_add_connection on (and closes one it refuses, such
+ * as one over the per-client limit). */
+static void
+accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct metrics_http *h = w->data;
+	(void)revents;
+
+	while (h->open < HTTP_CONNECTIONS_MAX) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR && errno != ECONNABORTED)
+				log_warn("metrics_listen %s: accept: %s", h->listen,
+				    strerror(errno));
+			break;
+		}
+		MHD_add_connection(h->daemon, fd, (struct sockaddr *)&ss, len);
+	}
+	if (h->open >= HTTP_CONNECTIONS_MAX)
+		ev_io_stop(loop, w);
+	run(h);
+}
+
 void
 metrics_http_start(struct metrics_http *h, struct master *m)
 {
@@ -168,6 +281,9 @@ metrics_http_start(struct metrics_http *h, struct master *m)
 	ev_io_start(m->loop, &h->io);
 	ev_init(&h->timer, timer_cb);
 	h->timer.data = h;
+	ev_io_init(&h->accept_io, accept_cb, h->listen_fd, EV_READ);
+	h->accept_io.data = h;
+	ev_io_start(m->loop, &h->accept_io);
 	log_info("metrics served over HTTP at http://%s/metrics", h->listen);
 }
 
@@ -177,9 +293,12 @@ metrics_http_close(struct metrics_http *h)
 	if (h == NULL)
 		return;
 	if (h->m != NULL) {
+		ev_io_stop(h->m->loop, &h->accept_io);
 		ev_io_stop(h->m->loop, &h->io);
 		ev_timer_stop(h->m->loop, &h->timer);
 	}
+	h->m = NULL;     /* MHD's closing notices must not restart accepting */
 	MHD_stop_daemon(h->daemon);
+	close(h->listen_fd);
 	free(h);
 }
