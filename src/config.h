@@ -39,6 +39,8 @@ struct queue_config {
 	int batch_size;
 	int handler;             /* enum config_handler */
 	char *command;           /* handler = exec: program and arguments */
+	char *handler_env;       /* handler = exec: "NAME, NAME=VALUE, ..."
+	                          * (handler_env_check) */
 	int max_attempts;
 	int max_recoveries;
 	long backoff_base_ms;

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "config_keys.h"
 #include "copy.h"
+#include "handler.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -122,6 +123,7 @@ static const struct config_key config_keys[] = {
 	NUM(S_QUEUE, "batch_size", T_INT, Q(batch_size), "100", 1, 100000),
 	ENUM(S_QUEUE, "handler", Q(handler), "noop", handler_names),
 	STR(S_QUEUE, "command", Q(command), "", NULL),
+	STR(S_QUEUE, "handler_env", Q(handler_env), "", handler_env_check),
 	NUM(S_QUEUE, "max_attempts", T_INT, Q(max_attempts), "5", 1, 1000),
 	NUM(S_QUEUE, "max_recoveries", T_INT, Q(max_recoveries), "3", 0, 1000),
 	NUM(S_QUEUE, "backoff_base_ms", T_DURATION, Q(backoff_base_ms),

@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 
+extern char **environ;
+
 #include "json_scan.h"
 #include "util.h"
 
@@ -124,7 +126,8 @@ cloexec_other_fds(void)
 }
 
 static void __attribute__((noreturn))
-child_exec(char **argv, int in_fd, int out_fd, int err_fd, pid_t parent)
+child_exec(char **argv, char **envp, int in_fd, int out_fd, int err_fd,
+    pid_t parent)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -146,6 +149,7 @@ child_exec(char **argv, int in_fd, int out_fd, int err_fd, pid_t parent)
 		sigaction(sig, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	environ = envp;         /* execvp looks argv[0] up in its PATH too */
 	execvp(argv[0], argv);
 fail:
 	(void)!write(err_fd, &errno, sizeof(errno));
@@ -165,7 +169,7 @@ close_fds(int *fds, int e)
 /* Fork and exec. Returns 0, or the errno of what failed (the child's own
  * errno when the exec failed). */
 static int
-spawn(struct exec_run *r, char **argv)
+spawn(struct exec_run *r, char **argv, char **envp)
 {
 	int fds[6] = { -1, -1, -1, -1, -1, -1 };  /* stdin, stdout, exec error */
 	sigset_t all, old;
@@ -181,7 +185,7 @@ spawn(struct exec_run *r, char **argv)
 	sigprocmask(SIG_SETMASK, &all, &old);
 	r->pid = fork();
 	if (r->pid == 0)
-		child_exec(argv, fds[0], fds[3], fds[5], parent);
+		child_exec(argv, envp, fds[0], fds[3], fds[5], parent);
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(fds[0]);
@@ -598,9 +602,11 @@ handler_exec_run(const struct queue_config *q, struct job *jobs,
 	skip_settled(&r);
 	if (r.first_pending >= n)
 		return 0;               /* nothing to do: do not even start it */
+	char **envp = handler_env_build(q);
 	if ((argv = split_command(cmd, &buf, &why)) != NULL &&
-	    (e = spawn(&r, argv)) != 0)
+	    (e = spawn(&r, argv, envp)) != 0)
 		why = strerror(e);
+	handler_env_free(envp);
 	free(argv);
 	free(buf);
 	if (why == NULL) {
