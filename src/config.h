@@ -115,6 +115,7 @@ struct ferry_config {
 	 * several hosts are configured (DESIGN.md "Scale") */
 	bool require_sync_commit;
 	long pg_statement_timeout_ms;
+	char *pg_batches_schema; /* where ferry_batches is: never search_path */
 	long done_retention_ms;  /* ferry_batches rows older than this go */
 	long shutdown_timeout_ms;
 	long kill_grace_ms;

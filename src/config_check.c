@@ -234,6 +234,16 @@ config_check_table(const char *v, char *buf, size_t size)
 	    "starting with a digit)";
 }
 
+const char *
+config_check_schema(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return valid_ident(v, strlen(v)) ? NULL : "is not a valid schema name "
+	    "(allowed: 1..63 characters of A-Z a-z 0-9 _, not starting with a "
+	    "digit; quoted, so case matters)";
+}
+
 /* The sink parses it again; parse it now so a bad spec fails the load. */
 const char *
 config_check_columns(const char *v, char *buf, size_t size)

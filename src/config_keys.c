@@ -92,6 +92,8 @@ static const struct config_key config_keys[] = {
 	BOOL(S_FERRYD, "require_sync_commit", F(require_sync_commit), "no"),
 	NUM(S_FERRYD, "pg_statement_timeout", T_DURATION,
 	    F(pg_statement_timeout_ms), "60s", MS_SEC, MS_DAY),
+	STR(S_FERRYD, "pg_batches_schema", F(pg_batches_schema), "public",
+	    config_check_schema),
 	NUM(S_FERRYD, "done_retention", T_DURATION, F(done_retention_ms),
 	    "7d", MS_MIN, 365 * MS_DAY),
 	NUM(S_FERRYD, "shutdown_timeout", T_DURATION, F(shutdown_timeout_ms),

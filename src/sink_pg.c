@@ -141,6 +141,10 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->cfg = cfg;
 	s->q = q;
 	s->commits_safe = -1;
+	/* a checked identifier (config_check_schema): quoting is enough */
+	snprintf(s->batches, sizeof(s->batches), "\"%s\".ferry_batches",
+	    cfg->pg_batches_schema != NULL && *cfg->pg_batches_schema != '\0' ?
+	    cfg->pg_batches_schema : "public");
 	return s;
 }
 
@@ -358,9 +362,11 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f)
 {
 	PGresult *r = NULL;
+	char sql[160];
 
-	if (!sink_pg_exec(s, "SELECT state, failed FROM ferry_batches WHERE key = $1",
-	    1, key, NULL, f, &r)) {
+	snprintf(sql, sizeof(sql), "SELECT state, failed FROM %s WHERE key = $1",
+	    s->batches);
+	if (!sink_pg_exec(s, sql, 1, key, NULL, f, &r)) {
 		/* the batch may have committed: never let its jobs retry
 		 * under another key; keep the batch and ask again */
 		f->cls = COPY_ERR_UNAVAILABLE;
@@ -410,15 +416,18 @@ static bool
 fence(struct sink_pg *s, struct job *j, struct handler_result *res,
     bool *write, struct pg_failure *f)
 {
+	char fence_sql[160], state_sql[160];
+
+	snprintf(fence_sql, sizeof(fence_sql), "INSERT INTO %s (key, state) "
+	    "VALUES ($1, 'fenced') ON CONFLICT (key) DO NOTHING", s->batches);
+	snprintf(state_sql, sizeof(state_sql), "SELECT state, failed FROM %s "
+	    "WHERE key = $1", s->batches);
 	*write = true;
 	for (int k = 0; k < j->nstamps && *write; k++) {
 		const char *key = j->stamps[k];
 		PGresult *r = NULL;
-		if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) "
-		    "VALUES ($1, 'fenced') ON CONFLICT (key) DO NOTHING", 1, key,
-		    NULL, f, NULL) ||
-		    !sink_pg_exec(s, "SELECT state, failed FROM ferry_batches "
-		    "WHERE key = $1", 1, key, NULL, f, &r))
+		if (!sink_pg_exec(s, fence_sql, 1, key, NULL, f, NULL) ||
+		    !sink_pg_exec(s, state_sql, 1, key, NULL, f, &r))
 			return false;
 		if (PQntuples(r) == 1 &&
 		    strcmp(PQgetvalue(r, 0, 0), "committed") == 0) {
@@ -462,8 +471,9 @@ fast_sql(struct sink_pg *s, const char *key)
 	char *sql = NULL;
 
 	if (k != NULL)
-		sql = xasprintf("BEGIN;INSERT INTO ferry_batches (key, state) "
-		    "VALUES (%s, 'committed');%s;COMMIT", k, s->copy_sql);
+		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
+		    "VALUES (%s, 'committed');%s;COMMIT", s->batches, k,
+		    s->copy_sql);
 	PQfreemem(k);
 	return sql;
 }
@@ -540,8 +550,10 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	if (!sink_pg_exec(s, "BEGIN", 0, NULL, NULL, f, NULL) ||
 	    !sink_pg_exec(s, "SET CONSTRAINTS ALL IMMEDIATE", 0, NULL, NULL, f, NULL))
 		goto out;
-	if (!sink_pg_exec(s, "INSERT INTO ferry_batches (key, state) VALUES ($1, "
-	    "'committed')", 1, key, NULL, f, NULL)) {
+	char sql[160];
+	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, state) VALUES ($1, "
+	    "'committed')", s->batches);
+	if (!sink_pg_exec(s, sql, 1, key, NULL, f, NULL)) {
 		if (strncmp(f->msg, "23505", 5) != 0)
 			goto out;
 		ok = sink_pg_exec(s, "ROLLBACK", 0, NULL, NULL, f, NULL) &&
@@ -573,8 +585,9 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		goto out;
 	if (json_object_size(s->failed) > 0) {
 		char *text = json_dumps(s->failed, JSON_COMPACT);
-		bool set = sink_pg_exec(s, "UPDATE ferry_batches SET failed = $2 WHERE "
-		    "key = $1", 2, key, text, f, NULL);
+		snprintf(sql, sizeof(sql), "UPDATE %s SET failed = $2 WHERE "
+		    "key = $1", s->batches);
+		bool set = sink_pg_exec(s, sql, 2, key, text, f, NULL);
 		free(text);
 		if (!set)
 			goto out;
@@ -659,12 +672,13 @@ void
 sink_pg_prune(struct sink_pg *s)
 {
 	int64_t now = util_monotonic_ms();
-	char sql[160];
+	char sql[200];
 
 	if (s->conn == NULL || now - s->last_prune_ms < PRUNE_EVERY_MS)
 		return;
 	s->last_prune_ms = now;
-	snprintf(sql, sizeof(sql), "DELETE FROM ferry_batches WHERE created_at < "
-	    "now() - interval '%ld milliseconds'", s->cfg->done_retention_ms);
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE created_at < "
+	    "now() - interval '%ld milliseconds'", s->batches,
+	    s->cfg->done_retention_ms);
 	sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL);
 }

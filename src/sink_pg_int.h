@@ -17,6 +17,7 @@ struct sink_pg {
 	const struct queue_config *q;
 	PGconn *conn;
 	char *copy_sql;
+	char batches[80];         /* "schema".ferry_batches, never search_path */
 	struct copy_columns cols;
 	int64_t last_prune_ms;
 	json_t *failed;           /* job id -> error, for the batch row */

@@ -90,16 +90,17 @@ sink_pg_describe(struct sink_pg *s, char *err, size_t errsize)
 		    "the database: create it", q->name, q->table);
 		goto out;
 	}
-	if ((fb = table_columns(s, "ferry_batches", &f, &failed)) == NULL &&
+	if ((fb = table_columns(s, s->batches, &f, &failed)) == NULL &&
 	    failed) {
-		snprintf(err, errsize, "postgres: describing table ferry_batches: "
-		    "%s", f.msg);
+		snprintf(err, errsize, "postgres: describing table %s: %s",
+		    s->batches, f.msg);
 		st = f.cls == COPY_ERR_DATA ? SINK_FATAL : SINK_UNAVAILABLE;
 		goto out;
 	}
 	if (fb == NULL) {
-		snprintf(err, errsize, "table ferry_batches does not exist: run "
-		    "ferryctl init-db");
+		snprintf(err, errsize, "table %s does not exist: run ferryctl "
+		    "init-db (or set [ferryd] pg_batches_schema to the schema "
+		    "that has ferry_batches)", s->batches);
 		goto out;
 	}
 	copy_columns_free(&s->cols);
@@ -141,14 +142,15 @@ out:
 	return st;
 }
 
-static const char create_sql[] =
-    "CREATE TABLE IF NOT EXISTS ferry_batches ("
+/* %s: the schema-qualified name (struct sink_pg batches), twice */
+static const char create_fmt[] =
+    "CREATE TABLE IF NOT EXISTS %s ("
     " key text PRIMARY KEY,"
     " state text NOT NULL CHECK (state IN ('committed', 'fenced')),"
     " failed text,"
     " created_at timestamptz NOT NULL DEFAULT now());"
     "CREATE INDEX IF NOT EXISTS ferry_batches_created_at"
-    " ON ferry_batches (created_at)";
+    " ON %s (created_at)";
 
 /* One SHOW into buf ("" when it failed); false on failure. */
 static bool
@@ -209,13 +211,15 @@ sink_pg_commit_warn(const struct sink_pg *s, const char *risk)
 	    risk);
 }
 
-/* Several statements in one string (PQexecParams takes only one). */
+/* CREATE TABLE and INDEX in one string (PQexecParams takes only one). */
 static bool
-run_script(PGconn *conn, const char *sql)
+create_batches(struct sink_pg *s)
 {
-	PGresult *r = PQexec(conn, sql);
+	char *sql = xasprintf(create_fmt, s->batches, s->batches);
+	PGresult *r = PQexec(s->conn, sql);
 	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 	PQclear(r);
+	free(sql);
 	return ok;
 }
 
@@ -236,9 +240,9 @@ sink_pg_check(const struct ferry_config *cfg, const struct queue_config *q,
 	} else if (!create &&
 	    (st = sink_pg_commit_check(s, &risk, err, errsize)) != SINK_OK) {
 		;       /* refused, or the SHOW failed */
-	} else if (create && !run_script(s->conn, create_sql)) {
-		snprintf(err, errsize, "cannot create ferry_batches: %s",
-		    PQerrorMessage(s->conn));
+	} else if (create && !create_batches(s)) {
+		snprintf(err, errsize, "cannot create ferry_batches as %s: %s",
+		    s->batches, PQerrorMessage(s->conn));
 		err[strcspn(err, "\n")] = '\0';
 		st = SINK_FATAL;
 	} else {

@@ -3,6 +3,7 @@
  * once, and a zombie whose batch was fenced cannot commit. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -460,5 +461,51 @@ Test(sink_pg, copy_that_cannot_start_is_an_outage)
 	free_jobs(jobs, 1);
 	free_jobs(stamped, 1);
 	sink_pg_free(s);
+	h_stop(&d);
+}
+
+/* ferry_batches is "public".ferry_batches (pg_batches_schema), whatever
+ * search_path says: a role whose search_path puts another schema with a
+ * ferry_batches first does not move the batch rows there. Another schema
+ * is used when configured, and its absence is named at start. */
+Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[10];
+	struct handler_result res[10];
+	char els[10][128], err[256];
+
+	h_pg_exec(&d, "CREATE SCHEMA decoy");
+	h_pg_exec(&d, "CREATE TABLE decoy.ferry_batches (LIKE "
+	    "public.ferry_batches INCLUDING ALL)");
+	h_pg_exec(&d, "ALTER ROLE CURRENT_USER SET search_path = decoy, public");
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 10, NULL);
+	run_ok(s, jobs, res, 10, "w1:1");
+	sink_pg_free(s);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM public.ferry_batches "
+	    "WHERE key = 'w1:1'"), 1);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM decoy.ferry_batches"), 0,
+	    "search_path moved the batch rows");
+
+	/* a schema of ferry's own */
+	h_pg_exec(&d, "CREATE SCHEMA ferry");
+	free(cfg.pg_batches_schema);
+	cfg.pg_batches_schema = strdup("ferry");
+	cr_assert_eq(sink_pg_check(&cfg, q, 0, err, sizeof(err)), SINK_FATAL);
+	cr_assert_str_eq(err, "table \"ferry\".ferry_batches does not exist: run "
+	    "ferryctl init-db (or set [ferryd] pg_batches_schema to the schema "
+	    "that has ferry_batches)");
+	cr_assert_eq(sink_pg_check(&cfg, q, 1, err, sizeof(err)), SINK_OK, "%s",
+	    err);
+	s = sink_pg_new(&cfg, q);
+	run_ok(s, jobs, res, 10, "w1:2");
+	sink_pg_free(s);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry.ferry_batches "
+	    "WHERE key = 'w1:2'"), 1);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM public.ferry_batches "
+	    "WHERE key = 'w1:2'"), 0);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 20);
+	free_jobs(jobs, 10);
 	h_stop(&d);
 }
