@@ -4,6 +4,7 @@
  * the batch, then exit 0) or the master's death (PR_SET_PDEATHSIG, and a
  * getppid() check each turn because the parent may die before prctl). */
 #include "worker.h"
+#include "test_hooks.h"
 
 #include <dirent.h>
 #include <malloc.h>
@@ -120,7 +121,7 @@ worker_main(const struct worker_args *args)
 	c.should_stop = should_stop;
 	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
-	c.exit_after_commit = getenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	c.exit_after_commit = test_hook_exit_after_commit();
 	log_debug("started as %s", c.worker_id);
 	int status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);

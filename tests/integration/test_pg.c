@@ -141,14 +141,40 @@ Test(pg, death_between_commit_and_ack_writes_nothing_twice)
 	h_write_file(hook, "once\n");
 	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
 	putenv(env);
+	/* the installed ferryd has no fault points: the tests' one has */
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
 	h_push_jobs(&d, "q", 0, 300);
 	h_start(&d, 1);
 	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
 	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
 	assert_rows_once(300);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
 	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&d);
+}
+
+/* The ferryd that `make install` installs ignores the tests' fault points:
+ * the same variable and file, and nothing happens. */
+Test(pg, installed_ferryd_has_no_test_hooks)
+{
+	char hook[400], env[450];
+
+	setup(NULL, "workers = 1\nbatch_size = 100\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	snprintf(hook, sizeof(hook), "%s/exit-after-commit", d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+	h_push_jobs(&d, "q", 0, 300);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	assert_rows_once(300);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	cr_assert_eq(access(hook, F_OK), 0, "the installed ferryd fired a hook");
+	cr_assert_eq(h_count_in_file(d.log, "test hook"), 0);
 	h_stop(&d);
 }
 
