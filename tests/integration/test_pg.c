@@ -128,6 +128,20 @@ Test(pg, exactly_once_while_workers_are_killed)
 	h_stop(&d);
 }
 
+/* A queue of one worker, and the fault point "exit between COMMIT and
+ * ack" armed: the file hook, named in env (putenv keeps env). */
+static void
+arm_exit_after_commit(char *hook, size_t hook_size, char *env,
+    size_t env_size)
+{
+	setup(NULL, "workers = 1\nbatch_size = 100\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, env_size, "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+}
+
 /* The worker dies right after COMMIT, before the Redis ack (test hook):
  * its jobs come back stamped with the batch key, the fence finds the batch
  * committed, and they are acked without being written again. */
@@ -135,12 +149,7 @@ Test(pg, death_between_commit_and_ack_writes_nothing_twice)
 {
 	char hook[400], env[450];
 
-	setup(NULL, "workers = 1\nbatch_size = 100\n");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
-	snprintf(hook, sizeof(hook), "%s/exit-after-commit", d.dir);
-	h_write_file(hook, "once\n");
-	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
-	putenv(env);
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env));
 	/* the installed ferryd has no fault points: the tests' one has */
 	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
 	h_push_jobs(&d, "q", 0, 300);
@@ -161,12 +170,7 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 {
 	char hook[400], env[450];
 
-	setup(NULL, "workers = 1\nbatch_size = 100\n");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
-	snprintf(hook, sizeof(hook), "%s/exit-after-commit", d.dir);
-	h_write_file(hook, "once\n");
-	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
-	putenv(env);
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env));
 	h_push_jobs(&d, "q", 0, 300);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
