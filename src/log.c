@@ -1,8 +1,11 @@
 /* log.c - logfmt lines to stderr, syslog or a file. A line is formatted into
  * one buffer and written with one write(2) so lines of master and workers
- * sharing a file never interleave. */
+ * sharing a file never interleave. The file is opened without following
+ * links (secure_open.c): ferryd opens it as root. A detached daemon has no
+ * stderr: "stderr" then means syslog. */
 #include "log.h"
 #include "config.h"
+#include "secure_open.h"
 #include "util.h"
 
 #include <errno.h>
@@ -22,7 +25,9 @@ static struct {
 	char *path;         /* file target, for reopen */
 	int level;
 	char role[64];
-} logger = { 2, NULL, CONFIG_LOG_INFO, "master" };
+	bool stderr_gone;   /* detached: "stderr" goes to syslog */
+	char why[256];      /* why the last log_open or log_reopen failed */
+} logger = { 2, NULL, CONFIG_LOG_INFO, "master", false, "" };
 
 static const int syslog_priority[] = {
 	LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERR,
@@ -31,7 +36,24 @@ static const int syslog_priority[] = {
 static int
 open_file(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	return secure_open_file(path, O_WRONLY | O_APPEND | O_CREAT, 0640,
+	    logger.why, sizeof(logger.why));
+}
+
+const char *
+log_open_error(void)
+{
+	return logger.why;
+}
+
+void
+log_stderr_gone(void)
+{
+	logger.stderr_gone = true;
+	if (logger.fd == 2) {
+		openlog("ferryd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+		logger.fd = -1;
+	}
 }
 
 int
@@ -39,9 +61,10 @@ log_open(const char *target, int level)
 {
 	int fd;
 
-	if (strcmp(target, "stderr") == 0) {
+	if (strcmp(target, "stderr") == 0 && !logger.stderr_gone) {
 		fd = 2;
-	} else if (strcmp(target, "syslog") == 0) {
+	} else if (strcmp(target, "syslog") == 0 ||
+	    strcmp(target, "stderr") == 0) {
 		openlog("ferryd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 		fd = -1;
 	} else if ((fd = open_file(target)) == -1) {

@@ -8,9 +8,15 @@
 
 /* Levels are those of config.h (CONFIG_LOG_DEBUG .. CONFIG_LOG_ERROR). */
 
-/* Open `target`: "stderr", "syslog" or a file path (appended, created 0640).
- * On failure returns -1 with errno set and keeps the previous target. */
+/* Open `target`: "stderr", "syslog" or a file path (appended, created 0640;
+ * never through a symbolic link, only a regular file). On failure returns
+ * -1 with errno set, the reason in log_open_error(), and keeps the
+ * previous target. */
 int log_open(const char *target, int level);
+const char *log_open_error(void);
+/* The process is detaching and its stderr goes away: "stderr", now and in
+ * later log_open calls (a reload), means syslog (facility daemon). */
+void log_stderr_gone(void);
 /* Reopen the file target (logrotate); no-op for stderr and syslog. */
 int log_reopen(void);
 void log_set_level(int level);

@@ -1,0 +1,273 @@
+/* test_hardening.c - the operator's side of a root-started ferryd: a
+ * detached start that fails says why on the terminal and exits non-zero;
+ * the pidfile, log and dead-letter archive are never opened through a link
+ * (the file it points to stays as it was); a password in a file every user
+ * may read is warned about, and passwords can live in their own files. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dead_archive.h"
+#include "harness.h"
+#include "queue.h"
+
+static struct ferryd d;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(hardening, .fini = teardown, .timeout = 300);
+
+#define QUEUE "[queue q]\nworkers = 1\n"
+#define PRECIOUS "root only: must stay as it is\n"
+
+/* A fresh d whose config logs to stderr (the shipped setting), with the
+ * control socket at DIR/`socket`. Returns the ferryd -c arguments. */
+static const char *const *
+setup_log_stderr(const char *socket)
+{
+	static const char *args[] = { "-c", NULL, NULL };
+
+	h_setup(&d, NULL, QUEUE);
+	h_write_file(d.config, "[ferryd]\npidfile = %s\nredis_host = 127.0.0.1\n"
+	    "redis_port = %d\nlog = stderr\ncontrol_socket = %s/%s\n" QUEUE,
+	    d.pidfile, d.redis.port, d.dir, socket);
+	args[1] = d.config;
+	return args;
+}
+
+/* Run ferryd with args; assert it exits with `code`; its output. */
+static char *
+run_expect(int code, const char *const *args)
+{
+	char *out = NULL;
+	int st = h_run_ferryd(args, &out);
+
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == code,
+	    "status %d (expected exit %d), output:\n%s", st, code, out);
+	return out;
+}
+
+#define expect_in(out, ...) do {					\
+	char want_[1024];						\
+	snprintf(want_, sizeof(want_), __VA_ARGS__);			\
+	cr_assert(strstr((out), want_) != NULL, "no \"%s\" in:\n%s",	\
+	    want_, (out));						\
+} while (0)
+
+/* A file only root should touch, to point links at. */
+static void
+make_precious(char *path, size_t size)
+{
+	snprintf(path, size, "%s/precious", d.dir);
+	h_write_file(path, PRECIOUS);
+	cr_assert_eq(chmod(path, 0600), 0);
+}
+
+static void
+assert_precious(const char *path)
+{
+	struct stat st;
+	char *text = h_read_file(path);
+
+	cr_assert_str_eq(text, PRECIOUS, "%s was changed", path);
+	free(text);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_uid, 0, "%s changed owner", path);
+	cr_assert_eq(st.st_mode & 07777, 0600, "%s changed mode", path);
+}
+
+/* The shipped log = stderr, detached, and a start that fails after the
+ * fork (the control socket's folder is missing): before, the parent exited
+ * 1 and the reason went to /dev/null. */
+Test(hardening, detached_start_failure_reaches_the_terminal)
+{
+	char *out = run_expect(1, setup_log_stderr("missing/ferryd.sock"));
+	expect_in(out, "ferryd: note: log = stderr, but a detached ferryd has "
+	    "no stderr: logging to syslog");
+	expect_in(out, "ferryd: cannot create control socket "
+	    "%s/missing/ferryd.sock: No such file or directory (check [ferryd] "
+	    "control_socket and its directory); not started\n", d.dir);
+	free(out);
+	cr_assert_eq(access(d.pidfile, F_OK), -1, "pidfile left behind");
+	h_stop(&d);
+}
+
+/* With a log file: the error is in the log and on the terminal, and the
+ * child's exit status is the parent's. */
+Test(hardening, detached_start_failure_with_a_log_file)
+{
+	h_setup(&d, "user = no-such-user-ferry\n", QUEUE);
+	h_expect_log(&d, "no such user");
+	char *out = run_expect(1, (const char *const[]){ "-c", d.config,
+	    NULL });
+	expect_in(out, "ferryd: [ferryd] user: no such user "
+	    "\"no-such-user-ferry\"; not started\n");
+	free(out);
+	cr_assert_eq(h_count_in_file(d.log, "no such user "
+	    "\\\"no-such-user-ferry\\\"; not started"), 1);
+	h_stop(&d);
+}
+
+/* A good detached start with log = stderr: exit 0 once ready, the note on
+ * the terminal, the daemon running. */
+Test(hardening, detached_start_with_log_stderr_says_where_it_logs)
+{
+	char *out = run_expect(0, setup_log_stderr("ferryd.sock"));
+	expect_in(out, "logging to syslog (facility daemon) instead");
+	free(out);
+	char *text = h_read_file(d.pidfile);
+	pid_t pid = (pid_t)atoi(text);
+	free(text);
+	cr_assert_gt(pid, 0);
+	cr_assert(h_pid_alive(pid));
+	kill(pid, SIGTERM);
+	h_wait_gone(&d, pid);
+	h_stop(&d);
+}
+
+/* `name` (the pidfile or the log) made a link (symbolic or hard) to a
+ * root-only file: ferryd refuses to start, saying `why` about `what`, and
+ * the file is as it was. */
+static void
+expect_link_refused(const char *name, bool hard, const char *what,
+    const char *why)
+{
+	char target[400];
+
+	make_precious(target, sizeof(target));
+	cr_assert_eq(hard ? link(target, name) : symlink(target, name), 0);
+	char *out = run_expect(1, (const char *const[]){ "-f", "-c", d.config,
+	    NULL });
+	expect_in(out, "ferryd: cannot open %s %s: %s", what, name, why);
+	free(out);
+	assert_precious(target);
+	if (strcmp(name, d.pidfile) != 0)
+		cr_assert_eq(access(d.pidfile, F_OK), -1, "a pidfile was written");
+}
+
+#define SYMLINK_REFUSED "is a symbolic link (refused: ferryd does not " \
+	"follow links for the files it opens as root; name the file itself)"
+
+Test(hardening, symlinked_pidfile_is_refused)
+{
+	h_setup(&d, NULL, QUEUE);
+	expect_link_refused(d.pidfile, false, "pidfile", SYMLINK_REFUSED);
+	h_stop(&d);
+}
+
+Test(hardening, hardlinked_pidfile_is_refused)
+{
+	h_setup(&d, NULL, QUEUE);
+	expect_link_refused(d.pidfile, true, "pidfile", "has more than one "
+	    "hard link (refused");
+	h_stop(&d);
+}
+
+Test(hardening, symlinked_log_is_refused)
+{
+	h_setup(&d, NULL, QUEUE);
+	expect_link_refused(d.log, false, "log", SYMLINK_REFUSED);
+	h_stop(&d);
+}
+
+/* Over dead_max with the archive a link: nothing appended through it,
+ * nothing trimmed (entries are never dropped unarchived). */
+Test(hardening, symlinked_dead_archive_is_refused)
+{
+	char target[400], archive[400], extra[1000];
+	struct ferry_config cfg;
+	struct config_errors errs = { 0, NULL };
+	struct queue_keys k;
+
+	h_setup(&d, NULL, QUEUE);
+	make_precious(target, sizeof(target));
+	snprintf(archive, sizeof(archive), "%s/archive.jsonl", d.dir);
+	cr_assert_eq(symlink(target, archive), 0);
+	snprintf(extra, sizeof(extra), "[queue q]\nworkers = 0\ndead_max = 1\n"
+	    "dead_archive = %s\n", archive);
+	h_config(&d, NULL, extra);
+	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
+	queue_keys_init(&k, "ferry", "q");
+	for (int i = 0; i < 3; i++)
+		freeReplyObject(h_redis(&d, "LPUSH %s {\"reason\":\"x\","
+		    "\"job\":\"j%d\",\"attempts\":1}", k.dead, i));
+	cr_assert_eq(dead_archive_run(d.rc, "ferry", config_find_queue(&cfg,
+	    "q"), &k), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 3);
+	assert_precious(target);
+	config_free(&cfg);
+	h_stop(&d);
+}
+
+#define WARNING "holds pg_password and is readable by every user"
+
+/* A password in a 0644 file: warned by ferryd -t and at start, with the
+ * mode and the fix; not for 0640. */
+Test(hardening, password_in_a_file_readable_by_all_is_warned)
+{
+	h_setup(&d, "pg_password = s3cret\n", QUEUE);
+	cr_assert_eq(chmod(d.config, 0644), 0);
+	char *out = run_expect(0, (const char *const[]){ "-t", "-c", d.config,
+	    NULL });
+	expect_in(out, "ferryd: warning: %s " WARNING " (mode 0644): chmod 0640 "
+	    "%s and chgrp it to the group of the user ferryd runs as, or move "
+	    "the password into a file named by pg_password_file\n", d.config,
+	    d.config);
+	free(out);
+	h_start(&d, 1);
+	h_wait_log(&d, WARNING " (mode 0644)", 1);
+	cr_assert_eq(h_count_in_file(d.stderr_path, WARNING), 1);
+	h_stop(&d);
+}
+
+Test(hardening, password_in_a_0640_file_is_not_warned)
+{
+	h_setup(&d, "pg_password = s3cret\n", QUEUE);
+	cr_assert_eq(chmod(d.config, 0640), 0);
+	char *out = run_expect(0, (const char *const[]){ "-t", "-c", d.config,
+	    NULL });
+	cr_assert_null(strstr(out, "readable by every user"), "%s", out);
+	free(out);
+	h_start(&d, 1);
+	h_wait_log(&d, "started as", 1);
+	cr_assert_eq(h_count_in_file(d.log, "readable by every user"), 0);
+	cr_assert_eq(h_count_in_file(d.stderr_path, "readable by every user"),
+	    0);
+	h_stop(&d);
+}
+
+/* redis_password_file: the workers authenticate with the file's first
+ * line against a Redis that requires it, and the 0644 config holds no
+ * password, so no warning. */
+Test(hardening, redis_password_from_its_own_file)
+{
+	char pwfile[400], extra[600];
+	struct queue_keys k;
+
+	h_setup(&d, NULL, QUEUE);
+	snprintf(pwfile, sizeof(pwfile), "%s/redis.pw", d.dir);
+	h_write_file(pwfile, "pw-from-file\n");
+	cr_assert_eq(chmod(pwfile, 0600), 0);
+	snprintf(extra, sizeof(extra), "redis_password_file = %s\n", pwfile);
+	h_config(&d, extra, QUEUE);
+	cr_assert_eq(chmod(d.config, 0644), 0);
+	freeReplyObject(h_redis(&d, "CONFIG SET requirepass pw-from-file"));
+	freeReplyObject(h_redis(&d, "AUTH pw-from-file"));
+	h_start(&d, 1);
+	queue_keys_init(&k, "ferry", "q");
+	h_push_jobs(&d, "q", 0, 20);
+	h_wait_redis_int(&d, 0, "LLEN %s", k.ready);
+	cr_assert_eq(h_count_in_file(d.log, "readable by every user"), 0);
+	h_stop(&d);
+}
