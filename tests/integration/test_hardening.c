@@ -5,6 +5,7 @@
  * may read is warned about, and passwords can live in their own files. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,31 @@ Test(hardening, symlinked_log_is_refused)
 	h_setup(&d, NULL, QUEUE);
 	expect_link_refused(d.log, false, "log", SYMLINK_REFUSED);
 	h_stop(&d);
+}
+
+/* With [ferryd] user the pidfile stays root's (it used to be handed to the
+ * user, who could then own whatever a planted link named); at exit the
+ * master, now nobody, cannot remove it from the root-owned folder, and
+ * empties it instead. */
+Test(hardening, pidfile_stays_roots_and_is_emptied_at_exit)
+{
+	struct stat st;
+	struct passwd *pw = getpwnam("nobody");
+
+	cr_assert_not_null(pw, "no user nobody on this machine");
+	cr_assert_eq(getuid(), 0, "this test switches users: run it as root");
+	h_setup(&d, "user = nobody\n", QUEUE);
+	h_start(&d, 1);
+	h_wait_log(&d, "dropped privileges to user nobody", 1);
+	cr_assert_eq(lstat(d.pidfile, &st), 0);
+	cr_assert_eq(st.st_uid, 0, "pidfile owned by uid %d", (int)st.st_uid);
+	cr_assert_eq(st.st_gid, 0, "pidfile owned by gid %d", (int)st.st_gid);
+	cr_assert_gt(st.st_size, 0);
+	h_stop(&d);
+	cr_assert_eq(lstat(d.pidfile, &st), 0, "the pidfile was removed from "
+	    "a folder nobody cannot write");
+	cr_assert_eq(st.st_size, 0, "the pidfile left behind still names the "
+	    "stopped master");
 }
 
 /* Over dead_max with the archive a link: nothing appended through it,
