@@ -3,11 +3,11 @@
  * the master runs, every error also reaches stderr: the terminal, or the
  * parent of a detached daemon, which prints it and exits with its status. */
 #include <errno.h>
+#include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
-#include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,13 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "dead_archive.h"
 #include "harness.h"
+#include "log.h"
 #include "queue.h"
 
 static struct ferryd d;
@@ -234,6 +238,68 @@ Test(hardening, symlinked_dead_archive_is_refused)
 	assert_precious(target);
 	config_free(&cfg);
 	h_stop(&d);
+}
+
+/* A datagram socket bound at path, as syslogd's /dev/log. */
+static int
+bind_syslog(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	unlink(path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0, "%s",
+	    strerror(errno));
+	return fd;
+}
+
+static void
+expect_datagram(int fd, const char *want_end)
+{
+	char buf[4096];
+	struct timeval tv = { 5, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert_gt(n, 0, "no syslog line: %s", strerror(errno));
+	buf[n] = '\0';
+	cr_assert_eq(strncmp(buf, "<29>", 4), 0, "%s", buf);   /* daemon.notice */
+	size_t len = strlen(want_end);
+	cr_assert((size_t)n > len && strcmp(buf + n - (ssize_t)len, want_end) == 0,
+	    "got \"%s\", expected it to end with \"%s\"", buf, want_end);
+}
+
+/* Syslog lines go through a socket that log_fd() names (a worker closes
+ * every other descriptor: libc's hidden syslog socket, closed so, had its
+ * number reused by the worker's Redis connection), and a restarted syslog
+ * daemon is found again. */
+Test(hardening, syslog_socket_is_log_fd_and_reconnects)
+{
+	char path[400], want[200];
+
+	h_tmpdir(d.dir, sizeof(d.dir));
+	snprintf(path, sizeof(path), "%s/log.sock", d.dir);
+	int server = bind_syslog(path);
+	cr_assert_eq(log_open_syslog(path, CONFIG_LOG_INFO), 0, "%s",
+	    log_open_error());
+	int fd = log_fd();
+	cr_assert_gt(fd, 2, "log_fd() %d is not the syslog socket", fd);
+	log_notice("first line");
+	snprintf(want, sizeof(want), " ferryd[%d]: master: first line",
+	    (int)getpid());
+	expect_datagram(server, want);
+	close(server);                  /* syslogd restarts */
+	server = bind_syslog(path);
+	log_notice("second line");
+	snprintf(want, sizeof(want), " ferryd[%d]: master: second line",
+	    (int)getpid());
+	expect_datagram(server, want);
+	cr_assert_eq(log_fd(), fd);
+	log_close();
+	close(server);
+	h_rmrf(d.dir);
+	d.dir[0] = '\0';
 }
 
 #define WARNING "holds pg_password and is readable by every user"
