@@ -240,12 +240,13 @@ void config_secret_fill(struct ferry_config *cfg, config_secret_error_fn error,
 /* The first line of file `path` into *value (malloc'd): NULL, or what is
  * wrong (malloc'd) with *value NULL. */
 char *config_secret_read(const char *path, char **value);
-/* When cfg's file (cfg->path) sets a password itself (redis_password,
- * redis_sentinel_password, pg_password, not through a _file key) and every
- * user may read it (mode & 004): the first such key, with the file's mode
- * in *mode. Else NULL. */
+/* A password every user may read: when cfg's file (cfg->path) sets one
+ * itself (redis_password, redis_sentinel_password, pg_password, not
+ * through a _file key) and its mode has 004, that key; else the first
+ * redis_password_file / pg_password_file naming such a file, that key.
+ * The file in *file, its mode in *mode. NULL when there is none. */
 const char *config_secret_exposed(const struct ferry_config *cfg,
-    mode_t *mode);
+    const char **file, mode_t *mode);
 
 const char *config_handler_name(int handler);
 const char *config_log_level_name(int level);

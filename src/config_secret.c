@@ -131,19 +131,49 @@ inline_secret(const void *base, bool queue)
 	return NULL;
 }
 
+/* Whether every user may read `path`; its mode in *mode. */
+static bool
+readable_by_all(const char *path, mode_t *mode)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1 || (st.st_mode & S_IROTH) == 0)
+		return false;
+	*mode = st.st_mode & 07777;
+	return true;
+}
+
+/* The first _file key of `base` naming a file every user may read. */
+static const char *
+exposed_file(const void *base, bool queue, const char **file, mode_t *mode)
+{
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(secret_keys); i++) {
+		const struct secret_key *k = &secret_keys[i];
+		const char *f = FIELD(base, k->file_off);
+		if (k->queue == queue && f != NULL && *f != '\0' &&
+		    readable_by_all(f, mode)) {
+			*file = f;
+			return k->file_key;
+		}
+	}
+	return NULL;
+}
+
 const char *
-config_secret_exposed(const struct ferry_config *cfg, mode_t *mode)
+config_secret_exposed(const struct ferry_config *cfg, const char **file,
+    mode_t *mode)
 {
 	const char *key = inline_secret(cfg, false);
-	struct stat st;
 
 	if (key == NULL && *cfg->redis_sentinel_password != '\0')
 		key = "redis_sentinel_password";
 	for (int q = 0; key == NULL && q < cfg->nqueues; q++)
 		key = inline_secret(&cfg->queues[q], true);
-	if (key == NULL || stat(cfg->path, &st) == -1 ||
-	    (st.st_mode & S_IROTH) == 0)
-		return NULL;
-	*mode = st.st_mode & 07777;
+	*file = cfg->path;
+	if (key != NULL && readable_by_all(cfg->path, mode))
+		return key;
+	key = exposed_file(cfg, false, file, mode);
+	for (int q = 0; key == NULL && q < cfg->nqueues; q++)
+		key = exposed_file(&cfg->queues[q], true, file, mode);
 	return key;
 }

@@ -115,7 +115,8 @@ static void
 warn_exposed_secret(const struct ferry_config *cfg, bool to_log)
 {
 	mode_t mode = 0;
-	const char *key = config_secret_exposed(cfg, &mode);
+	const char *file;
+	const char *key = config_secret_exposed(cfg, &file, &mode);
 	const char *group = service_group(cfg);
 	char msg[1024], chgrp[256], move[128] = "";
 
@@ -123,16 +124,16 @@ warn_exposed_secret(const struct ferry_config *cfg, bool to_log)
 		return;
 	if (group != NULL)
 		snprintf(chgrp, sizeof(chgrp), "chgrp %s %s (the group of "
-		    "[ferryd] user)", group, cfg->path);
+		    "[ferryd] user)", group, file);
 	else
 		snprintf(chgrp, sizeof(chgrp), "chgrp it to the group of the "
 		    "user ferryd runs as");
-	if (strcmp(key, "redis_sentinel_password") != 0)
+	if (file == cfg->path && strcmp(key, "redis_sentinel_password") != 0)
 		snprintf(move, sizeof(move), ", or move the password into a "
 		    "file named by %s_file", key);
-	snprintf(msg, sizeof(msg), "%s holds %s and is readable by every user "
-	    "(mode %04o): chmod 0640 %s and %s%s", cfg->path, key,
-	    (unsigned)mode, cfg->path, chgrp, move);
+	snprintf(msg, sizeof(msg), "%s %s %s and is readable by every user "
+	    "(mode %04o): chmod 0640 %s and %s%s", file, file == cfg->path ?
+	    "holds" : "is the", key, (unsigned)mode, file, chgrp, move);
 	if (!to_log || log_fd() != STDERR_FILENO)
 		fprintf(stderr, "ferryd: warning: %s\n", msg);
 	if (to_log)

@@ -341,7 +341,7 @@ Test(hardening, password_in_a_0640_file_is_not_warned)
 
 /* redis_password_file: the workers authenticate with the file's first
  * line against a Redis that requires it, and the 0644 config holds no
- * password, so no warning. */
+ * password, so no warning (but for the password file at 0644). */
 Test(hardening, redis_password_from_its_own_file)
 {
 	char pwfile[400], extra[600];
@@ -354,6 +354,15 @@ Test(hardening, redis_password_from_its_own_file)
 	snprintf(extra, sizeof(extra), "redis_password_file = %s\n", pwfile);
 	h_config(&d, extra, QUEUE);
 	cr_assert_eq(chmod(d.config, 0644), 0);
+	/* the password file readable by all is warned about instead */
+	cr_assert_eq(chmod(pwfile, 0644), 0);
+	char *out = run_expect(0, (const char *const[]){ "-t", "-c", d.config,
+	    NULL });
+	expect_in(out, "ferryd: warning: %s is the redis_password_file and is "
+	    "readable by every user (mode 0644): chmod 0640 %s and chgrp it to "
+	    "the group of the user ferryd runs as\n", pwfile, pwfile);
+	free(out);
+	cr_assert_eq(chmod(pwfile, 0600), 0);
 	freeReplyObject(h_redis(&d, "CONFIG SET requirepass pw-from-file"));
 	freeReplyObject(h_redis(&d, "AUTH pw-from-file"));
 	h_start(&d, 1);

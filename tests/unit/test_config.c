@@ -1813,8 +1813,11 @@ exposed(const char *text, mode_t mode, mode_t *got)
 	cr_assert_eq(chmod(path, mode), 0);
 	cr_assert_eq(config_load(path, &c, &errs), 0, "%s",
 	    errs.n ? errs.msgs[0] : "");
-	const char *k = config_secret_exposed(&c, got);
+	const char *file = NULL;
+	const char *k = config_secret_exposed(&c, &file, got);
 	snprintf(key, sizeof(key), "%s", k != NULL ? k : "(none)");
+	if (k != NULL && strcmp(k + strlen(k) - 5, "_file") != 0)
+		cr_expect_str_eq(file, path);
 	config_free(&c);
 	unlink(path);
 	free(path);
@@ -1843,6 +1846,10 @@ Test(config, password_readable_by_all_is_exposed)
 	cr_expect_str_eq(exposed(Q1 "[ferryd]\npg_user = u\n", 0644, &mode),
 	    "(none)");
 	cr_expect_str_eq(exposed(from_file, 0644, &mode), "(none)");
+	/* the password file itself, readable by all */
+	cr_assert_eq(chmod(pw, 0644), 0);
+	cr_expect_str_eq(exposed(from_file, 0640, &mode), "pg_password_file");
+	cr_expect_eq(mode, 0644);
 	unlink(pw);
 	free(pw);
 	free(from_file);
