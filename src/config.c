@@ -581,6 +581,22 @@ check_sentinel_keys(struct loader *st)
 	    "heartbeat_ttl", cfg->heartbeat_ttl_ms);
 }
 
+/* config_secret_fill's error: at the line of the _file key. */
+static void
+secret_error(void *ctx, int queue, const char *key, const char *why)
+{
+	struct loader *st = ctx;
+	char label[CONFIG_QUEUE_NAME_MAX + 16];
+
+	if (queue < 0)
+		snprintf(label, sizeof(label), "[ferryd]");
+	else
+		snprintf(label, sizeof(label), "[queue %s]",
+		    st->cfg->queues[queue].name);
+	config_error(st, blame_line(st, queue, key, NULL), "%s %s: %s", label,
+	    key, why);
+}
+
 static void
 check_all(struct loader *st)
 {
@@ -594,6 +610,7 @@ check_all(struct loader *st)
 	check_order(st, cfg->memory_refuse_percent >= cfg->memory_warn_percent,
 	    "memory_refuse_percent", cfg->memory_refuse_percent,
 	    "memory_warn_percent", cfg->memory_warn_percent);
+	config_secret_fill(st->cfg, secret_error, st);
 	if (*cfg->redis_user != '\0' && *cfg->redis_password == '\0')
 		config_error(st, blame_line(st, -1, "redis_user", NULL),
 		    "[ferryd] redis_user: \"%s\" is set but redis_password is "

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define FERRY_EX_CONFIG 78      /* sysexits EX_CONFIG: bad configuration */
 #define CONFIG_QUEUE_NAME_MAX 48 /* letters, digits, '_', '-', '.' */
@@ -68,7 +69,8 @@ struct queue_config {
 	char *pg_port;           /* one port, or one per host: "5432, 5433" */
 	char *pg_database;
 	char *pg_user;
-	char *pg_password;
+	char *pg_password;       /* from the file, or read from: */
+	char *pg_password_file;  /* its first line (config_secret.c) */
 	char *pg_options;        /* replaces [ferryd] pg_options when set */
 	char *pg_target_session_attrs;
 };
@@ -88,7 +90,8 @@ struct ferry_config {
 	int redis_port;
 	char *redis_socket;      /* non-empty: used instead of host/port */
 	char *redis_user;        /* non-empty: a Redis 6+ ACL user */
-	char *redis_password;
+	char *redis_password;    /* from the file, or read from: */
+	char *redis_password_file;  /* its first line (config_secret.c) */
 	int redis_db;
 	/* Redis Sentinel: when set, the primary is asked of these (HOST:PORT
 	 * list) instead of redis_host/redis_port (redis_addr.c) */
@@ -107,7 +110,8 @@ struct ferry_config {
 	char *pg_port;           /* one port, or one per host */
 	char *pg_database;
 	char *pg_user;
-	char *pg_password;
+	char *pg_password;       /* "": libpq's PGPASSFILE or ~/.pgpass */
+	char *pg_password_file;
 	char *pg_options;        /* extra libpq conninfo, e.g. "sslmode=require" */
 	/* libpq target_session_attrs; "" = read-write with several hosts */
 	char *pg_target_session_attrs;
@@ -225,6 +229,27 @@ void config_keep_static(const struct ferry_config *old,
  * blanks around it trimmed: true with the item in *item and *len (possibly
  * empty, for ",,"), advancing *cursor; false at the end of the list. */
 bool config_list_next(const char **cursor, const char **item, size_t *len);
+
+/* Password files (config_secret.c). config_load calls config_secret_fill:
+ * each redis_password_file / pg_password_file set ([ferryd] or a queue's)
+ * fills its key with the file's first line (trailing newline dropped);
+ * refused, through `error` (queue index or -1, the _file key, what is
+ * wrong), when the key is set inline too or the file cannot be read or is
+ * empty. */
+typedef void (*config_secret_error_fn)(void *ctx, int queue, const char *key,
+    const char *why);
+void config_secret_fill(struct ferry_config *cfg, config_secret_error_fn error,
+    void *ctx);
+/* The first line of file `path` into *value (malloc'd): NULL, or what is
+ * wrong (malloc'd) with *value NULL. */
+char *config_secret_read(const char *path, char **value);
+/* A password every user may read: when cfg's file (cfg->path) sets one
+ * itself (redis_password, redis_sentinel_password, pg_password, not
+ * through a _file key) and its mode has 004, that key; else the first
+ * redis_password_file / pg_password_file naming such a file, that key.
+ * The file in *file, its mode in *mode. NULL when there is none. */
+const char *config_secret_exposed(const struct ferry_config *cfg,
+    const char **file, mode_t *mode);
 
 const char *config_handler_name(int handler);
 const char *config_log_level_name(int level);

@@ -5,6 +5,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,11 +141,13 @@ bind_socket(struct control *c, char *err, size_t errsize)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd == -1)
 		goto fail;
-	mode_t old = umask(0177);        /* never visible with wider modes */
+	/* the umask makes the file 0600 as bind creates it: no chmod by
+	 * path afterwards, which a swapped file would redirect */
+	mode_t old = umask(0177);
 	int rc = bind(c->fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
-	if (rc == -1 || chmod(c->path, 0600) == -1 ||
-	    listen(c->fd, CONTROL_BACKLOG) == -1 || stat(c->path, &st) == -1)
+	if (rc == -1 || listen(c->fd, CONTROL_BACKLOG) == -1 ||
+	    lstat(c->path, &st) == -1)
 		goto fail;
 	c->dev = st.st_dev;
 	c->ino = st.st_ino;
@@ -181,6 +184,39 @@ control_open(const char *path, char *err, size_t errsize)
 		return NULL;
 	}
 	return c;
+}
+
+int
+control_chown(struct control *c, uid_t uid, gid_t gid, char *err,
+    size_t errsize)
+{
+	struct stat st;
+
+	if (c == NULL)
+		return 0;
+	/* chown what the descriptor names, after checking it is our socket:
+	 * a name swapped for a link or another file between bind and here
+	 * is refused instead of handed to the user */
+	int fd = open(c->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode) ||
+	    st.st_dev != c->dev || st.st_ino != c->ino) {
+		snprintf(err, errsize, "control socket %s: %s since ferryd made "
+		    "it; not handing it to the user (check who else writes its "
+		    "folder)", c->path, fd == -1 ? "gone or replaced" :
+		    "replaced");
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	int rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
+	int saved = errno;
+	close(fd);
+	if (rc == -1) {
+		snprintf(err, errsize, "cannot chown control socket %s: %s",
+		    c->path, strerror(saved));
+		return -1;
+	}
+	return 0;
 }
 
 static void

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define CONTROL_REQUEST_MAX 512     /* one command line, newline included */
 #define CONTROL_TIMEOUT_S 5.0       /* a client's whole exchange */
@@ -29,6 +30,11 @@ void control_out_quoted(struct control_out *o, const char *s);
  * replaced; one that answers means another ferryd: NULL and a message in
  * err. An empty path disables the socket: NULL with err "". */
 struct control *control_open(const char *path, char *err, size_t errsize);
+/* Hand the socket file to uid/gid (the [ferryd] user, so that ferryctl run
+ * as that user may connect): by descriptor, after checking the name still
+ * is the socket control_open made. NULL c is a no-op. 0, or -1 and err. */
+int control_chown(struct control *c, uid_t uid, gid_t gid, char *err,
+    size_t errsize);
 /* Serve it in m's loop. */
 void control_start(struct control *c, struct master *m);
 /* Close the socket and every client, and remove the socket file. */

@@ -1,24 +1,33 @@
 /* daemon.c - pidfile, detaching and privilege dropping. The pidfile is held
  * with flock() for the master's whole life: a second ferryd on the same file
- * refuses to start, and a stale file left by a crash is simply taken over. */
+ * refuses to start, and a stale file left by a crash is simply taken over.
+ * It stays root's (never handed to [ferryd] user): the service user must not
+ * own a file that root opens at the next start. A detached daemon reports
+ * its start-up to the waiting parent through a pipe, as pg_ctl does. */
 #include "daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "secure_open.h"
+
 int
-daemon_pidfile_lock(const char *path, pid_t *holder)
+daemon_pidfile_lock(const char *path, pid_t *holder, char *why,
+    size_t whysize)
 {
 	char buf[32];
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = secure_open_file(path, O_RDWR | O_CREAT, 0644, why, whysize);
 
 	*holder = 0;
 	if (fd == -1)
@@ -52,72 +61,115 @@ daemon_pidfile_remove(const char *path, int fd)
 {
 	if (fd == -1)
 		return;
-	/* unlink before unlocking so no one locks a file about to vanish */
+	/* After dropping privileges the master may not remove a file from a
+	 * root-owned folder such as /run; the descriptor, opened as root, can
+	 * still empty it, and an empty, unlocked pidfile names no one. Both
+	 * before unlocking, so no one locks a file about to change. */
+	int rc = ftruncate(fd, 0);
+	(void)rc;       /* at exit: nothing better to do than try */
 	unlink(path);
 	close(fd);
 }
 
+/* The parent's side: copy what the child writes to our stderr until it
+ * sends the NUL byte of daemon_ready (exit 0) or exits (its status). */
+static void __attribute__((noreturn))
+wait_for_child(pid_t pid, int fd)
+{
+	char buf[1024];
+	ssize_t n;
+	int said = 0, status;
+
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			break;
+		char *nul = memchr(buf, '\0', (size_t)n);
+		size_t len = nul != NULL ? (size_t)(nul - buf) : (size_t)n;
+		if (len > 0 && write(STDERR_FILENO, buf, len) > 0)
+			said = 1;
+		if (nul != NULL)
+			_exit(0);
+	}
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+		if (!said)
+			fprintf(stderr, "ferryd: the daemon exited with status %d "
+			    "while starting (see its log)\n", WEXITSTATUS(status));
+		_exit(WEXITSTATUS(status));
+	}
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "ferryd: the daemon was killed by signal %d while "
+		    "starting\n", WTERMSIG(status));
+	else
+		fprintf(stderr, "ferryd: the daemon exited while starting\n");
+	_exit(1);
+}
+
 int
-daemon_detach(int keep_stderr, int *ready_fd)
+daemon_detach(int *report_fd)
 {
 	int pipefd[2];
-	char ok;
 
 	if (pipe2(pipefd, O_CLOEXEC) == -1)
 		return -1;
+	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == -1)
 		return -1;
 	if (pid > 0) {
-		/* exit only when the daemon is ready, so an init script sees
-		 * the pidfile, or see the failure as our exit status */
 		close(pipefd[1]);
-		_exit(read(pipefd[0], &ok, 1) == 1 ? 0 : 1);
+		wait_for_child(pid, pipefd[0]);
 	}
 	close(pipefd[0]);
-	*ready_fd = pipefd[1];
-	if (setsid() == -1)
+	*report_fd = pipefd[1];
+	/* a parent gone (^C) must not kill us with the first error we say */
+	signal(SIGPIPE, SIG_IGN);
+	if (setsid() == -1 || chdir("/") == -1)
 		return -1;
-	if (chdir("/") == -1)
-		return -1;
-	int null = open("/dev/null", O_RDWR);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null == -1)
 		return -1;
 	dup2(null, 0);
 	dup2(null, 1);
-	if (!keep_stderr)
-		dup2(null, 2);
-	if (null > 2)
-		close(null);
+	dup2(pipefd[1], 2);     /* until daemon_ready: the parent's terminal */
+	close(null);
 	return 0;
 }
 
 void
-daemon_ready(int ready_fd)
+daemon_ready(int report_fd)
 {
-	if (ready_fd == -1)
+	if (report_fd == -1)
 		return;
-	ssize_t n = write(ready_fd, "", 1);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null != -1) {
+		dup2(null, 2);
+		close(null);
+	}
+	ssize_t n = write(report_fd, "", 1);
 	(void)n;         /* the parent is gone: nobody to tell */
-	close(ready_fd);
+	close(report_fd);
 }
 
 int
-daemon_drop_privileges(const char *user, const char *group, int pidfile_fd,
-    const char *socket_path, char *err, size_t errsize)
+daemon_resolve_user(const char *user, const char *group, uid_t *uid,
+    gid_t *gid, char *err, size_t errsize)
 {
-	uid_t uid = getuid();
-	gid_t gid = getgid();
 	struct passwd *pw = NULL;
 
+	*uid = getuid();
+	*gid = getgid();
 	if (*user != '\0') {
 		if ((pw = getpwnam(user)) == NULL) {
 			snprintf(err, errsize, "[ferryd] user: no such user \"%s\"",
 			    user);
 			return -1;
 		}
-		uid = pw->pw_uid;
-		gid = pw->pw_gid;
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
 	}
 	if (*group != '\0') {
 		struct group *gr = getgrnam(group);
@@ -126,23 +178,21 @@ daemon_drop_privileges(const char *user, const char *group, int pidfile_fd,
 			    group);
 			return -1;
 		}
-		gid = gr->gr_gid;
+		*gid = gr->gr_gid;
 	}
-	if (pw == NULL && *group == '\0')
-		return 0;
-	if (pidfile_fd != -1 && fchown(pidfile_fd, uid, gid) == -1) {
-		snprintf(err, errsize, "cannot chown pidfile: %s", strerror(errno));
-		return -1;
-	}
-	if (socket_path != NULL && lchown(socket_path, uid, gid) == -1) {
-		snprintf(err, errsize, "cannot chown control socket %s: %s",
-		    socket_path, strerror(errno));
-		return -1;
-	}
+	return pw != NULL || *group != '\0';
+}
+
+int
+daemon_switch_user(const char *user, const char *group, uid_t uid, gid_t gid,
+    char *err, size_t errsize)
+{
+	bool named = *user != '\0';
+
 	if (setgid(gid) == -1 ||
-	    (pw != NULL && initgroups(pw->pw_name, gid) == -1) ||
-	    (pw == NULL && setgroups(1, &gid) == -1) ||
-	    (pw != NULL && setuid(uid) == -1)) {
+	    (named && initgroups(user, gid) == -1) ||
+	    (!named && setgroups(1, &gid) == -1) ||
+	    (named && setuid(uid) == -1)) {
 		snprintf(err, errsize, "cannot switch to user \"%s\" group \"%s\": %s",
 		    user, group, strerror(errno));
 		return -1;

@@ -6,23 +6,34 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Open and lock `path`. Returns the descriptor, or -1: errno EWOULDBLOCK
- * when another process holds it (its pid in *holder, 0 if unreadable). */
-int daemon_pidfile_lock(const char *path, pid_t *holder);
+/* Open (never through a symbolic link, only a regular file: secure_open.h)
+ * and lock `path`. Returns the descriptor, or -1: errno EWOULDBLOCK when
+ * another process holds it (its pid in *holder, 0 if unreadable), else why
+ * it cannot be opened in `why`. */
+int daemon_pidfile_lock(const char *path, pid_t *holder, char *why,
+    size_t whysize);
 /* Write our pid into the locked pidfile. */
 int daemon_pidfile_write(int fd);
+/* Empty it through fd (which works without root), unlink it if the folder
+ * lets us, and close it. */
 void daemon_pidfile_remove(const char *path, int fd);
 
-/* Fork into the background, new session, cwd /, stdio on /dev/null (stderr
- * too unless keep_stderr). The parent waits and exits 0 once the child
- * calls daemon_ready(*ready_fd), or 1 if the child exits first. */
-int daemon_detach(int keep_stderr, int *ready_fd);
-void daemon_ready(int ready_fd);
+/* Fork into the background: new session, cwd /, stdin and stdout on
+ * /dev/null, stderr on a pipe to the parent until daemon_ready(*report_fd).
+ * The parent copies what comes through to its stderr and exits 0 once the
+ * child is ready, or with the child's status when it exits first, so every
+ * start-up error reaches the terminal and the exit status. */
+int daemon_detach(int *report_fd);
+/* Start-up is over: stderr to /dev/null, the parent told; -1 is a no-op. */
+void daemon_ready(int report_fd);
 
-/* Switch to user/group (either may be empty), first handing them the
- * pidfile (by descriptor) and the control socket (by path, or NULL), which
- * were made as root. On failure -1 and a message in err. */
-int daemon_drop_privileges(const char *user, const char *group,
-    int pidfile_fd, const char *socket_path, char *err, size_t errsize);
+/* The ids of [ferryd] user and group (either may be empty: the starting
+ * user's). Returns 1 when there is someone to switch to, 0 when not, -1
+ * with a message in err. */
+int daemon_resolve_user(const char *user, const char *group, uid_t *uid,
+    gid_t *gid, char *err, size_t errsize);
+/* setgid, supplementary groups (user's, or just gid), setuid. */
+int daemon_switch_user(const char *user, const char *group, uid_t uid,
+    gid_t gid, char *err, size_t errsize);
 
 #endif

@@ -22,6 +22,7 @@
 #include "dead_entry.h"
 #include "job.h"
 #include "log.h"
+#include "secure_open.h"
 #include "sha1.h"
 #include "util.h"
 #include "wrapper.h"
@@ -297,14 +298,15 @@ archive_round(redisContext *c, const char *prefix,
 static int
 open_archive(const struct queue_config *q)
 {
-	int fd = open(q->dead_archive, O_WRONLY | O_APPEND | O_CREAT |
-	    O_CLOEXEC, 0640);
+	char why[256];
+	int fd = secure_open_file(q->dead_archive, O_WRONLY | O_APPEND |
+	    O_CREAT, 0640, why, sizeof(why));
 
 	if (fd == -1) {
 		if (!warned_file)
 			log_error("queue %s: cannot open dead_archive %s: %s; the "
 			    "dead-letter list stays over dead_max", q->name,
-			    q->dead_archive, strerror(errno));
+			    q->dead_archive, why);
 		warned_file = true;
 		return -1;
 	}

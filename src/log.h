@@ -8,14 +8,24 @@
 
 /* Levels are those of config.h (CONFIG_LOG_DEBUG .. CONFIG_LOG_ERROR). */
 
-/* Open `target`: "stderr", "syslog" or a file path (appended, created 0640).
- * On failure returns -1 with errno set and keeps the previous target. */
+/* Open `target`: "stderr", "syslog" or a file path (appended, created 0640;
+ * never through a symbolic link, only a regular file). On failure returns
+ * -1 with errno set, the reason in log_open_error(), and keeps the
+ * previous target. */
 int log_open(const char *target, int level);
+const char *log_open_error(void);
+/* The process is detaching and its stderr goes away: "stderr", now and in
+ * later log_open calls (a reload), means syslog (facility daemon). */
+void log_stderr_gone(void);
+/* Log to the syslog datagram socket at socket_path ("syslog" is
+ * /dev/log); exposed for tests. 0, or -1 (log_open_error()). */
+int log_open_syslog(const char *socket_path, int level);
 /* Reopen the file target (logrotate); no-op for stderr and syslog. */
 int log_reopen(void);
 void log_set_level(int level);
 void log_set_role(const char *role);     /* "master", "worker orders/2" */
-int log_fd(void);                        /* file descriptor, or -1 (syslog) */
+/* The descriptor lines go to: 2, the file, or the syslog socket. */
+int log_fd(void);
 void log_close(void);
 
 void log_msg(int level, const char *fmt, ...)

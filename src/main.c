@@ -1,8 +1,13 @@
 /* main.c - ferryd's command line: check the config (-t), or take the
- * pidfile, detach (unless -f), drop privileges and run the master. */
+ * pidfile, detach (unless -f), drop privileges and run the master. Until
+ * the master runs, every error also reaches stderr: the terminal, or the
+ * parent of a detached daemon, which prints it and exits with its status. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +80,72 @@ check_sinks(const struct ferry_config *cfg)
 	return 0;
 }
 
+/* A start-up error: to the log, and to stderr when the log is elsewhere. */
+static void __attribute__((format(printf, 1, 2)))
+startup_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log_fd() != STDERR_FILENO)
+		fprintf(stderr, "ferryd: %s\n", msg);
+	log_error("%s", msg);
+}
+
+/* The group to give the config file: [ferryd] group, else the user's. */
+static const char *
+service_group(const struct ferry_config *cfg)
+{
+	struct passwd *pw;
+	struct group *gr;
+
+	if (*cfg->group != '\0')
+		return cfg->group;
+	if (*cfg->user != '\0' && (pw = getpwnam(cfg->user)) != NULL &&
+	    (gr = getgrgid(pw->pw_gid)) != NULL)
+		return gr->gr_name;
+	return NULL;
+}
+
+/* A password in a file every user may read: say so, and how to fix it. */
+static void
+warn_exposed_secret(const struct ferry_config *cfg, bool to_log)
+{
+	mode_t mode = 0;
+	const char *file;
+	const char *key = config_secret_exposed(cfg, &file, &mode);
+	const char *group = service_group(cfg);
+	char msg[1024], chgrp[256], move[128] = "";
+
+	if (key == NULL)
+		return;
+	if (group != NULL)
+		snprintf(chgrp, sizeof(chgrp), "chgrp %s %s (the group of "
+		    "[ferryd] user)", group, file);
+	else
+		snprintf(chgrp, sizeof(chgrp), "chgrp it to the group of the "
+		    "user ferryd runs as");
+	if (file == cfg->path && strcmp(key, "redis_sentinel_password") != 0)
+		snprintf(move, sizeof(move), ", or move the password into a "
+		    "file named by %s_file", key);
+	snprintf(msg, sizeof(msg), "%s %s %s and is readable by every user "
+	    "(mode %04o): chmod 0640 %s and %s%s", file, file == cfg->path ?
+	    "holds" : "is the", key, (unsigned)mode, file, chgrp, move);
+	if (!to_log || log_fd() != STDERR_FILENO)
+		fprintf(stderr, "ferryd: warning: %s\n", msg);
+	if (to_log)
+		log_warn("%s", msg);
+}
+
 static int
 take_pidfile(const char *path)
 {
 	pid_t holder;
-	int fd = daemon_pidfile_lock(path, &holder);
+	char why[256];
+	int fd = daemon_pidfile_lock(path, &holder, why, sizeof(why));
 
 	if (fd != -1)
 		return fd;
@@ -89,7 +155,38 @@ take_pidfile(const char *path)
 		    (long)holder);
 	else
 		fprintf(stderr, "ferryd: cannot open pidfile %s: %s (check "
-		    "[ferryd] pidfile and its directory)\n", path, strerror(errno));
+		    "[ferryd] pidfile and its directory)\n", path, why);
+	return -1;
+}
+
+/* As root: the control socket and the metrics port (which may be below
+ * 1024), then the switch to [ferryd] user. 0, or -1 after saying why. */
+static int
+open_and_drop(const struct ferry_config *cfg, struct control **control,
+    struct metrics_http **http)
+{
+	char err[512];
+	uid_t uid;
+	gid_t gid;
+	int switching;
+
+	/* made as root, so that it may live in a root-owned folder (/run) */
+	*control = control_open(cfg->control_socket, err, sizeof(err));
+	if (*control == NULL && err[0] != '\0')
+		goto fail;
+	*http = metrics_http_open(cfg->metrics_listen, err, sizeof(err));
+	if (*http == NULL && err[0] != '\0')
+		goto fail;
+	switching = daemon_resolve_user(cfg->user, cfg->group, &uid, &gid, err,
+	    sizeof(err));
+	if (switching == -1 || (switching == 1 &&
+	    (control_chown(*control, uid, gid, err, sizeof(err)) == -1 ||
+	    daemon_switch_user(cfg->user, cfg->group, uid, gid, err,
+	    sizeof(err)) == -1)))
+		goto fail;
+	return 0;
+fail:
+	startup_error("%s; not started", err);
 	return -1;
 }
 
@@ -105,7 +202,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = FERRY_CONFIG_PATH;
-	int foreground = 0, test_only = 0, ready_fd = -1, ch;
+	int foreground = 0, test_only = 0, report_fd = -1, ch;
 	char err[256];
 
 	while ((ch = getopt_long(argc, argv, "c:ftVh", longopts, NULL)) != -1) {
@@ -127,49 +224,46 @@ main(int argc, char **argv)
 	struct ferry_config *cfg = load_or_exit(abspath != NULL ? abspath : path);
 	free(abspath);
 	if (test_only) {
+		warn_exposed_secret(cfg, false);
 		printf("ferryd: configuration file %s test is successful "
 		    "(%d queues)\n", path, cfg->nqueues);
 		config_free(cfg);
 		free(cfg);
 		return 0;
 	}
+	if (!foreground && strcmp(cfg->log, "stderr") == 0) {
+		fprintf(stderr, "ferryd: note: log = stderr, but a detached "
+		    "ferryd has no stderr: logging to syslog (facility daemon) "
+		    "instead; set [ferryd] log to syslog or a file, or run "
+		    "ferryd -f under a supervisor that keeps its stderr\n");
+		log_stderr_gone();
+	}
 	if (log_open(cfg->log, cfg->log_level) == -1) {
 		fprintf(stderr, "ferryd: cannot open log %s: %s (check [ferryd] "
-		    "log)\n", cfg->log, strerror(errno));
+		    "log)\n", cfg->log, log_open_error());
 		return 1;
 	}
+	warn_exposed_secret(cfg, true);
 	if (check_sinks(cfg) == -1 || memory_check_start(cfg) == -1)
 		return 1;
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)
 		return 1;
-	if (!foreground && daemon_detach(0, &ready_fd) == -1) {
-		fprintf(stderr, "ferryd: cannot detach: %s\n", strerror(errno));
+	if (!foreground && daemon_detach(&report_fd) == -1) {
+		startup_error("cannot detach: %s", strerror(errno));
 		return 1;
 	}
 	if (daemon_pidfile_write(pidfd) == -1) {
-		log_error("cannot write pidfile %s: %s", cfg->pidfile,
+		startup_error("cannot write pidfile %s: %s", cfg->pidfile,
 		    strerror(errno));
+		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return 1;
 	}
 	if (getuid() == 0 && *cfg->user == '\0')
 		log_notice("running as root; set [ferryd] user to drop privileges");
-	/* made as root, so that it may live in a root-owned folder (/run) */
-	struct control *control = control_open(cfg->control_socket, err,
-	    sizeof(err));
-	if (control == NULL && err[0] != '\0') {
-		log_error("%s; not started", err);
-		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return 1;
-	}
-	/* and the metrics port, which may be below 1024 */
-	struct metrics_http *http = metrics_http_open(cfg->metrics_listen, err,
-	    sizeof(err));
-	if ((http == NULL && err[0] != '\0') ||
-	    daemon_drop_privileges(cfg->user, cfg->group, pidfd,
-	    control != NULL ? cfg->control_socket : NULL, err,
-	    sizeof(err)) == -1) {
-		log_error("%s; not started", err);
+	struct control *control = NULL;
+	struct metrics_http *http = NULL;
+	if (open_and_drop(cfg, &control, &http) == -1) {
 		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
@@ -187,7 +281,7 @@ main(int argc, char **argv)
 	struct master_ident ident;
 	int claimed = master_ident_init(&ident, err, sizeof(err));
 	if (claimed == -1)
-		log_error("%s; not started", err);
+		startup_error("%s; not started", err);
 	else
 		claimed = master_ident_claim(cfg, &ident);
 	if (claimed == -1) {
@@ -196,7 +290,7 @@ main(int argc, char **argv)
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return 1;
 	}
-	daemon_ready(ready_fd);
+	daemon_ready(report_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
 	int status = master_run(cfg, control, http, &ident);
 	daemon_pidfile_remove(pidfile, pidfd);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef TEST_SRCDIR
@@ -27,6 +28,17 @@ write_tmp(const char *text)
 	cr_assert_eq(write(fd, text, n), (ssize_t)n);
 	close(fd);
 	return path;
+}
+
+/* Replace the content of `path` with `text`. */
+static void
+h_rewrite(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fputs(text, f) >= 0, true);
+	fclose(f);
 }
 
 /* Load `text`: its errors, one a line, path replaced by "F"; "" if none. */
@@ -1673,4 +1685,172 @@ Test(config, redis_user_with_password_loads)
 	cr_expect_str_eq(c.redis_user, "ferry");
 	cr_expect_str_eq(c.redis_password, "pw");
 	config_free(&c);
+}
+
+/* --- password files (config_secret.c) --- */
+
+/* A 0600 temp file holding `text`; its path (malloc'd). */
+static char *
+secret_file(const char *text)
+{
+	char *path = write_tmp(text);
+
+	cr_assert_eq(chmod(path, 0600), 0);
+	return path;
+}
+
+Test(config, password_files_fill_the_password_keys)
+{
+	struct ferry_config c;
+	char *redis = secret_file("r-pw\nsecond line ignored\n");
+	char *pg = secret_file("pg pw with blanks\r\n");
+	char *qpg = secret_file("queue-pw");        /* no newline at all */
+	char *text = xasprintf("[ferryd]\nredis_password_file = %s\n"
+	    "pg_password_file = %s\n[queue q]\nhandler = postgres\ntable = t\n"
+	    "pg_password_file = %s\n[queue r]\n", redis, pg, qpg);
+
+	load_ok(text, &c);
+	cr_expect_str_eq(c.redis_password, "r-pw");
+	cr_expect_str_eq(c.redis_password_file, redis);
+	cr_expect_str_eq(c.pg_password, "pg pw with blanks");
+	cr_expect_str_eq(config_find_queue(&c, "q")->pg_password, "queue-pw");
+	cr_expect_str_eq(config_find_queue(&c, "r")->pg_password, "");
+	char *conninfo = config_pg_conninfo(&c, config_find_queue(&c, "q"));
+	cr_expect_not_null(strstr(conninfo, "password='queue-pw'"), "%s",
+	    conninfo);
+	free(conninfo);
+	config_free(&c);
+	/* a reload reads the file again */
+	h_rewrite(pg, "changed\n");
+	load_ok(text, &c);
+	cr_expect_str_eq(c.pg_password, "changed");
+	config_free(&c);
+	unlink(redis);
+	unlink(pg);
+	unlink(qpg);
+	free(redis);
+	free(pg);
+	free(qpg);
+	free(text);
+}
+
+Test(config, password_file_errors)
+{
+	char *empty = secret_file(""), *blank = secret_file("\nsecond\n");
+	char *text, *want;
+
+	/* missing, empty, first line empty, relative; inline and file both */
+	text = xasprintf(Q1 "[ferryd]\nredis_password_file = /nonexistent/pw\n"
+	    "pg_password_file = %s\n[queue r]\npg_password_file = %s\n"
+	    "[queue s]\npg_password_file = pw.txt\n", empty, blank);
+	want = xasprintf("F:8: [queue s] pg_password_file: \"pw.txt\" is not "
+	    "an absolute path (allowed: empty or /path)\n"
+	    "F:3: [ferryd] redis_password_file: cannot read /nonexistent/pw: No "
+	    "such file or directory (it is read at start and on every reload, "
+	    "then as [ferryd] user: make it readable by that user's group, e.g. "
+	    "mode 0640)\n"
+	    "F:4: [ferryd] pg_password_file: %s is empty (write the password on "
+	    "its first line)\n"
+	    "F:6: [queue r] pg_password_file: %s is empty (write the password "
+	    "on its first line)\n", empty, blank);
+	expect_errors(text, want);
+	free(text);
+	free(want);
+	char *pw = secret_file("p\n");
+	text = xasprintf(Q1 "[ferryd]\npg_password = inline\n"
+	    "pg_password_file = %s\n[queue r]\npg_password = x\n"
+	    "pg_password_file = %s\n", pw, pw);
+	expect_errors(text, "F:4: [ferryd] pg_password_file: set together with "
+	    "pg_password (allowed: one of the two; remove pg_password)\n"
+	    "F:7: [queue r] pg_password_file: set together with pg_password "
+	    "(allowed: one of the two; remove pg_password)\n");
+	free(text);
+	/* a password from a file satisfies redis_user */
+	text = xasprintf(Q1 "[ferryd]\nredis_user = ferry\n"
+	    "redis_password_file = %s\n", pw);
+	expect_errors(text, "");
+	free(text);
+	unlink(pw);
+	unlink(empty);
+	unlink(blank);
+	free(pw);
+	free(empty);
+	free(blank);
+}
+
+Test(config, password_file_first_line_at_most_1024_bytes)
+{
+	char line[1100], *value = NULL;
+
+	memset(line, 'x', 1025);
+	line[1025] = '\0';
+	char *path = secret_file(line);
+	char *why = config_secret_read(path, &value);
+	char *want = xasprintf("%s: the first line is longer than 1024 bytes "
+	    "(it must hold the password alone)", path);
+	cr_expect_str_eq(why, want);
+	cr_expect_null(value);
+	free(why);
+	free(want);
+	line[1024] = '\n';
+	h_rewrite(path, line);
+	cr_expect_null(config_secret_read(path, &value));
+	cr_expect_eq(strlen(value), 1024);
+	free(value);
+	unlink(path);
+	free(path);
+}
+
+/* Which file holds a password that every user may read. */
+static const char *
+exposed(const char *text, mode_t mode, mode_t *got)
+{
+	static char key[64];
+	struct ferry_config c;
+	char *path = write_tmp(text);
+	struct config_errors errs = { 0 };
+
+	cr_assert_eq(chmod(path, mode), 0);
+	cr_assert_eq(config_load(path, &c, &errs), 0, "%s",
+	    errs.n ? errs.msgs[0] : "");
+	const char *file = NULL;
+	const char *k = config_secret_exposed(&c, &file, got);
+	snprintf(key, sizeof(key), "%s", k != NULL ? k : "(none)");
+	if (k != NULL && strcmp(k + strlen(k) - 5, "_file") != 0)
+		cr_expect_str_eq(file, path);
+	config_free(&c);
+	unlink(path);
+	free(path);
+	return key;
+}
+
+Test(config, password_readable_by_all_is_exposed)
+{
+	mode_t mode = 0;
+	char *pw = secret_file("p\n");
+	char *from_file = xasprintf(Q1 "[ferryd]\npg_password_file = %s\n", pw);
+
+	cr_expect_str_eq(exposed(Q1 "[ferryd]\nredis_password = p\n", 0644,
+	    &mode), "redis_password");
+	cr_expect_eq(mode, 0644);
+	cr_expect_str_eq(exposed(Q1 "[ferryd]\nredis_sentinels = a:1\n"
+	    "redis_sentinel_master = m\nredis_sentinel_password = p\n", 0604,
+	    &mode), "redis_sentinel_password");
+	cr_expect_eq(mode, 0604);
+	cr_expect_str_eq(exposed("[queue q]\npg_password = p\n", 0666, &mode),
+	    "pg_password");
+	cr_expect_str_eq(exposed(Q1 "[ferryd]\npg_password = p\n", 0640,
+	    &mode), "(none)");
+	cr_expect_str_eq(exposed(Q1 "[ferryd]\npg_password = p\n", 0600,
+	    &mode), "(none)");
+	cr_expect_str_eq(exposed(Q1 "[ferryd]\npg_user = u\n", 0644, &mode),
+	    "(none)");
+	cr_expect_str_eq(exposed(from_file, 0644, &mode), "(none)");
+	/* the password file itself, readable by all */
+	cr_assert_eq(chmod(pw, 0644), 0);
+	cr_expect_str_eq(exposed(from_file, 0640, &mode), "pg_password_file");
+	cr_expect_eq(mode, 0644);
+	unlink(pw);
+	free(pw);
+	free(from_file);
 }
