@@ -27,6 +27,7 @@ static int saved_argc;
 static char **saved_argv;
 static char *area;              /* argv[0] .. end of the last env string */
 static size_t area_size;
+static size_t shown;            /* bytes of the title last written */
 
 #ifdef __GLIBC__
 __attribute__((constructor)) static void
@@ -74,6 +75,7 @@ proctitle_init(void)
 		saved_argv[i] = xstrdup(saved_argv[i]);
 	area = start;
 	area_size = (size_t)(end - start);
+	shown = area_size;              /* the old arguments: clear them all */
 	return 0;
 }
 
@@ -94,7 +96,10 @@ proctitle_set(const char *fmt, ...)
 	if (len > 0)
 		used += (size_t)len < area_size - used ? (size_t)len :
 		    area_size - used - 1;
-	memset(area + used, '\0', area_size - used);
+	/* only what the last title used: the rest is NULs already */
+	if (shown > used)
+		memset(area + used, '\0', shown - used);
+	shown = used;
 }
 
 void

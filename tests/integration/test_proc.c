@@ -95,6 +95,21 @@ wait_state(const char *want)
 	free(st);
 }
 
+/* Does `ferryctl metrics` have exactly this line? */
+static bool
+metrics_line(const char *line)
+{
+	struct h_run r;
+	char want[256];
+
+	CTL(&r, "metrics");
+	cr_assert_eq(r.status, 0, "ferryctl metrics: %s", r.err);
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	bool found = strstr(r.out, want) != NULL;
+	h_run_free(&r);
+	return found;
+}
+
 static pid_t
 only_worker(void)
 {
@@ -175,11 +190,17 @@ Test(proc, waiting_for_postgres)
 	h_push_jobs(&d, "q", 100, 400);
 	wait_state("waiting-postgres");
 	wait_title(w, "ferryd: worker q/1 waiting for postgres");
+	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
+	    "for=\"postgres\"} 1"));
+	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
+	    "for=\"redis\"} 0"));
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 100);
 	cr_assert_eq(test_pg_resume(&d.pg), 0);
 	h_wait_redis_int(&d, 500, "HGET ferry:{q}:stats done");
 	wait_state("idle");
 	wait_title(w, "ferryd: worker q/1 idle");
+	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
+	    "for=\"postgres\"} 0"));
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 500);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 500,
 	    "some job was written twice");
@@ -196,11 +217,30 @@ Test(proc, waiting_for_redis)
 	test_redis_kill9(&d.redis);
 	wait_title(w, "ferryd: worker q/1 waiting for redis");
 	wait_state("waiting-redis");
+	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
+	    "for=\"redis\"} 1"));
 	cr_assert_eq(test_redis_restart(&d.redis, NULL), 0);
 	wait_title(w, "ferryd: worker q/1 idle");
 	h_push_jobs(&d, "q", 0, 10);
 	h_wait_redis_int(&d, 10, "HGET ferry:{q}:stats done");
 	wait_state("idle");
+	h_stop(&d);
+}
+
+/* redis_wait_replicas = 1 on a Redis without replicas: the batch waits,
+ * unrun, and the worker says what for. */
+Test(proc, waiting_for_replicas)
+{
+	h_setup(&d, "redis_wait_replicas = 1\nredis_wait_timeout = 100ms\n",
+	    "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	pid_t w = only_worker();
+	h_push_jobs(&d, "q", 0, 5);
+	wait_title(w, "ferryd: worker q/1 waiting for replicas");
+	wait_state("waiting-replicas");
+	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
+	    "for=\"replicas\"} 1"));
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 0);
 	h_stop(&d);
 }
 
