@@ -272,6 +272,15 @@ Test(proc, pause_holds_for_jobs_enqueued_right_after)
 		    (long long)round * n, "round %d: jobs ran while paused", round);
 		cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), n,
 		    "round %d: jobs left ready while paused", round);
+		/* batches given back are at the end workers take from (each in
+		 * its order; workers give back in any order): the next job to
+		 * run is one of the first 4 x batch_size enqueued */
+		redisReply *next = h_redis(&d, "LINDEX ferry:{q}:ready -1");
+		cr_assert_eq(next->type, REDIS_REPLY_STRING);
+		int first = atoi(strchr(next->str, ':') + 1);
+		cr_assert(first >= round * n && first < round * n + 40,
+		    "round %d: %s is next, behind younger jobs", round, next->str);
+		freeReplyObject(next);
 		CTL(&r, "resume", "q");
 		cr_assert_eq(r.status, 0);
 		h_run_free(&r);
