@@ -28,6 +28,10 @@ static char **saved_argv;
 static char *area;              /* argv[0] .. end of the last env string */
 static size_t area_size;
 static size_t shown;            /* bytes of the title last written */
+/* the environment's copy, and its strings listed apart: setenv() writes
+ * over an entry of environ, or replaces the whole array, without freeing
+ * ours (kept reachable, which is all LeakSanitizer asks) */
+static char **env_array, **env_copies;
 
 #ifdef __GLIBC__
 __attribute__((constructor)) static void
@@ -66,10 +70,11 @@ proctitle_init(void)
 	int n = 0;
 	while (environ != NULL && environ[n] != NULL)
 		n++;
-	char **moved = xcalloc((size_t)n + 1, sizeof(*moved));
+	env_copies = xcalloc((size_t)n + 1, sizeof(*env_copies));
+	env_array = xcalloc((size_t)n + 1, sizeof(*env_array));
 	for (int i = 0; i < n; i++)
-		moved[i] = xstrdup(environ[i]);
-	environ = moved;
+		env_array[i] = env_copies[i] = xstrdup(environ[i]);
+	environ = env_array;
 	/* and the arguments, for whoever still reads argv (its strings) */
 	for (int i = 0; i < saved_argc; i++)
 		saved_argv[i] = xstrdup(saved_argv[i]);

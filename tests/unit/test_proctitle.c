@@ -37,7 +37,8 @@ Test(proctitle, title_env_and_comm)
 	cr_assert_str_eq(getenv("FERRY_PROCTITLE_TEST"), "kept");
 	cr_assert_str_eq(getenv("PATH") != NULL ? getenv("PATH") : "", before);
 	setenv("FERRY_PROCTITLE_TEST", "changed", 1);
-	cr_assert_str_eq(getenv("FERRY_PROCTITLE_TEST"), "changed");
+	setenv("FERRY_PROCTITLE_NEW", "added", 1);
+	cr_assert_str_eq(getenv("FERRY_PROCTITLE_NEW"), "added");
 
 	/* shorter after longer: the rest is cleared */
 	proctitle_set("master");
@@ -55,6 +56,7 @@ Test(proctitle, title_env_and_comm)
 	cr_assert_eq(strncmp(cmd, "ferryd: xxx", 11), 0);
 	cr_assert_lt(strlen(cmd), sizeof(big));
 	cr_assert_str_eq(getenv("FERRY_PROCTITLE_TEST"), "changed");
+	cr_assert_str_eq(getenv("FERRY_PROCTITLE_NEW"), "added");
 
 	proctitle_set_comm("ferry:a-very-long-queue-name");
 	char *comm = read_proc("/proc/self/comm", &len);
