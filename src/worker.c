@@ -75,6 +75,7 @@ reset_process(void)
 
 static pid_t master_pid;
 static char title_role[96];     /* "worker orders/2" */
+static struct scoreboard_slot *title_slot;
 
 /* The process title at each state change (consumer.c tells only those):
  * "ferryd: worker orders/2 busy batch of 500 since 12:00:03". */
@@ -91,9 +92,12 @@ show_state(int state, int jobs)
 	char since[16] = "";
 
 	if (state == SB_BUSY) {
-		time_t now = time(NULL);
+		/* when the batch began (it may be resumed after a wait) */
+		int64_t started = atomic_load(&title_slot->batch_start_ms);
+		time_t began = time(NULL) - (started != 0 ?
+		    (time_t)((util_monotonic_ms() - started) / 1000) : 0);
 		struct tm tm;
-		if (localtime_r(&now, &tm) != NULL)
+		if (localtime_r(&began, &tm) != NULL)
 			strftime(since, sizeof(since), "%H:%M:%S", &tm);
 		proctitle_set("%s busy batch of %d since %s", title_role, jobs,
 		    since);
@@ -134,6 +138,7 @@ worker_main(const struct worker_args *args)
 	snprintf(role, sizeof(role), "worker %s/%d", q->name, args->number);
 	log_set_role(role);
 	snprintf(title_role, sizeof(title_role), "%s", role);
+	title_slot = slot;
 	snprintf(name, sizeof(name), "ferry:%.9s", q->name);  /* comm: 15 */
 	proctitle_set_comm(name);
 	if (should_stop())
