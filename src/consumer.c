@@ -29,6 +29,7 @@
 
 struct batch {
 	bool wrapped;           /* taken from requeue: elements are wrappers */
+	bool fresh;             /* fetched now, not resumed from the list */
 	int n, cap;
 	char **els;
 	size_t *lens;
@@ -169,11 +170,13 @@ take_batch(struct consumer *c, struct batch *b)
 		if (r == NULL)
 			return false;
 		c->resume = false;
+		b->fresh = false;
 		batch_add_reply(b, r);
 		freeReplyObject(r);
 		if (b->n > 0)
 			return resume_key(c, b);
 	}
+	b->fresh = true;
 	r = fetch(c, c->q->batch_size, 0);
 	if (r != NULL && fetched_nothing(r)) {
 		freeReplyObject(r);
@@ -196,6 +199,52 @@ take_batch(struct consumer *c, struct batch *b)
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
 	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
+}
+
+/* Quiet (TSTP) for all, or this queue paused (control socket). */
+static bool
+fetching_stopped(const struct consumer *c)
+{
+	return atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused);
+}
+
+/* `ferryctl pause` answers once the flag is set, and a fetch under way
+ * then (BLMOVE waits a second) may take a job enqueued after the answer.
+ * So the flag is read again once a fetch returns, and a batch fetched
+ * while it was raised goes back, unrun, to the end of the list it came
+ * from (the order it had). MULTI: a reclaim cannot interleave. False
+ * when it could not: the batch stays in our list, resumed (run) after the
+ * pause. */
+static bool
+give_back(struct consumer *c, struct batch *b)
+{
+	const char *to = b->wrapped ? c->keys.requeue : c->keys.ready;
+	bool ok = true;
+	redisReply *r;
+
+	redisAppendCommand(c->redis, "MULTI");
+	for (int i = 0; i < b->n; i++)
+		redisAppendCommand(c->redis, "LMOVE %s %s RIGHT RIGHT", c->proc,
+		    to);
+	redisAppendCommand(c->redis, "HDEL %s %s", c->keys.bkeys,
+	    c->worker_id);
+	redisAppendCommand(c->redis, "EXEC");
+	for (int i = 0; i < b->n + 3; i++) {
+		if (redisGetReply(c->redis, (void **)&r) != REDIS_OK) {
+			consumer_drop_connection(c, "giving a batch back (paused)");
+			return false;
+		}
+		if (i == b->n + 2)
+			ok = r->type == REDIS_REPLY_ARRAY;
+		freeReplyObject(r);
+	}
+	if (!ok) {
+		log_warn("queue %s: paused while fetching a batch of %d jobs, which "
+		    "could not go back to the queue: it runs after the pause",
+		    c->q->name, b->n);
+		c->resume = true;
+	}
+	return ok;
 }
 
 /* Run the exec handler on the jobs idx[0..n). When it crashes leaving
@@ -270,7 +319,7 @@ run_sink(struct consumer *c, struct batch *b)
 		} else {
 			log_debug("queue %s: %s (still waiting)", c->q->name, err);
 		}
-		scoreboard_end_batch(c->slot, 0);    /* waiting, not hung */
+		consumer_set_state(c, SB_WAIT_POSTGRES);    /* not hung */
 		for (long waited = 0; waited < delay; waited += 100) {
 			if (c->should_stop())
 				return false;
@@ -278,7 +327,7 @@ run_sink(struct consumer *c, struct batch *b)
 		}
 		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 		    delay * 2;
-		scoreboard_begin_batch(c->slot, util_monotonic_ms());
+		consumer_begin_batch(c, b->n);
 	}
 	if (since != 0)
 		log_notice("queue %s: postgres reachable again after %.1f s",
@@ -507,13 +556,12 @@ consumer_run(struct consumer *c)
 	set_nonce(c);
 	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
 	while (!c->should_stop() && !c->evicted && consumer_connected(c)) {
-		/* quiet (TSTP) for all, paused for this queue (control) */
-		if (atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused)) {
-			scoreboard_set_state(c->slot, SB_PAUSED);
+		if (fetching_stopped(c)) {
+			consumer_set_state(c, SB_PAUSED);
 			consumer_sleep_ms(100);
 			continue;
 		}
-		scoreboard_set_state(c->slot, SB_IDLE);
+		consumer_set_state(c, SB_IDLE);
 		consumer_follow_switch(c);
 		if (c->redis == NULL)
 			continue;
@@ -532,6 +580,11 @@ consumer_run(struct consumer *c)
 			archive_dead(c, false);
 			continue;
 		}
+		if (b.fresh && fetching_stopped(c)) {
+			give_back(c, &b);
+			batch_clear(&b);
+			continue;
+		}
 		if (!consumer_replicated(c, b.n)) {
 			consumer_drop_connection(c, "replication wait");
 			batch_clear(&b);
@@ -542,13 +595,14 @@ consumer_run(struct consumer *c)
 			batch_clear(&b);
 			continue;
 		}
-		scoreboard_begin_batch(c->slot, util_monotonic_ms());
+		consumer_begin_batch(c, b.n);
 		if (!run_handler(c, &b)) {
 			batch_clear(&b);
 			break;          /* stopping with the batch held */
 		}
 		bool settled = settle(c, &b);
 		scoreboard_end_batch(c->slot, settled ? b.n : 0);
+		consumer_set_state(c, SB_IDLE);
 		c->jobs_done += settled ? b.n : 0;
 		batch_clear(&b);
 		if (!settled)

@@ -20,6 +20,9 @@ struct consumer {
 	_Atomic int *quiet;             /* the scoreboard's TSTP flag */
 	_Atomic unsigned *switches;     /* ... and its redis_switches */
 	bool (*should_stop)(void);      /* SIGTERM or master gone */
+	/* told each state it enters (SB_*; jobs: the batch's when SB_BUSY),
+	 * only when it changes: the process title. May be NULL. */
+	void (*on_state)(int state, int jobs);
 	char worker_id[CONSUMER_ID_MAX];
 	char master_id[CONSUMER_ID_MAX];
 
@@ -45,6 +48,10 @@ struct consumer {
 	int64_t archive_ms;             /* last dead_max check */
 	struct sink_pg *sink;           /* handler = postgres */
 	const char *exit_after_commit;  /* test hook: see consumer.c */
+	int told_state, told_jobs;      /* what on_state heard last */
+	int busy_jobs;                  /* the batch in hand */
+	int state_before_wait;          /* restored when a wait for redis or
+	                                 * replicas ends */
 };
 
 /* Loop until should_stop() or max_jobs_per_worker; returns the exit code

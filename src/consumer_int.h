@@ -15,6 +15,15 @@
 #define CONSUMER_DIED_REASON "worker died while processing"
 
 void consumer_sleep_ms(long ms);
+/* Enter a scoreboard state (SB_BUSY: consumer_begin_batch) and tell
+ * on_state when it changed. */
+void consumer_set_state(struct consumer *c, int state);
+void consumer_begin_batch(struct consumer *c, int jobs);
+/* Wait for redis or the replicas (SB_WAIT_REDIS, SB_WAIT_REPLICAS) with
+ * the batch in hand, if any, still timed; consumer_wait_over() goes back
+ * to the state before the wait. */
+void consumer_wait(struct consumer *c, int state);
+void consumer_wait_over(struct consumer *c);
 /* Forget the connection after `what` failed (the outage said once). */
 void consumer_drop_connection(struct consumer *c, const char *what);
 /* A script answered an error: HANDEDBACK evicts, an outage reconnects,

@@ -22,6 +22,62 @@ consumer_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+static void
+tell_state(struct consumer *c, int state, int jobs)
+{
+	if (c->on_state == NULL || (state == c->told_state &&
+	    jobs == c->told_jobs))
+		return;
+	c->told_state = state;
+	c->told_jobs = jobs;
+	c->on_state(state, jobs);
+}
+
+void
+consumer_set_state(struct consumer *c, int state)
+{
+	if (state == SB_WAIT_POSTGRES)
+		scoreboard_set_waiting(c->slot, state);
+	else
+		scoreboard_set_state(c->slot, state);
+	tell_state(c, state, 0);
+}
+
+void
+consumer_begin_batch(struct consumer *c, int jobs)
+{
+	scoreboard_begin_batch(c->slot, util_monotonic_ms());
+	c->busy_jobs = jobs;
+	tell_state(c, SB_BUSY, jobs);
+}
+
+static bool
+waiting(int state)
+{
+	return state == SB_WAIT_REDIS || state == SB_WAIT_REPLICAS;
+}
+
+void
+consumer_wait(struct consumer *c, int state)
+{
+	int now = atomic_load(&c->slot->state);
+
+	if (!waiting(now))
+		c->state_before_wait = now;
+	scoreboard_set_state(c->slot, state);
+	tell_state(c, state, 0);
+}
+
+void
+consumer_wait_over(struct consumer *c)
+{
+	if (!waiting(atomic_load(&c->slot->state)))
+		return;
+	scoreboard_set_state(c->slot, c->state_before_wait);
+	tell_state(c, c->state_before_wait, c->state_before_wait == SB_BUSY ?
+	    c->busy_jobs : 0);
+}
+
 void
 consumer_drop_connection(struct consumer *c, const char *what)
 {
@@ -60,6 +116,7 @@ consumer_not_primary(struct consumer *c, const char *what, const redisReply *r)
 	scoreboard_set_error(c->slot, r->str);
 	redisFree(c->redis);
 	c->redis = NULL;
+	consumer_wait(c, SB_WAIT_REDIS);
 	consumer_sleep_ms(CONSUMER_RETRY_MIN_MS);
 	return true;
 }
@@ -115,6 +172,7 @@ consumer_loading(struct consumer *c, const redisReply *r)
 		c->outage = true;
 		c->outage_since = util_monotonic_ms();
 	}
+	consumer_wait(c, SB_WAIT_REDIS);
 	consumer_sleep_ms(CONSUMER_RETRY_MIN_MS);
 	return true;
 }
@@ -170,6 +228,7 @@ consumer_connected(struct consumer *c)
 			c->auth_refused = refused;
 		}
 		scoreboard_set_error(c->slot, err);
+		consumer_wait(c, SB_WAIT_REDIS);
 		consumer_sleep_ms(delay);
 		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 		    delay * 2;
@@ -189,6 +248,7 @@ consumer_connected(struct consumer *c)
 	c->outage = false;
 	c->auth_refused = false;
 	c->resume = true;
+	consumer_wait_over(c);
 	return true;
 }
 
@@ -229,6 +289,7 @@ consumer_replicated(struct consumer *c, int n)
 			    want);
 		c->replicas_short = true;
 		scoreboard_set_error(c->slot, msg);
+		consumer_wait(c, SB_WAIT_REPLICAS);
 		if (c->should_stop())
 			return false;
 		/* cut off from the replicas, maybe replaced by one of them */
@@ -245,6 +306,7 @@ consumer_replicated(struct consumer *c, int n)
 		log_notice("queue %s: replicas acknowledge writes again: batches "
 		    "run", c->q->name);
 	c->replicas_short = false;
+	consumer_wait_over(c);
 	return true;
 }
 

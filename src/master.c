@@ -31,6 +31,7 @@
 #include "log.h"
 #include "master_redis.h"
 #include "master_sentinel.h"
+#include "proctitle.h"
 #include "util.h"
 #include "worker.h"
 
@@ -564,6 +565,9 @@ master_run(struct ferry_config *cfg, struct control *control,
 	m->control = control;
 	m->http = http;
 	m->started_ms = util_monotonic_ms();
+	/* nothing reads argv any more: its memory becomes the title */
+	if (proctitle_init() == 0)
+		proctitle_set("master");
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
 		control_close(control);

@@ -278,6 +278,7 @@ struct queue_now {
 	struct metrics_totals sum;   /* dead processes + live ones */
 	int running;                 /* worker processes alive */
 	int64_t oldest_batch_ms;     /* age of the oldest batch in hand */
+	int in_state[SB_STATES];     /* live workers by scoreboard state */
 };
 
 static void
@@ -294,6 +295,9 @@ queue_now(struct master *m, struct master_queue *mq, struct queue_now *q)
 		int64_t started = atomic_load(&slot->batch_start_ms);
 		metrics_totals_add_slot(&q->sum, slot);
 		q->running++;
+		int state = atomic_load(&slot->state);
+		if (state >= 0 && state < SB_STATES)
+			q->in_state[state]++;
 		if (started != 0 && now - started > q->oldest_batch_ms)
 			q->oldest_batch_ms = now - started;
 	}
@@ -544,6 +548,27 @@ prom_errors(struct master *m, struct control_out *o, const struct
 			    (long long)qs[k].sum.errors[classes[c]]);
 }
 
+/* Workers holding back for an outage, by what they wait for. */
+static void
+prom_waiting(struct master *m, struct control_out *o, const struct
+    queue_now *qs)
+{
+	static const int states[] = {
+		SB_WAIT_POSTGRES, SB_WAIT_REDIS, SB_WAIT_REPLICAS,
+	};
+	static const char *const what[] = { "postgres", "redis", "replicas" };
+	int k = 0;
+
+	family(o, "ferry_workers_waiting", "gauge", "Worker processes waiting "
+	    "for postgres (a sink outage), redis (unreachable, loading, not the "
+	    "primary) or replicas (redis_wait_replicas).");
+	for (struct master_queue *mq = m->queues; mq; mq = mq->next, k++)
+		for (size_t i = 0; i < FERRY_ARRAY_LEN(states) && !mq->removed; i++)
+			control_out_printf(o, "ferry_workers_waiting{queue=\"%s\","
+			    "for=\"%s\"} %d\n", mq->cfg.name, what[i],
+			    qs[k].in_state[states[i]]);
+}
+
 static void
 prom_histogram(struct master *m, struct control_out *o, const struct
     queue_now *qs)
@@ -592,6 +617,7 @@ metrics_prometheus(struct master *m, struct control_out *o)
 	prom_memory(m, o);
 	prom_workers(m, o, qs);
 	prom_errors(m, o, qs);
+	prom_waiting(m, o, qs);
 	prom_histogram(m, o, qs);
 	free(qs);
 }

@@ -93,6 +93,13 @@ scoreboard_set_state(struct scoreboard_slot *slot, int state)
 }
 
 void
+scoreboard_set_waiting(struct scoreboard_slot *slot, int state)
+{
+	atomic_store(&slot->batch_start_ms, 0);
+	atomic_store(&slot->state, state);
+}
+
+void
 scoreboard_begin_batch(struct scoreboard_slot *slot, int64_t now_ms)
 {
 	atomic_store(&slot->batch_start_ms, now_ms);
@@ -187,8 +194,11 @@ scoreboard_state_name(int state)
 {
 	static const char *names[] = {
 		"free", "starting", "idle", "busy", "stopping", "paused",
+		"waiting-postgres", "waiting-redis", "waiting-replicas",
 	};
-	if (state < 0 || state > SB_PAUSED)
+	_Static_assert(FERRY_ARRAY_LEN(names) == SB_STATES,
+	    "a name for every scoreboard state");
+	if (state < 0 || state >= SB_STATES)
 		return "unknown";
 	return names[state];
 }

@@ -32,6 +32,10 @@ enum scoreboard_state {
 	SB_BUSY,         /* running a batch since batch_start_ms */
 	SB_STOPPING,     /* told to stop, finishing its batch */
 	SB_PAUSED,       /* not fetching: quiet (TSTP) or its queue paused */
+	SB_WAIT_POSTGRES, /* its batch waits for PostgreSQL to come back */
+	SB_WAIT_REDIS,   /* Redis unreachable, loading or not the primary */
+	SB_WAIT_REPLICAS, /* its batch waits for redis_wait_replicas */
+	SB_STATES,
 };
 
 struct scoreboard_slot {
@@ -71,6 +75,8 @@ void scoreboard_release(struct scoreboard *sb, int index);
 struct scoreboard_slot *scoreboard_slot(struct scoreboard *sb, int index);
 
 void scoreboard_set_state(struct scoreboard_slot *slot, int state);
+/* An SB_WAIT_* state: not hung, whatever it holds (no batch age). */
+void scoreboard_set_waiting(struct scoreboard_slot *slot, int state);
 void scoreboard_begin_batch(struct scoreboard_slot *slot, int64_t now_ms);
 /* A batch of `jobs` settled (0: not settled, or waiting for the sink);
  * a settled batch's duration goes into the histogram. */

@@ -21,6 +21,7 @@
 #include "consumer.h"
 #include "log.h"
 #include "master.h"
+#include "proctitle.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -74,6 +75,38 @@ reset_process(void)
 }
 
 static pid_t master_pid;
+static char title_role[96];     /* "worker orders/2" */
+static struct scoreboard_slot *title_slot;
+
+/* The process title at each state change (consumer.c tells only those):
+ * "ferryd: worker orders/2 busy batch of 500 since 12:00:03". */
+static void
+show_state(int state, int jobs)
+{
+	static const char *says[SB_STATES] = {
+		[SB_STARTING] = "starting", [SB_IDLE] = "idle",
+		[SB_STOPPING] = "stopping", [SB_PAUSED] = "paused",
+		[SB_WAIT_POSTGRES] = "waiting for postgres",
+		[SB_WAIT_REDIS] = "waiting for redis",
+		[SB_WAIT_REPLICAS] = "waiting for replicas",
+	};
+	char since[16] = "";
+
+	if (state == SB_BUSY) {
+		/* when the batch began (it may be resumed after a wait) */
+		int64_t started = atomic_load(&title_slot->batch_start_ms);
+		time_t began = time(NULL) - (started != 0 ?
+		    (time_t)((util_monotonic_ms() - started) / 1000) : 0);
+		struct tm tm;
+		if (localtime_r(&began, &tm) != NULL)
+			strftime(since, sizeof(since), "%H:%M:%S", &tm);
+		proctitle_set("%s busy batch of %d since %s", title_role, jobs,
+		    since);
+		return;
+	}
+	proctitle_set("%s %s", title_role, state >= 0 && state < SB_STATES &&
+	    says[state] != NULL ? says[state] : "?");
+}
 
 /* Asked to stop, or orphaned: checked before every batch. */
 static bool
@@ -105,12 +138,15 @@ worker_main(const struct worker_args *args)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	snprintf(role, sizeof(role), "worker %s/%d", q->name, args->number);
 	log_set_role(role);
+	snprintf(title_role, sizeof(title_role), "%s", role);
+	title_slot = slot;
 	snprintf(name, sizeof(name), "ferry:%.9s", q->name);  /* comm: 15 */
-	prctl(PR_SET_NAME, name);
+	proctitle_set_comm(name);
 	if (should_stop())
 		_exit(FERRY_EXIT_OK);
 	atomic_store(&slot->pid, getpid());
 	scoreboard_set_state(slot, SB_IDLE);
+	show_state(SB_IDLE, 0);
 
 	memset(&c, 0, sizeof(c));
 	c.cfg = args->cfg;
@@ -119,12 +155,15 @@ worker_main(const struct worker_args *args)
 	c.quiet = &args->sb->header->quiet;
 	c.switches = &args->sb->header->redis_switches;
 	c.should_stop = should_stop;
+	c.on_state = show_state;
+	c.told_state = SB_IDLE;
 	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
 	c.exit_after_commit = test_hook_exit_after_commit();
 	log_debug("started as %s", c.worker_id);
 	int status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);
+	show_state(SB_STOPPING, 0);
 	log_debug("exiting: %s", stop_requested ? "SIGTERM" :
 	    getppid() != master_pid ? "master died" : "done");
 	_exit(status);

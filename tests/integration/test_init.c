@@ -42,8 +42,34 @@ ferryd_bin(void)
 	return p != NULL ? p : TEST_BUILDDIR "/ferryd";
 }
 
-/* The processes (not zombies) whose command line names our config: the
- * daemon's master and workers, nothing else on a shared machine. */
+/* Does process `pid` (a /proc entry) hold our log open? */
+static bool
+holds_our_log(const char *pid)
+{
+	char path[600], target[400];
+	DIR *fds;
+	struct dirent *e;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	if ((fds = opendir(path)) == NULL)
+		return false;
+	while (!found && (e = readdir(fds)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%s/fd/%s", pid, e->d_name);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			found = strcmp(target, d.log) == 0;
+		}
+	}
+	closedir(fds);
+	return found;
+}
+
+/* The processes (not zombies) running ferryd with our log open: the
+ * daemon's master and workers (orphans too), nothing else on a shared
+ * machine. (Their command lines are titles, "ferryd: master", which name
+ * no config.) */
 static int
 count_daemon_procs(void)
 {
@@ -53,23 +79,18 @@ count_daemon_procs(void)
 
 	cr_assert_not_null(dir);
 	while ((e = readdir(dir)) != NULL) {
-		char path[300], buf[4096];
+		char path[300], exe[400];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		int fd = open(path, O_RDONLY);
-		if (fd == -1)
-			continue;
-		ssize_t len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
+		snprintf(path, sizeof(path), "/proc/%s/exe", e->d_name);
+		ssize_t len = readlink(path, exe, sizeof(exe) - 1);
 		if (len <= 0)
 			continue;
-		buf[len] = '\0';
-		bool ours = false;
-		for (ssize_t i = 0; i < len; i += (ssize_t)strlen(buf + i) + 1)
-			if (strcmp(buf + i, d.config) == 0)
-				ours = true;
-		if (ours && h_pid_alive((pid_t)atoi(e->d_name)))
+		exe[len] = '\0';
+		const char *base = strrchr(exe, '/');
+		base = base != NULL ? base + 1 : exe;
+		if (strcmp(base, "ferryd") == 0 && holds_our_log(e->d_name) &&
+		    h_pid_alive((pid_t)atoi(e->d_name)))
 			n++;
 	}
 	closedir(dir);

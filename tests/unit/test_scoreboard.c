@@ -82,3 +82,24 @@ Test(scoreboard, long_error_is_truncated)
 	cr_assert_str_eq(scoreboard_state_name(99), "unknown");
 	scoreboard_destroy(&sb);
 }
+
+/* A worker waiting for PostgreSQL, Redis or the replicas says which, and
+ * its batch has no age: the master does not take the wait for a hang. */
+Test(scoreboard, waiting_states)
+{
+	struct scoreboard sb;
+
+	cr_assert_eq(scoreboard_create(&sb, 1), 0);
+	struct scoreboard_slot *slot = scoreboard_slot(&sb, scoreboard_acquire(&sb));
+	scoreboard_begin_batch(slot, 1234);
+	scoreboard_set_waiting(slot, SB_WAIT_POSTGRES);
+	cr_assert_eq(slot->state, SB_WAIT_POSTGRES);
+	cr_assert_eq(slot->batch_start_ms, 0);
+	cr_assert_str_eq(scoreboard_state_name(SB_WAIT_POSTGRES),
+	    "waiting-postgres");
+	cr_assert_str_eq(scoreboard_state_name(SB_WAIT_REDIS), "waiting-redis");
+	cr_assert_str_eq(scoreboard_state_name(SB_WAIT_REPLICAS),
+	    "waiting-replicas");
+	cr_assert_str_eq(scoreboard_state_name(SB_STATES), "unknown");
+	scoreboard_destroy(&sb);
+}
