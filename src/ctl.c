@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -18,15 +19,28 @@
 #define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
 #endif
 
-static const char *const counter_names[] = {
+/* The stats hash's fields, and the names stats prints them under: its
+ * "dead" (jobs ever moved to the dead-letter list) is "deadlettered", as
+ * in `ferryctl status`, beside "dead" (entries in the list now). */
+static const char *const counter_fields[] = {
 	"enqueued", "done", "retried", "dead", "recovered", "replayed",
 	"cache_missing",
 };
-#define NCOUNTERS FERRY_ARRAY_LEN(counter_names)
+static const char *const counter_names[] = {
+	"enqueued", "done", "retried", "deadlettered", "recovered", "replayed",
+	"cache_missing",
+};
+#define NCOUNTERS FERRY_ARRAY_LEN(counter_fields)
+#define COUNTER_ENQUEUED 0
+
+/* owners: a worker handed back holds this tombstone, "dead:<ms>"
+ * (src/lua/common.lua reclaim) */
+#define TOMBSTONE_PREFIX "dead:"
 
 struct proc_info {
 	char *worker;
-	char *master;
+	char *master;           /* NULL for a tombstone */
+	long long handed_back;  /* ms, for a tombstone */
 	long long jobs;
 };
 
@@ -154,6 +168,21 @@ ctl_progress_wanted(bool quiet)
 	return isatty(STDERR_FILENO) && (quiet || !isatty(STDOUT_FILENO));
 }
 
+const char *
+ctl_time_text(long long ms, char *buf, size_t size)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	char day[32];
+
+	if (ms < 0 || gmtime_r(&sec, &tm) == NULL ||
+	    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%s.%03dZ", day, (int)(ms % 1000));
+	return buf;
+}
+
 /* An integer reply (LLEN, ZCARD) into *out; else a message. */
 static int
 reply_int(struct ctl *c, const char *what, redisReply *r, long long *out)
@@ -165,27 +194,8 @@ reply_int(struct ctl *c, const char *what, redisReply *r, long long *out)
 	return 0;
 }
 
-static int
-stats_counters(struct ctl *c, const struct queue_keys *k,
-    struct queue_stats *st)
-{
-	const char *argv[2 + NCOUNTERS] = { "HMGET", k->stats };
-	redisReply *r;
-
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		argv[2 + i] = counter_names[i];
-	r = redisCommandArgv(c->rc, 2 + NCOUNTERS, argv, NULL);
-	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
-	    r->elements != NCOUNTERS)
-		return ctl_redis_fail(c, "HMGET of the stats hash", r);
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		st->counters[i] = r->element[i]->type == REDIS_REPLY_STRING ?
-		    strtoll(r->element[i]->str, NULL, 10) : 0;
-	freeReplyObject(r);
-	return 0;
-}
-
-/* owners: worker id -> master id; each worker's processing list length. */
+/* owners: worker id -> master id (or a tombstone); each worker's
+ * processing list length. */
 static int
 stats_procs(struct ctl *c, const struct queue_keys *k,
     struct queue_stats *st)
@@ -199,8 +209,14 @@ stats_procs(struct ctl *c, const struct queue_keys *k,
 	st->procs = xcalloc(r->elements / 2 + 1, sizeof(*st->procs));
 	for (size_t i = 0; i + 1 < r->elements && rc == 0; i += 2) {
 		struct proc_info *p = &st->procs[st->nprocs++];
+		const char *owner = r->element[i + 1]->str;
 		p->worker = xstrdup(r->element[i]->str);
-		p->master = xstrdup(r->element[i + 1]->str);
+		if (strncmp(owner, TOMBSTONE_PREFIX,
+		    strlen(TOMBSTONE_PREFIX)) == 0)
+			p->handed_back = strtoll(owner + strlen(TOMBSTONE_PREFIX),
+			    NULL, 10);
+		else
+			p->master = xstrdup(owner);
 		queue_proc_key(k, p->worker, key, sizeof(key));
 		rc = reply_int(c, "LLEN of a processing list",
 		    redisCommand(c->rc, "LLEN %s", key), &p->jobs);
@@ -208,6 +224,58 @@ stats_procs(struct ctl *c, const struct queue_keys *k,
 	}
 	freeReplyObject(r);
 	return rc;
+}
+
+/* The lengths and the counters in one MULTI: one moment of the queue, so
+ * that `enqueued` (taken from ready, plus what waits there) counts each
+ * job once while workers take them. */
+static int
+stats_lengths(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	const char *hmget[2 + NCOUNTERS] = { "HMGET", k->stats };
+	long long *lengths[] = { &st->ready, &st->requeued, &st->delayed,
+	    &st->dead };
+	redisReply *r;
+
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		hmget[2 + i] = counter_fields[i];
+	redisAppendCommand(c->rc, "MULTI");
+	redisAppendCommand(c->rc, "LLEN %s", k->ready);
+	redisAppendCommand(c->rc, "LLEN %s", k->requeue);
+	redisAppendCommand(c->rc, "ZCARD %s", k->delayed);
+	redisAppendCommand(c->rc, "LLEN %s", k->dead);
+	redisAppendCommandArgv(c->rc, 2 + NCOUNTERS, hmget, NULL);
+	redisAppendCommand(c->rc, "EXEC");
+	for (int i = 0; i < 6; i++) {   /* MULTI and the QUEUED replies */
+		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
+			return ctl_redis_fail(c, "MULTI of the lengths", NULL);
+		if (!ctl_reply_ok(r))
+			return ctl_redis_fail(c, "MULTI of the lengths", r);
+		freeReplyObject(r);
+	}
+	if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
+		return ctl_redis_fail(c, "EXEC of the lengths", NULL);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
+	    r->elements != 5 || r->element[4]->type != REDIS_REPLY_ARRAY ||
+	    r->element[4]->elements != NCOUNTERS)
+		return ctl_redis_fail(c, "EXEC of the lengths (LLEN, ZCARD, "
+		    "HMGET: is a key of another type?)", r);
+	for (size_t i = 0; i < 4; i++) {
+		if (r->element[i]->type != REDIS_REPLY_INTEGER)
+			return ctl_redis_fail(c, "LLEN or ZCARD (a key of "
+			    "another type?)", r);
+		*lengths[i] = r->element[i]->integer;
+	}
+	for (size_t i = 0; i < NCOUNTERS; i++) {
+		const redisReply *v = r->element[4]->element[i];
+		st->counters[i] = v->type == REDIS_REPLY_STRING ?
+		    strtoll(v->str, NULL, 10) : 0;
+	}
+	/* the hash counts what workers took from ready (fetch.lua) */
+	st->counters[COUNTER_ENQUEUED] += st->ready;
+	freeReplyObject(r);
+	return 0;
 }
 
 static int
@@ -219,17 +287,9 @@ stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->name = queue;
 	queue_keys_init(&k, c->cfg->redis_prefix, queue);
-	if ((rc = reply_int(c, "LLEN of the ready list",
-	    redisCommand(c->rc, "LLEN %s", k.ready), &st->ready)) != 0 ||
-	    (rc = reply_int(c, "LLEN of the requeue list",
-	    redisCommand(c->rc, "LLEN %s", k.requeue), &st->requeued)) != 0 ||
-	    (rc = reply_int(c, "ZCARD of the delayed set",
-	    redisCommand(c->rc, "ZCARD %s", k.delayed), &st->delayed)) != 0 ||
-	    (rc = reply_int(c, "LLEN of the dead list",
-	    redisCommand(c->rc, "LLEN %s", k.dead), &st->dead)) != 0 ||
-	    (rc = stats_procs(c, &k, st)) != 0)
+	if ((rc = stats_lengths(c, &k, st)) != 0)
 		return rc;
-	return stats_counters(c, &k, st);
+	return stats_procs(c, &k, st);
 }
 
 static void
@@ -247,15 +307,28 @@ stats_free(struct queue_stats *st)
 static void
 stats_print(const struct queue_stats *st)
 {
+	char when[40];
+
 	printf("queue %s\n", st->name);
 	printf("  %-12s %lld\n", "ready", st->ready);
 	printf("  %-12s %lld\n", "requeued", st->requeued);
 	printf("  %-12s %lld\n", "delayed", st->delayed);
 	printf("  %-12s %lld\n", "dead", st->dead);
 	printf("  %-12s %lld\n", "processing", st->processing);
-	for (size_t i = 0; i < st->nprocs; i++)
-		printf("    proc:%s %lld (master %s)\n", st->procs[i].worker,
-		    st->procs[i].jobs, st->procs[i].master);
+	for (size_t i = 0; i < st->nprocs; i++) {
+		const struct proc_info *p = &st->procs[i];
+		if (p->master != NULL) {
+			printf("    proc:%s %lld (master %s)\n", p->worker,
+			    p->jobs, p->master);
+			continue;
+		}
+		printf("    proc:%s %lld (handed back at %s: the worker died or "
+		    "was stopped and its jobs went back to the queue; its name "
+		    "is kept %s so that it cannot fetch again)\n", p->worker,
+		    p->jobs, ctl_time_text(p->handed_back, when, sizeof(when)),
+		    p->jobs > 0 ? "until the reaper returns the jobs that "
+		    "arrived after it, then 30 s" : "30 s");
+	}
 	printf("  %-12s", "counters");
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		printf("%s %s %lld", i == 0 ? "" : ",", counter_names[i],
@@ -264,14 +337,26 @@ stats_print(const struct queue_stats *st)
 }
 
 static json_t *
+proc_json(const struct proc_info *p)
+{
+	char when[40];
+
+	if (p->master != NULL)
+		return json_pack("{s:I, s:s}", "jobs", (json_int_t)p->jobs,
+		    "master", p->master);
+	return json_pack("{s:I, s:n, s:s}", "jobs", (json_int_t)p->jobs,
+	    "master", "handed_back", ctl_time_text(p->handed_back, when,
+	    sizeof(when)));
+}
+
+static json_t *
 stats_json(const struct queue_stats *st)
 {
 	json_t *procs = json_object(), *counters = json_object();
 
 	for (size_t i = 0; i < st->nprocs; i++)
-		json_object_set_new(procs, st->procs[i].worker, json_pack(
-		    "{s:I, s:s}", "jobs", (json_int_t)st->procs[i].jobs,
-		    "master", st->procs[i].master));
+		json_object_set_new(procs, st->procs[i].worker,
+		    proc_json(&st->procs[i]));
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		json_object_set_new(counters, counter_names[i],
 		    json_integer(st->counters[i]));

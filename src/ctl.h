@@ -56,6 +56,9 @@ int ctl_memory_allows(struct ctl *c);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
+/* ms since the epoch as "2026-12-02T01:33:57.123Z" in buf ("-" when it
+ * cannot be shown); returns buf. */
+const char *ctl_time_text(long long ms, char *buf, size_t size);
 
 void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
