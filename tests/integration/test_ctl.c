@@ -447,3 +447,30 @@ Test(ctl, enqueued_counts_plain_lpush)
 	cr_assert_eq(stats_enqueued(), 50);
 	h_stop(&d);
 }
+
+/* Issue 14: init-db says in its words whether ferry_batches was there, and
+ * prints none of PostgreSQL's NOTICE lines ("already exists, skipping"). */
+Test(ctl, init_db_in_its_own_words)
+{
+	struct h_run r;
+
+	h_setup(&d, NULL, "");
+	const char *global = h_pg_start(&d);
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n\n");
+	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
+	CTL(&r, NULL, "init-db");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "queue q: ferry_batches created\n"
+	    "queue q: table events ready\n");
+	cr_assert_str_eq(r.err, "");
+	h_run_free(&r);
+	CTL(&r, NULL, "init-db");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "queue q: ferry_batches exists already\n"
+	    "queue q: table events ready\n");
+	cr_assert_null(strstr(r.err, "NOTICE"), "%s", r.err);
+	cr_assert_str_eq(r.err, "");
+	h_run_free(&r);
+	h_stop(&d);
+}
