@@ -479,10 +479,13 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 	return rc;
 }
 
+/* 0, or the number of errors (printed). For a command that needs the
+ * file's Redis and queues, say that nothing can be done without them. */
 static int
-load_config(struct ctl *c)
+load_config(struct ctl *c, const char *command)
 {
 	struct config_errors errs = { 0, NULL };
+	int n;
 
 	c->cfg = xcalloc(1, sizeof(*c->cfg));
 	if (config_load(c->config_path, c->cfg, &errs) == 0) {
@@ -490,12 +493,17 @@ load_config(struct ctl *c)
 		return 0;
 	}
 	config_errors_print(&errs, stderr);
-	fprintf(stderr, "ferryctl: %s: %d error%s; fix the file or pass "
-	    "another with -c\n", c->config_path, errs.n, errs.n == 1 ? "" : "s");
+	if (!ctl_control_command(command))
+		fprintf(stderr, "ferryctl: %s: %d error%s: %s needs the file's "
+		    "Redis address and queues; fix the file or pass another "
+		    "with -c (a running ferryd keeps its old configuration; "
+		    "`ferryd -t` checks the file)\n", c->config_path, errs.n,
+		    errs.n == 1 ? "" : "s", command);
+	n = errs.n > 0 ? errs.n : 1;
 	config_errors_free(&errs);
 	free(c->cfg);
 	c->cfg = NULL;
-	return -1;
+	return n;
 }
 
 static const struct {
@@ -562,7 +570,11 @@ main(int argc, char **argv)
 		return CTL_EX_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error */
-	if (load_config(&c) == -1)
+	if ((rc = load_config(&c, argv[optind])) > 0 &&
+	    ctl_control_command(argv[optind]))
+		return flush_stdout(ctl_control_broken(c.config_path, rc,
+		    argc - optind, argv + optind));
+	if (rc > 0)
 		return FERRY_EX_CONFIG;
 	rc = commands[cmd].run(&c, argc - optind, argv + optind);
 	if (c.rc != NULL)

@@ -70,5 +70,12 @@ int ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 int ctl_init_db(struct ctl *c, int argc, char **argv);
 /* status, metrics, reload, pause, resume, workers: ferryd's control socket */
 int ctl_control(struct ctl *c, int argc, char **argv);
+bool ctl_control_command(const char *name);
+/* The same when the config file has nerrors errors (printed): reload is
+ * refused (FERRY_EX_CONFIG); the others ask the socket the file names
+ * (or the default), saying that the running ferryd keeps its old
+ * configuration; FERRY_EX_CONFIG when no ferryd answers there. */
+int ctl_control_broken(const char *config_path, int nerrors, int argc,
+    char **argv);
 
 #endif

@@ -474,3 +474,51 @@ Test(ctl, init_db_in_its_own_words)
 	h_run_free(&r);
 	h_stop(&d);
 }
+
+/* Issue 14: with a broken file the control commands still reach the
+ * running ferryd (it keeps its old configuration) and say so; reload is
+ * refused; the Redis commands say why they cannot run. */
+Test(ctl, broken_file_still_reaches_the_running_ferryd)
+{
+	char flag[400], other[400];
+	struct h_run r;
+
+	start_poisoned_ferryd(flag, sizeof(flag));
+	h_start(&d, 1);
+	/* valid lines (control_socket among them), and one error */
+	h_config(&d, "colour = red\n", "[queue q]\nworkers = 1\n");
+	CTL(&r, NULL, "status");
+	expect(&r, 0);
+	cr_assert_not_null(strstr(r.out, "worker queue=q number=1 "), "%s",
+	    r.out);
+	cr_assert_not_null(strstr(r.err, "colour: unknown key"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, " is broken (1 error above): this is "
+	    "the running ferryd, which keeps its old configuration; fix the "
+	    "file and check it with `ferryd -t`"), "%s", r.err);
+	h_run_free(&r);
+
+	CTL(&r, NULL, "reload");
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "the running ferryd keeps its current "
+	    "configuration; nothing reloaded"), "%s", r.err);
+	h_run_free(&r);
+	cr_assert_eq(h_count_in_file(d.log, "reload: reading"), 0);
+
+	CTL(&r, NULL, "stats");
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "stats needs the file's Redis address "
+	    "and queues"), "%s", r.err);
+	h_run_free(&r);
+
+	/* a broken file that names a socket nobody listens on */
+	snprintf(other, sizeof(other), "%s/other.ini", d.dir);
+	h_write_file(other, "[ferryd]\ncontrol_socket = %s/none.sock\n"
+	    "colour = red\n[queue q]\n", d.dir);
+	h_ctl(&r, other, NULL, "status", (const char *)NULL);
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "is broken (1 error above): cannot "
+	    "find the daemon (no ferryd answers on "), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "/none.sock"), "%s", r.err);
+	h_run_free(&r);
+	h_stop(&d);
+}
