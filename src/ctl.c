@@ -52,43 +52,66 @@ struct queue_stats {
 	struct proc_info *procs;
 };
 
+_Static_assert(CTL_EX_CONFIG == FERRY_EX_CONFIG, "one code for a bad file");
+
+/* Every command, option and exit code (tests/ctl_docs.sh reads this text:
+ * commands are the lines of the "commands" sections, two spaces in). */
 void
 ctl_usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: ferryctl [-c FILE] COMMAND [ARGS]\n"
+	    "options (before the command):\n"
 	    "  -c, --config FILE   configuration (default %s)\n"
 	    "  -V, --version       print the version\n"
 	    "  -h, --help          this text\n"
-	    "commands:\n"
-	    "  stats [--json] [QUEUE]     lengths, workers and counters "
-	    "(all queues without QUEUE)\n"
-	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q: don't)\n"
+	    "commands on Redis (they work whether or not ferryd runs):\n"
+	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q, --quiet:"
+	    " don't)\n"
+	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
+	    "a bad line pushes nothing\n"
 	    "    --cache | --cache-ttl S  its data in a cache key (TTL cache_ttl, "
 	    "or S seconds)\n"
 	    "    --chunk-rows N           \"data\" arrays split into jobs of N "
 	    "rows (default chunk_rows)\n"
-	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
-	    "a bad line pushes nothing\n"
+	    "  stats [--json] [QUEUE]     lengths, workers and counters "
+	    "(all queues without QUEUE)\n"
 	    "  dead list QUEUE            id, time, attempts, recoveries, reason, "
 	    "last error\n"
 	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
-	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
+	    "  dead retry QUEUE ID|--all  push the original jobs back to the queue\n"
 	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
 	    "  dead restore QUEUE FILE    push the jobs archived in FILE (dead_max)\n"
-	    "                             back to ready, with their cache keys\n"
-	    "  status                     ferryd's workers and queues (control "
-	    "socket)\n"
-	    "  metrics                    Prometheus text format\n"
+	    "                             back to the queue, with their cache keys\n"
+	    "commands on PostgreSQL (they work whether or not ferryd runs):\n"
+	    "  init-db                    create ferry_batches, check the tables "
+	    "of postgres queues\n"
+	    "commands to the running ferryd (its control_socket: they need "
+	    "ferryd):\n"
+	    "  status                     ferryd's workers and queues\n"
+	    "  metrics                    its metrics, Prometheus text format\n"
 	    "  reload                     re-read the configuration (as SIGHUP)\n"
 	    "  pause QUEUE                its workers stop fetching jobs\n"
 	    "  resume QUEUE               they fetch again\n"
 	    "  workers QUEUE N            run N workers for QUEUE (until reload)\n"
-	    "  init-db                    create ferry_batches, check the tables "
-	    "of postgres queues\n"
-	    "exit status: 0 done, 1 no such dead job or ferryd refused, 64 usage, "
-	    "65 invalid job,\n  69 redis or ferryd unavailable, 75 redis too full to enqueue, 76 not ferryd's "
-	    "socket, 77 permission denied,\n  78 bad configuration\n",
+	    "  (with a broken file they still ask the running ferryd, which keeps"
+	    " its old\n   configuration; reload is refused)\n"
+	    "exit status:\n"
+	    "  0   done\n"
+	    "  1   no such dead job (dead show, retry, purge), or ferryd refused "
+	    "the command\n"
+	    "  3   enqueued, but fewer replicas than redis_wait_replicas "
+	    "acknowledged it\n"
+	    "  64  bad command line, or a queue the file does not have\n"
+	    "  65  invalid job or archive line (nothing pushed), malformed dead "
+	    "entry,\n      or a postgres queue's table or columns missing "
+	    "(init-db)\n"
+	    "  69  redis, postgres or ferryd unavailable (ferryd not running)\n"
+	    "  74  standard input or output, or the archive file, failed\n"
+	    "  75  redis too full to enqueue (memory_refuse_percent): try later\n"
+	    "  76  the control socket is not ferryd's, or ferryd did not answer\n"
+	    "  77  permission denied on the control socket\n"
+	    "  78  bad configuration file (every error is printed)\n",
 	    FERRY_CONFIG_PATH);
 }
 

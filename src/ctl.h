@@ -10,7 +10,8 @@
 #include "config.h"
 #include "queue.h"
 
-/* Exit codes (sysexits.h where one fits). */
+/* Exit codes (sysexits.h where one fits); every one is in ctl_usage(),
+ * doc/ferryctl.1 and README.md (tests/ctl_docs.sh checks). */
 #define CTL_EX_OK 0
 #define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
 #define CTL_EX_UNREPLICATED 3  /* enqueued, but fewer replicas than
@@ -23,6 +24,8 @@
 #define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */
 #define CTL_EX_PROTOCOL 76     /* the control socket is not ferryd's */
 #define CTL_EX_NOPERM 77       /* the control socket refused us */
+#define CTL_EX_CONFIG 78       /* the config file is broken (as
+                                * FERRY_EX_CONFIG) */
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
