@@ -249,56 +249,58 @@ stats_procs(struct ctl *c, const struct queue_keys *k,
 	return rc;
 }
 
-/* The lengths and the counters in one MULTI: one moment of the queue, so
- * that `enqueued` (taken from ready, plus what waits there) counts each
- * job once while workers take them. */
+static int
+stats_counters(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	const char *argv[2 + NCOUNTERS] = { "HMGET", k->stats };
+	redisReply *r;
+
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		argv[2 + i] = counter_fields[i];
+	r = redisCommandArgv(c->rc, 2 + NCOUNTERS, argv, NULL);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
+	    r->elements != NCOUNTERS)
+		return ctl_redis_fail(c, "HMGET of the stats hash", r);
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		st->counters[i] = r->element[i]->type == REDIS_REPLY_STRING ?
+		    strtoll(r->element[i]->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* The counters and the lengths. `enqueued` is the stats hash's count of
+ * the jobs workers took from ready (fetch.lua) plus what waits there: read
+ * again until no fetch ran between the counter and the length (no MULTI:
+ * Redis refuses one at maxmemory), so each job is counted once. */
 static int
 stats_lengths(struct ctl *c, const struct queue_keys *k,
     struct queue_stats *st)
 {
-	const char *hmget[2 + NCOUNTERS] = { "HMGET", k->stats };
-	long long *lengths[] = { &st->ready, &st->requeued, &st->delayed,
-	    &st->dead };
-	redisReply *r;
+	long long again = -1;
+	int rc;
 
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		hmget[2 + i] = counter_fields[i];
-	redisAppendCommand(c->rc, "MULTI");
-	redisAppendCommand(c->rc, "LLEN %s", k->ready);
-	redisAppendCommand(c->rc, "LLEN %s", k->requeue);
-	redisAppendCommand(c->rc, "ZCARD %s", k->delayed);
-	redisAppendCommand(c->rc, "LLEN %s", k->dead);
-	redisAppendCommandArgv(c->rc, 2 + NCOUNTERS, hmget, NULL);
-	redisAppendCommand(c->rc, "EXEC");
-	for (int i = 0; i < 6; i++) {   /* MULTI and the QUEUED replies */
-		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
-			return ctl_redis_fail(c, "MULTI of the lengths", NULL);
+	for (int tries = 0; tries < 10; tries++) {
+		if ((rc = stats_counters(c, k, st)) != 0 ||
+		    (rc = reply_int(c, "LLEN of the ready list",
+		    redisCommand(c->rc, "LLEN %s", k->ready), &st->ready)) != 0)
+			return rc;
+		redisReply *r = redisCommand(c->rc, "HGET %s enqueued", k->stats);
 		if (!ctl_reply_ok(r))
-			return ctl_redis_fail(c, "MULTI of the lengths", r);
+			return ctl_redis_fail(c, "HGET of the stats hash", r);
+		again = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
 		freeReplyObject(r);
+		if (again == st->counters[COUNTER_ENQUEUED])
+			break;
 	}
-	if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
-		return ctl_redis_fail(c, "EXEC of the lengths", NULL);
-	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
-	    r->elements != 5 || r->element[4]->type != REDIS_REPLY_ARRAY ||
-	    r->element[4]->elements != NCOUNTERS)
-		return ctl_redis_fail(c, "EXEC of the lengths (LLEN, ZCARD, "
-		    "HMGET: is a key of another type?)", r);
-	for (size_t i = 0; i < 4; i++) {
-		if (r->element[i]->type != REDIS_REPLY_INTEGER)
-			return ctl_redis_fail(c, "LLEN or ZCARD (a key of "
-			    "another type?)", r);
-		*lengths[i] = r->element[i]->integer;
-	}
-	for (size_t i = 0; i < NCOUNTERS; i++) {
-		const redisReply *v = r->element[4]->element[i];
-		st->counters[i] = v->type == REDIS_REPLY_STRING ?
-		    strtoll(v->str, NULL, 10) : 0;
-	}
-	/* the hash counts what workers took from ready (fetch.lua) */
-	st->counters[COUNTER_ENQUEUED] += st->ready;
-	freeReplyObject(r);
-	return 0;
+	st->counters[COUNTER_ENQUEUED] = again + st->ready;
+	if ((rc = reply_int(c, "LLEN of the requeue list",
+	    redisCommand(c->rc, "LLEN %s", k->requeue), &st->requeued)) != 0 ||
+	    (rc = reply_int(c, "ZCARD of the delayed set",
+	    redisCommand(c->rc, "ZCARD %s", k->delayed), &st->delayed)) != 0)
+		return rc;
+	return reply_int(c, "LLEN of the dead list",
+	    redisCommand(c->rc, "LLEN %s", k->dead), &st->dead);
 }
 
 static int
