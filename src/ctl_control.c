@@ -236,7 +236,8 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 		return FERRY_EX_CONFIG;
 	}
 	ini_parse(config_path, socket_key, &path);
-	if (path == NULL)
+	bool named = path != NULL;
+	if (!named)
 		path = xstrdup(CTL_DEFAULT_SOCKET);
 	rc = control_run(config_path, path, argc, argv, &reached);
 	if (reached)
@@ -248,10 +249,11 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 	else if (rc != CTL_EX_USAGE) {
 		fprintf(stderr, "ferryctl: config %s is broken (%d error%s "
 		    "above): cannot find the daemon (no ferryd answers on %s, "
-		    "the control_socket the file names); a running ferryd "
-		    "keeps its old configuration; fix the file and check it "
-		    "with `ferryd -t`\n", config_path, nerrors, nerrors == 1 ?
-		    "" : "s", path);
+		    "%s); a running ferryd keeps its old configuration; fix "
+		    "the file and check it with `ferryd -t`\n", config_path,
+		    nerrors, nerrors == 1 ? "" : "s", path, named ?
+		    "the control_socket the file names" :
+		    "the default control_socket");
 		rc = FERRY_EX_CONFIG;
 	}
 	free(path);
