@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -18,15 +19,28 @@
 #define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
 #endif
 
-static const char *const counter_names[] = {
+/* The stats hash's fields, and the names stats prints them under: its
+ * "dead" (jobs ever moved to the dead-letter list) is "deadlettered", as
+ * in `ferryctl status`, beside "dead" (entries in the list now). */
+static const char *const counter_fields[] = {
 	"enqueued", "done", "retried", "dead", "recovered", "replayed",
 	"cache_missing",
 };
-#define NCOUNTERS FERRY_ARRAY_LEN(counter_names)
+static const char *const counter_names[] = {
+	"enqueued", "done", "retried", "deadlettered", "recovered", "replayed",
+	"cache_missing",
+};
+#define NCOUNTERS FERRY_ARRAY_LEN(counter_fields)
+#define COUNTER_ENQUEUED 0
+
+/* owners: a worker handed back holds this tombstone, "dead:<ms>"
+ * (src/lua/common.lua reclaim) */
+#define TOMBSTONE_PREFIX "dead:"
 
 struct proc_info {
 	char *worker;
-	char *master;
+	char *master;           /* NULL for a tombstone */
+	long long handed_back;  /* ms, for a tombstone */
 	long long jobs;
 };
 
@@ -38,43 +52,66 @@ struct queue_stats {
 	struct proc_info *procs;
 };
 
+_Static_assert(CTL_EX_CONFIG == FERRY_EX_CONFIG, "one code for a bad file");
+
+/* Every command, option and exit code (tests/ctl_docs.sh reads this text:
+ * commands are the lines of the "commands" sections, two spaces in). */
 void
 ctl_usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: ferryctl [-c FILE] COMMAND [ARGS]\n"
+	    "options (before the command):\n"
 	    "  -c, --config FILE   configuration (default %s)\n"
 	    "  -V, --version       print the version\n"
 	    "  -h, --help          this text\n"
-	    "commands:\n"
-	    "  stats [--json] [QUEUE]     lengths, workers and counters "
-	    "(all queues without QUEUE)\n"
-	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q: don't)\n"
+	    "commands on Redis (they work whether or not ferryd runs):\n"
+	    "  enqueue [-q] QUEUE JSON    push one job, print its id (-q, --quiet:"
+	    " don't)\n"
+	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
+	    "a bad line pushes nothing\n"
 	    "    --cache | --cache-ttl S  its data in a cache key (TTL cache_ttl, "
 	    "or S seconds)\n"
 	    "    --chunk-rows N           \"data\" arrays split into jobs of N "
 	    "rows (default chunk_rows)\n"
-	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
-	    "a bad line pushes nothing\n"
+	    "  stats [--json] [QUEUE]     lengths, workers and counters "
+	    "(all queues without QUEUE)\n"
 	    "  dead list QUEUE            id, time, attempts, recoveries, reason, "
 	    "last error\n"
 	    "  dead show QUEUE ID         the dead-letter entries of job ID as JSON\n"
-	    "  dead retry QUEUE ID|--all  push the original jobs back to ready\n"
+	    "  dead retry QUEUE ID|--all  push the original jobs back to the queue\n"
 	    "  dead purge QUEUE ID|--all  delete dead-letter entries\n"
 	    "  dead restore QUEUE FILE    push the jobs archived in FILE (dead_max)\n"
-	    "                             back to ready, with their cache keys\n"
-	    "  status                     ferryd's workers and queues (control "
-	    "socket)\n"
-	    "  metrics                    Prometheus text format\n"
+	    "                             back to the queue, with their cache keys\n"
+	    "commands on PostgreSQL (they work whether or not ferryd runs):\n"
+	    "  init-db                    create ferry_batches, check the tables "
+	    "of postgres queues\n"
+	    "commands to the running ferryd (its control_socket: they need "
+	    "ferryd):\n"
+	    "  status                     ferryd's workers and queues\n"
+	    "  metrics                    its metrics, Prometheus text format\n"
 	    "  reload                     re-read the configuration (as SIGHUP)\n"
 	    "  pause QUEUE                its workers stop fetching jobs\n"
 	    "  resume QUEUE               they fetch again\n"
 	    "  workers QUEUE N            run N workers for QUEUE (until reload)\n"
-	    "  init-db                    create ferry_batches, check the tables "
-	    "of postgres queues\n"
-	    "exit status: 0 done, 1 no such dead job or ferryd refused, 64 usage, "
-	    "65 invalid job,\n  69 redis or ferryd unavailable, 75 redis too full to enqueue, 76 not ferryd's "
-	    "socket, 77 permission denied,\n  78 bad configuration\n",
+	    "  (with a broken file they still ask the running ferryd, which keeps"
+	    " its old\n   configuration; reload is refused)\n"
+	    "exit status:\n"
+	    "  0   done\n"
+	    "  1   no such dead job (dead show, retry, purge), or ferryd refused "
+	    "the command\n"
+	    "  3   enqueued, but fewer replicas than redis_wait_replicas "
+	    "acknowledged it\n"
+	    "  64  bad command line, or a queue the file does not have\n"
+	    "  65  invalid job or archive line (nothing pushed), malformed dead "
+	    "entry,\n      or a postgres queue's table or columns missing "
+	    "(init-db)\n"
+	    "  69  redis, postgres or ferryd unavailable (ferryd not running)\n"
+	    "  74  standard input or output, or the archive file, failed\n"
+	    "  75  redis too full to enqueue (memory_refuse_percent): try later\n"
+	    "  76  the control socket is not ferryd's, or ferryd did not answer\n"
+	    "  77  permission denied on the control socket\n"
+	    "  78  bad configuration file (every error is printed)\n",
 	    FERRY_CONFIG_PATH);
 }
 
@@ -154,6 +191,21 @@ ctl_progress_wanted(bool quiet)
 	return isatty(STDERR_FILENO) && (quiet || !isatty(STDOUT_FILENO));
 }
 
+const char *
+ctl_time_text(long long ms, char *buf, size_t size)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	char day[32];
+
+	if (ms < 0 || gmtime_r(&sec, &tm) == NULL ||
+	    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%s.%03dZ", day, (int)(ms % 1000));
+	return buf;
+}
+
 /* An integer reply (LLEN, ZCARD) into *out; else a message. */
 static int
 reply_int(struct ctl *c, const char *what, redisReply *r, long long *out)
@@ -165,27 +217,8 @@ reply_int(struct ctl *c, const char *what, redisReply *r, long long *out)
 	return 0;
 }
 
-static int
-stats_counters(struct ctl *c, const struct queue_keys *k,
-    struct queue_stats *st)
-{
-	const char *argv[2 + NCOUNTERS] = { "HMGET", k->stats };
-	redisReply *r;
-
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		argv[2 + i] = counter_names[i];
-	r = redisCommandArgv(c->rc, 2 + NCOUNTERS, argv, NULL);
-	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
-	    r->elements != NCOUNTERS)
-		return ctl_redis_fail(c, "HMGET of the stats hash", r);
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		st->counters[i] = r->element[i]->type == REDIS_REPLY_STRING ?
-		    strtoll(r->element[i]->str, NULL, 10) : 0;
-	freeReplyObject(r);
-	return 0;
-}
-
-/* owners: worker id -> master id; each worker's processing list length. */
+/* owners: worker id -> master id (or a tombstone); each worker's
+ * processing list length. */
 static int
 stats_procs(struct ctl *c, const struct queue_keys *k,
     struct queue_stats *st)
@@ -199,8 +232,14 @@ stats_procs(struct ctl *c, const struct queue_keys *k,
 	st->procs = xcalloc(r->elements / 2 + 1, sizeof(*st->procs));
 	for (size_t i = 0; i + 1 < r->elements && rc == 0; i += 2) {
 		struct proc_info *p = &st->procs[st->nprocs++];
+		const char *owner = r->element[i + 1]->str;
 		p->worker = xstrdup(r->element[i]->str);
-		p->master = xstrdup(r->element[i + 1]->str);
+		if (strncmp(owner, TOMBSTONE_PREFIX,
+		    strlen(TOMBSTONE_PREFIX)) == 0)
+			p->handed_back = strtoll(owner + strlen(TOMBSTONE_PREFIX),
+			    NULL, 10);
+		else
+			p->master = xstrdup(owner);
 		queue_proc_key(k, p->worker, key, sizeof(key));
 		rc = reply_int(c, "LLEN of a processing list",
 		    redisCommand(c->rc, "LLEN %s", key), &p->jobs);
@@ -208,6 +247,60 @@ stats_procs(struct ctl *c, const struct queue_keys *k,
 	}
 	freeReplyObject(r);
 	return rc;
+}
+
+static int
+stats_counters(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	const char *argv[2 + NCOUNTERS] = { "HMGET", k->stats };
+	redisReply *r;
+
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		argv[2 + i] = counter_fields[i];
+	r = redisCommandArgv(c->rc, 2 + NCOUNTERS, argv, NULL);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_ARRAY ||
+	    r->elements != NCOUNTERS)
+		return ctl_redis_fail(c, "HMGET of the stats hash", r);
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		st->counters[i] = r->element[i]->type == REDIS_REPLY_STRING ?
+		    strtoll(r->element[i]->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* The counters and the lengths. `enqueued` is the stats hash's count of
+ * the jobs workers took from ready (fetch.lua) plus what waits there: read
+ * again until no fetch ran between the counter and the length (no MULTI:
+ * Redis refuses one at maxmemory), so each job is counted once. */
+static int
+stats_lengths(struct ctl *c, const struct queue_keys *k,
+    struct queue_stats *st)
+{
+	long long again = -1;
+	int rc;
+
+	for (int tries = 0; tries < 10; tries++) {
+		if ((rc = stats_counters(c, k, st)) != 0 ||
+		    (rc = reply_int(c, "LLEN of the ready list",
+		    redisCommand(c->rc, "LLEN %s", k->ready), &st->ready)) != 0)
+			return rc;
+		redisReply *r = redisCommand(c->rc, "HGET %s enqueued", k->stats);
+		if (!ctl_reply_ok(r))
+			return ctl_redis_fail(c, "HGET of the stats hash", r);
+		again = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+		freeReplyObject(r);
+		if (again == st->counters[COUNTER_ENQUEUED])
+			break;
+	}
+	st->counters[COUNTER_ENQUEUED] = again + st->ready;
+	if ((rc = reply_int(c, "LLEN of the requeue list",
+	    redisCommand(c->rc, "LLEN %s", k->requeue), &st->requeued)) != 0 ||
+	    (rc = reply_int(c, "ZCARD of the delayed set",
+	    redisCommand(c->rc, "ZCARD %s", k->delayed), &st->delayed)) != 0)
+		return rc;
+	return reply_int(c, "LLEN of the dead list",
+	    redisCommand(c->rc, "LLEN %s", k->dead), &st->dead);
 }
 
 static int
@@ -219,17 +312,9 @@ stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->name = queue;
 	queue_keys_init(&k, c->cfg->redis_prefix, queue);
-	if ((rc = reply_int(c, "LLEN of the ready list",
-	    redisCommand(c->rc, "LLEN %s", k.ready), &st->ready)) != 0 ||
-	    (rc = reply_int(c, "LLEN of the requeue list",
-	    redisCommand(c->rc, "LLEN %s", k.requeue), &st->requeued)) != 0 ||
-	    (rc = reply_int(c, "ZCARD of the delayed set",
-	    redisCommand(c->rc, "ZCARD %s", k.delayed), &st->delayed)) != 0 ||
-	    (rc = reply_int(c, "LLEN of the dead list",
-	    redisCommand(c->rc, "LLEN %s", k.dead), &st->dead)) != 0 ||
-	    (rc = stats_procs(c, &k, st)) != 0)
+	if ((rc = stats_lengths(c, &k, st)) != 0)
 		return rc;
-	return stats_counters(c, &k, st);
+	return stats_procs(c, &k, st);
 }
 
 static void
@@ -247,15 +332,28 @@ stats_free(struct queue_stats *st)
 static void
 stats_print(const struct queue_stats *st)
 {
+	char when[40];
+
 	printf("queue %s\n", st->name);
 	printf("  %-12s %lld\n", "ready", st->ready);
 	printf("  %-12s %lld\n", "requeued", st->requeued);
 	printf("  %-12s %lld\n", "delayed", st->delayed);
 	printf("  %-12s %lld\n", "dead", st->dead);
 	printf("  %-12s %lld\n", "processing", st->processing);
-	for (size_t i = 0; i < st->nprocs; i++)
-		printf("    proc:%s %lld (master %s)\n", st->procs[i].worker,
-		    st->procs[i].jobs, st->procs[i].master);
+	for (size_t i = 0; i < st->nprocs; i++) {
+		const struct proc_info *p = &st->procs[i];
+		if (p->master != NULL) {
+			printf("    proc:%s %lld (master %s)\n", p->worker,
+			    p->jobs, p->master);
+			continue;
+		}
+		printf("    proc:%s %lld (handed back at %s: the worker died or "
+		    "was stopped and its jobs went back to the queue; its name "
+		    "is kept %s so that it cannot fetch again)\n", p->worker,
+		    p->jobs, ctl_time_text(p->handed_back, when, sizeof(when)),
+		    p->jobs > 0 ? "until the reaper returns the jobs that "
+		    "arrived after it, then 30 s" : "30 s");
+	}
 	printf("  %-12s", "counters");
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		printf("%s %s %lld", i == 0 ? "" : ",", counter_names[i],
@@ -264,14 +362,26 @@ stats_print(const struct queue_stats *st)
 }
 
 static json_t *
+proc_json(const struct proc_info *p)
+{
+	char when[40];
+
+	if (p->master != NULL)
+		return json_pack("{s:I, s:s}", "jobs", (json_int_t)p->jobs,
+		    "master", p->master);
+	return json_pack("{s:I, s:n, s:s}", "jobs", (json_int_t)p->jobs,
+	    "master", "handed_back", ctl_time_text(p->handed_back, when,
+	    sizeof(when)));
+}
+
+static json_t *
 stats_json(const struct queue_stats *st)
 {
 	json_t *procs = json_object(), *counters = json_object();
 
 	for (size_t i = 0; i < st->nprocs; i++)
-		json_object_set_new(procs, st->procs[i].worker, json_pack(
-		    "{s:I, s:s}", "jobs", (json_int_t)st->procs[i].jobs,
-		    "master", st->procs[i].master));
+		json_object_set_new(procs, st->procs[i].worker,
+		    proc_json(&st->procs[i]));
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		json_object_set_new(counters, counter_names[i],
 		    json_integer(st->counters[i]));
@@ -394,10 +504,13 @@ ctl_stats(struct ctl *c, int argc, char **argv)
 	return rc;
 }
 
+/* 0, or the number of errors (printed). For a command that needs the
+ * file's Redis and queues, say that nothing can be done without them. */
 static int
-load_config(struct ctl *c)
+load_config(struct ctl *c, const char *command)
 {
 	struct config_errors errs = { 0, NULL };
+	int n;
 
 	c->cfg = xcalloc(1, sizeof(*c->cfg));
 	if (config_load(c->config_path, c->cfg, &errs) == 0) {
@@ -405,12 +518,17 @@ load_config(struct ctl *c)
 		return 0;
 	}
 	config_errors_print(&errs, stderr);
-	fprintf(stderr, "ferryctl: %s: %d error%s; fix the file or pass "
-	    "another with -c\n", c->config_path, errs.n, errs.n == 1 ? "" : "s");
+	if (!ctl_control_command(command))
+		fprintf(stderr, "ferryctl: %s: %d error%s: %s needs the file's "
+		    "Redis address and queues; fix the file or pass another "
+		    "with -c (a running ferryd keeps its old configuration; "
+		    "`ferryd -t` checks the file)\n", c->config_path, errs.n,
+		    errs.n == 1 ? "" : "s", command);
+	n = errs.n > 0 ? errs.n : 1;
 	config_errors_free(&errs);
 	free(c->cfg);
 	c->cfg = NULL;
-	return -1;
+	return n;
 }
 
 static const struct {
@@ -477,7 +595,11 @@ main(int argc, char **argv)
 		return CTL_EX_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error */
-	if (load_config(&c) == -1)
+	if ((rc = load_config(&c, argv[optind])) > 0 &&
+	    ctl_control_command(argv[optind]))
+		return flush_stdout(ctl_control_broken(c.config_path, rc,
+		    argc - optind, argv + optind));
+	if (rc > 0)
 		return FERRY_EX_CONFIG;
 	rc = commands[cmd].run(&c, argc - optind, argv + optind);
 	if (c.rc != NULL)

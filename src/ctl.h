@@ -10,7 +10,8 @@
 #include "config.h"
 #include "queue.h"
 
-/* Exit codes (sysexits.h where one fits). */
+/* Exit codes (sysexits.h where one fits); every one is in ctl_usage(),
+ * doc/ferryctl.1 and README.md (tests/ctl_docs.sh checks). */
 #define CTL_EX_OK 0
 #define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
 #define CTL_EX_UNREPLICATED 3  /* enqueued, but fewer replicas than
@@ -23,6 +24,8 @@
 #define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */
 #define CTL_EX_PROTOCOL 76     /* the control socket is not ferryd's */
 #define CTL_EX_NOPERM 77       /* the control socket refused us */
+#define CTL_EX_CONFIG 78       /* the config file is broken (as
+                                * FERRY_EX_CONFIG) */
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
@@ -56,6 +59,9 @@ int ctl_memory_allows(struct ctl *c);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
+/* ms since the epoch as "2026-12-02T01:33:57.123Z" in buf ("-" when it
+ * cannot be shown); returns buf. */
+const char *ctl_time_text(long long ms, char *buf, size_t size);
 
 void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
@@ -67,5 +73,12 @@ int ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 int ctl_init_db(struct ctl *c, int argc, char **argv);
 /* status, metrics, reload, pause, resume, workers: ferryd's control socket */
 int ctl_control(struct ctl *c, int argc, char **argv);
+bool ctl_control_command(const char *name);
+/* The same when the config file has nerrors errors (printed): reload is
+ * refused (FERRY_EX_CONFIG); the others ask the socket the file names
+ * (or the default), saying that the running ferryd keeps its old
+ * configuration; FERRY_EX_CONFIG when no ferryd answers there. */
+int ctl_control_broken(const char *config_path, int nerrors, int argc,
+    char **argv);
 
 #endif

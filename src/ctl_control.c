@@ -1,7 +1,10 @@
 /* ctl_control.c - ferryctl status, metrics, reload, pause, resume and
  * workers: one command line to the running ferryd's control socket, its
- * answer to stdout. Needs no Redis, only control_socket from the config. */
+ * answer to stdout. Needs no Redis, only control_socket from the config:
+ * with a broken file they still ask the running ferryd (which keeps its
+ * old configuration), at the socket the file names. */
 #include <errno.h>
+#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,8 @@
 
 #define CTL_CONTROL_TIMEOUT_S 10
 #define CTL_ANSWER_MAX (64 << 20)
+/* [ferryd] control_socket's default (src/config_keys.c) */
+#define CTL_DEFAULT_SOCKET "/run/ferryd.sock"
 
 static const struct {
 	const char *name;
@@ -55,16 +60,15 @@ request_line(int argc, char **argv)
 
 /* Connected to the socket, or -1 after a message; *rc is the exit code. */
 static int
-dial(struct ctl *c, int *rc)
+dial(const char *config_path, const char *path, int *rc)
 {
-	const char *path = c->cfg->control_socket;
 	struct timeval tv = { CTL_CONTROL_TIMEOUT_S, 0 };
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
 	*rc = CTL_EX_UNAVAILABLE;
 	if (*path == '\0' || strlen(path) >= sizeof(sun.sun_path)) {
 		fprintf(stderr, "ferryctl: control_socket in %s is %s\n",
-		    c->config_path, *path ? "too long" : "empty: ferryd serves "
+		    config_path, *path ? "too long" : "empty: ferryd serves "
 		    "no control socket");
 		return -1;
 	}
@@ -153,27 +157,105 @@ report(const char *path, const char *command, char *ans, size_t len)
 	return CTL_EX_PROTOCOL;
 }
 
-/* ferryctl status|metrics|reload|pause Q|resume Q|workers Q N */
-int
-ctl_control(struct ctl *c, int argc, char **argv)
+/* The exchange with the socket at `path`; *reached tells whether ferryd
+ * was found there. */
+static int
+control_run(const char *config_path, const char *path, int argc,
+    char **argv, bool *reached)
 {
 	char *line = request_line(argc, argv), *ans;
 	int rc;
 	size_t len;
 
+	*reached = false;
 	if (line == NULL)
 		return CTL_EX_USAGE;
-	int fd = dial(c, &rc);
+	int fd = dial(config_path, path, &rc);
 	if (fd == -1) {
 		free(line);
 		return rc;
 	}
-	ans = exchange(fd, c->cfg->control_socket, line, &len);
+	*reached = true;
+	ans = exchange(fd, path, line, &len);
 	close(fd);
 	free(line);
 	if (ans == NULL)
 		return CTL_EX_PROTOCOL;
-	rc = report(c->cfg->control_socket, argv[0], ans, len);
+	rc = report(path, argv[0], ans, len);
 	free(ans);
+	return rc;
+}
+
+/* ferryctl status|metrics|reload|pause Q|resume Q|workers Q N */
+int
+ctl_control(struct ctl *c, int argc, char **argv)
+{
+	bool reached;
+
+	return control_run(c->config_path, c->cfg->control_socket, argc, argv,
+	    &reached);
+}
+
+bool
+ctl_control_command(const char *name)
+{
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(control_commands); i++)
+		if (strcmp(control_commands[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* inih: the last [ferryd] control_socket of the file. */
+static int
+socket_key(void *user, const char *section, const char *name,
+    const char *value)
+{
+	char **path = user;
+
+	if (strcmp(section, "ferryd") == 0 &&
+	    strcmp(name, "control_socket") == 0) {
+		free(*path);
+		*path = xstrdup(value);
+	}
+	return 1;
+}
+
+int
+ctl_control_broken(const char *config_path, int nerrors, int argc,
+    char **argv)
+{
+	char *path = NULL;
+	bool reached;
+	int rc;
+
+	if (strcmp(argv[0], "reload") == 0) {
+		fprintf(stderr, "ferryctl: %s is broken (%d error%s above); the "
+		    "running ferryd keeps its current configuration; nothing "
+		    "reloaded: fix the file and check it with `ferryd -t`\n",
+		    config_path, nerrors, nerrors == 1 ? "" : "s");
+		return FERRY_EX_CONFIG;
+	}
+	ini_parse(config_path, socket_key, &path);
+	bool named = path != NULL;
+	if (!named)
+		path = xstrdup(CTL_DEFAULT_SOCKET);
+	rc = control_run(config_path, path, argc, argv, &reached);
+	if (reached)
+		fprintf(stderr, "ferryctl: warning: %s is broken (%d error%s "
+		    "above): this is the running ferryd, which keeps its old "
+		    "configuration; fix the file and check it with `ferryd -t` "
+		    "before a reload or restart\n", config_path, nerrors,
+		    nerrors == 1 ? "" : "s");
+	else if (rc != CTL_EX_USAGE) {
+		fprintf(stderr, "ferryctl: config %s is broken (%d error%s "
+		    "above): cannot find the daemon (no ferryd answers on %s, "
+		    "%s); a running ferryd keeps its old configuration; fix "
+		    "the file and check it with `ferryd -t`\n", config_path,
+		    nerrors, nerrors == 1 ? "" : "s", path, named ?
+		    "the control_socket the file names" :
+		    "the default control_socket");
+		rc = FERRY_EX_CONFIG;
+	}
+	free(path);
 	return rc;
 }

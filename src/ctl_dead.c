@@ -124,16 +124,9 @@ print_token(struct wrapper_str s, size_t max)
 static void
 print_time(long long ms)
 {
-	time_t sec = (time_t)(ms / 1000);
-	struct tm tm;
-	char buf[32];
+	char buf[40];
 
-	if (ms < 0 || gmtime_r(&sec, &tm) == NULL ||
-	    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
-		fputs("-", stdout);
-		return;
-	}
-	printf("%s.%03dZ", buf, (int)(ms % 1000));
+	fputs(ctl_time_text(ms, buf, sizeof(buf)), stdout);
 }
 
 static int

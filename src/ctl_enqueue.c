@@ -214,7 +214,7 @@ validate(struct input *in, const struct ctl *c, const struct queue_config *q,
 }
 
 /* The first error among a transaction's n replies (MULTI, SETs, LPUSH,
- * HINCRBY, EXEC and the results inside EXEC), or NULL. An OOM refusal is
+ * EXEC and the results inside EXEC), or NULL. An OOM refusal is
  * preferred: it explains the EXECABORT that follows it. */
 static const char *
 chunk_error(redisReply **r, int n)
@@ -295,7 +295,6 @@ push_chunk(struct ctl *c, const struct queue_keys *k, const struct input *in,
 	size_t n = to - from;
 	const char **argv = xmalloc((n + 2) * sizeof(*argv));
 	size_t *lens = xmalloc((n + 2) * sizeof(*lens));
-	char count[24];
 	int sets;
 
 	argv[0] = "LPUSH";
@@ -306,15 +305,14 @@ push_chunk(struct ctl *c, const struct queue_keys *k, const struct input *in,
 		argv[i + 2] = in->jobs.v[from + i].el;
 		lens[i + 2] = in->jobs.v[from + i].el_len;
 	}
-	snprintf(count, sizeof(count), "%zu", n);
+	/* no counter here: fetch.lua counts `enqueued` for every producer */
 	redisAppendCommand(c->rc, "MULTI");
 	sets = append_sets(c, in, from, to, ttl_ms);
 	redisAppendCommandArgv(c->rc, (int)n + 2, argv, lens);
-	redisAppendCommand(c->rc, "HINCRBY %s enqueued %s", k->stats, count);
 	redisAppendCommand(c->rc, "EXEC");
 	free(argv);
 	free(lens);
-	return chunk_replies(c, 4 + sets, lost);
+	return chunk_replies(c, 3 + sets, lost);
 }
 
 /* Up to CTL_CHUNK jobs and CHUNK_BYTES bytes (at least one job). */

@@ -39,8 +39,11 @@ usage(FILE *out)
 	    "  -h, --help          this text\n", FERRY_CONFIG_PATH);
 }
 
+/* The config, or exit 78 after every error. With -t (a check before a
+ * reload, or by hand) nothing was to be started: say what is true of a
+ * ferryd that runs. */
 static struct ferry_config *
-load_or_exit(const char *path)
+load_or_exit(const char *path, int test_only)
 {
 	struct ferry_config *cfg = xcalloc(1, sizeof(*cfg));
 	struct config_errors errs = { 0, NULL };
@@ -48,8 +51,13 @@ load_or_exit(const char *path)
 	if (config_load(path, cfg, &errs) == 0)
 		return cfg;
 	config_errors_print(&errs, stderr);
-	fprintf(stderr, "ferryd: %s: %d error%s, not started\n", path, errs.n,
-	    errs.n == 1 ? "" : "s");
+	if (test_only)
+		fprintf(stderr, "ferryd: %s is broken: %d error%s (above); a "
+		    "running ferryd keeps its current configuration; nothing "
+		    "reloaded\n", path, errs.n, errs.n == 1 ? "" : "s");
+	else
+		fprintf(stderr, "ferryd: %s: %d error%s, not started\n", path,
+		    errs.n, errs.n == 1 ? "" : "s");
 	config_errors_free(&errs);
 	free(cfg);
 	exit(FERRY_EX_CONFIG);
@@ -221,7 +229,8 @@ main(int argc, char **argv)
 	}
 	/* the daemon runs in / and re-reads the file on HUP: keep it absolute */
 	char *abspath = realpath(path, NULL);
-	struct ferry_config *cfg = load_or_exit(abspath != NULL ? abspath : path);
+	struct ferry_config *cfg = load_or_exit(abspath != NULL ? abspath : path,
+	    test_only);
 	free(abspath);
 	if (test_only) {
 		warn_exposed_secret(cfg, false);

@@ -34,13 +34,14 @@ sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
 {
 	start(a, LUA_FETCH, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
-	/* KEYS: ready, proc, bkeys, owners, requeue */
+	/* KEYS: ready, proc, bkeys, owners, requeue, stats */
 	put(a, a->k.ready);
 	put(a, a->proc);
 	put(a, a->k.bkeys);
 	put(a, a->k.owners);
 	put(a, a->k.requeue);
-	a->nkeys = 5;
+	put(a, a->k.stats);
+	a->nkeys = 6;
 	/* ARGV: n, worker id, batch key, held, master id, max_recoveries */
 	put(a, num(a, 0, n));
 	put(a, worker);

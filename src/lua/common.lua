@@ -268,6 +268,9 @@ local BURY_MARGIN = 3
 local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump)
 	local jobs = redis.call('LRANGE', proc, 0, -1)
 	local kind, batch = batch_of(bkeys, wid)
+	-- no batch key: BLMOVE moved these documents from ready and no fetch counted them (fetch.lua)
+	local uncounted = 0
+	if not batch then uncounted = #jobs end
 	local now = now_ms()
 	local back, buried = {}, {}
 	for i = #jobs, 1, -1 do
@@ -297,5 +300,6 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	redis.call('HDEL', bkeys, wid)
 	if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end
 	if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end
+	if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end
 	return { #back, #buried }
 end

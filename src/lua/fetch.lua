@@ -7,13 +7,20 @@
 -- Recovered jobs come in smaller batches as their recoveries grow
 -- (batch_share): a job that kills its worker is isolated in a few rounds,
 -- and its innocent neighbours do not each run alone.
--- KEYS: ready, proc, bkeys, owners, requeue
+-- KEYS: ready, proc, bkeys, owners, requeue, stats
 -- ARGV: n, worker id, batch key, held, master id, max_recoveries
 -- (held: jobs already in the processing list, moved there by BLMOVE from
 -- ready; then only ready tops the batch up)
 -- Returns {kind, {elements}}. A worker the master has already handed back
 -- (owners holds its tombstone, or another master) gets HANDEDBACK.
 -- allow-oom: it only moves data, so the queue drains at maxmemory.
+-- Counts in stats `enqueued` every document a batch takes from ready, by
+-- whatever means a producer pushed it (ferryctl enqueue, LPUSH): ready
+-- holds only producers' documents, taken once (a retried or recovered job
+-- comes back through delayed or requeue, never ready). The held jobs are
+-- counted here too unless bkeys already names their batch (a resumed
+-- batch, counted by the fetch that stored its key); a worker that dies
+-- before this script runs leaves them to reclaim, which counts them.
 if redis.call('HGET', KEYS[4], ARGV[2]) ~= ARGV[5] then
 	return ferry_error('HANDEDBACK', 'worker ' .. ARGV[2] .. ' is not registered: it was handed back as dead')
 end
@@ -54,6 +61,12 @@ end
 if kind == 'r' and n > 0 then
 	out = redis.call('RPOP', KEYS[1], n) or {}
 end
+local arrived = 0
+if kind == 'r' then
+	arrived = #out
+	if held > 0 and not redis.call('HGET', KEYS[3], ARGV[2]) then arrived = arrived + held end
+end
 push_all('RPUSH', KEYS[2], out)
 if #out + held > 0 then redis.call('HSET', KEYS[3], ARGV[2], kind .. ' ' .. ARGV[3]) end
+if arrived > 0 then redis.call('HINCRBY', KEYS[6], 'enqueued', arrived) end
 return { kind, out }

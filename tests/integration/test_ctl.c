@@ -68,7 +68,8 @@ Test(ctl, enqueue_one_job)
 	cr_assert_str_eq(r.out, "");
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 3);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
+	/* counted when a worker takes them (fetch.lua), not by ferryctl */
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:stats"), 0);
 	char *first = redis_str("RPOP %s", "ferry:{q}:ready");
 	cr_assert_str_eq(first, "{\"id\":\"order-1\",\"n\":1}");
 	free(first);
@@ -125,7 +126,6 @@ Test(ctl, enqueue_many_from_a_pipe)
 	job_sha1_hex("{\"n\":0}", 7, sha);
 	cr_assert_eq(strncmp(r.out, sha, 40), 0, "first id %.40s", r.out);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 10000);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 10000);
 	char *oldest = redis_str("LINDEX %s -1", "ferry:{q}:ready");
 	char *newest = redis_str("LINDEX %s 0", "ferry:{q}:ready");
 	cr_assert_str_eq(oldest, "{\"n\":0}", "workers take jobs in order");
@@ -179,17 +179,26 @@ Test(ctl, stats_of_every_list_and_counter)
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:dead e1 e2"));
 	freeReplyObject(h_redis(&d, "HSET ferry:{q}:owners w1 m1"));
 	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:proc:w1 j1 j2"));
+	/* a worker handed back at 2026-12-02T01:33:57.123Z */
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:owners w2 dead:1796175237123"));
+	/* taken from ready by workers (the 3 in ready are added) */
 	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats enqueued 7"));
 	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats done 4"));
+	/* jobs ever dead-lettered, not the 2 entries the list holds now */
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats dead 5"));
 	CTL(&r, NULL, "stats", "q");
 	expect(&r, 0);
 	for (const char *const *s = (const char *const[]){ "queue q\n",
 	    "ready        3\n", "delayed      1\n", "dead         2\n",
-	    "processing   2\n", "proc:w1 2 (master m1)\n", "enqueued 7, done 4,"
-	    " retried 0, dead 0, recovered 0, replayed 0, cache_missing 0\n",
-	    NULL }; *s; s++)
+	    "processing   2\n", "proc:w1 2 (master m1)\n", "proc:w2 0 (handed "
+	    "back at 2026-12-02T01:33:57.123Z: the worker died or was stopped "
+	    "and its jobs went back to the queue; its name is kept 30 s so that "
+	    "it cannot fetch again)\n", "enqueued 10, done 4,"
+	    " retried 0, deadlettered 5, recovered 0, replayed 0, "
+	    "cache_missing 0\n", NULL }; *s; s++)
 		cr_assert_not_null(strstr(r.out, *s), "no \"%s\" in:\n%s", *s,
 		    r.out);
+	cr_assert_null(strstr(r.out, "dead:"), "%s", r.out);
 	cr_assert_null(strstr(r.out, "queue other"));
 	h_run_free(&r);
 	CTL(&r, NULL, "stats");
@@ -204,12 +213,16 @@ Test(ctl, stats_of_every_list_and_counter)
 	cr_assert_eq(json_at(root, "q", "delayed", NULL), 1);
 	cr_assert_eq(json_at(root, "q", "dead", NULL), 2);
 	cr_assert_eq(json_at(root, "q", "processing", NULL), 2);
-	cr_assert_eq(json_at(root, "q", "counters", "enqueued"), 7);
+	cr_assert_eq(json_at(root, "q", "counters", "enqueued"), 10);
+	cr_assert_eq(json_at(root, "q", "counters", "deadlettered"), 5);
 	cr_assert_eq(json_at(root, "q", "counters", "replayed"), 0);
-	json_t *w1 = json_object_get(json_object_get(json_object_get(root, "q"),
-	    "workers"), "w1");
+	json_t *workers = json_object_get(json_object_get(root, "q"), "workers");
+	json_t *w1 = json_object_get(workers, "w1");
 	cr_assert_eq(json_integer_value(json_object_get(w1, "jobs")), 2);
 	cr_assert_str_eq(h_jstr(w1, "master"), "m1");
+	json_t *w2 = json_object_get(workers, "w2");
+	cr_assert(json_is_null(json_object_get(w2, "master")));
+	cr_assert_str_eq(h_jstr(w2, "handed_back"), "2026-12-02T01:33:57.123Z");
 	json_decref(root);
 	h_run_free(&r);
 	h_stop(&d);
@@ -399,6 +412,113 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:dead"), 0);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats replayed"), 2);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 2);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3);
+	/* the three of ferryctl and the one LPUSH: all arrived */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 4);
+	h_stop(&d);
+}
+
+static long long
+stats_enqueued(void)
+{
+	struct h_run r;
+
+	CTL(&r, NULL, "stats", "--json", "q");
+	expect(&r, 0);
+	json_t *root = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(root, "not JSON: %s", r.out);
+	long long n = json_at(root, "q", "counters", "enqueued");
+	json_decref(root);
+	h_run_free(&r);
+	return n;
+}
+
+/* Issue 14: jobs a producer pushes with plain LPUSH (the documented
+ * path) are counted as enqueued, while they wait and once done. */
+Test(ctl, enqueued_counts_plain_lpush)
+{
+	char flag[400];
+
+	start_poisoned_ferryd(flag, sizeof(flag));
+	h_push_jobs(&d, "q", 0, 50);
+	cr_assert_eq(stats_enqueued(), 50);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 50);
+	cr_assert_eq(stats_enqueued(), 50);
+	h_stop(&d);
+}
+
+/* Issue 14: init-db says in its words whether ferry_batches was there, and
+ * prints none of PostgreSQL's NOTICE lines ("already exists, skipping"). */
+Test(ctl, init_db_in_its_own_words)
+{
+	struct h_run r;
+
+	h_setup(&d, NULL, "");
+	const char *global = h_pg_start(&d);
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n\n");
+	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
+	CTL(&r, NULL, "init-db");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "queue q: ferry_batches created\n"
+	    "queue q: table events ready\n");
+	cr_assert_str_eq(r.err, "");
+	h_run_free(&r);
+	CTL(&r, NULL, "init-db");
+	expect(&r, 0);
+	cr_assert_str_eq(r.out, "queue q: ferry_batches exists already\n"
+	    "queue q: table events ready\n");
+	cr_assert_null(strstr(r.err, "NOTICE"), "%s", r.err);
+	cr_assert_str_eq(r.err, "");
+	h_run_free(&r);
+	h_stop(&d);
+}
+
+/* Issue 14: with a broken file the control commands still reach the
+ * running ferryd (it keeps its old configuration) and say so; reload is
+ * refused; the Redis commands say why they cannot run. */
+Test(ctl, broken_file_still_reaches_the_running_ferryd)
+{
+	char flag[400], other[400];
+	struct h_run r;
+
+	start_poisoned_ferryd(flag, sizeof(flag));
+	h_start(&d, 1);
+	/* valid lines (control_socket among them), and one error */
+	h_config(&d, "colour = red\n", "[queue q]\nworkers = 1\n");
+	CTL(&r, NULL, "status");
+	expect(&r, 0);
+	cr_assert_not_null(strstr(r.out, "worker queue=q number=1 "), "%s",
+	    r.out);
+	cr_assert_not_null(strstr(r.err, "colour: unknown key"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, " is broken (1 error above): this is "
+	    "the running ferryd, which keeps its old configuration; fix the "
+	    "file and check it with `ferryd -t`"), "%s", r.err);
+	h_run_free(&r);
+
+	CTL(&r, NULL, "reload");
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "the running ferryd keeps its current "
+	    "configuration; nothing reloaded"), "%s", r.err);
+	h_run_free(&r);
+	cr_assert_eq(h_count_in_file(d.log, "reload: reading"), 0);
+
+	CTL(&r, NULL, "stats");
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "stats needs the file's Redis address "
+	    "and queues"), "%s", r.err);
+	h_run_free(&r);
+
+	/* a broken file that names a socket nobody listens on */
+	snprintf(other, sizeof(other), "%s/other.ini", d.dir);
+	h_write_file(other, "[ferryd]\ncontrol_socket = %s/none.sock\n"
+	    "colour = red\n[queue q]\n", d.dir);
+	h_ctl(&r, other, NULL, "status", (const char *)NULL);
+	expect(&r, 78);
+	cr_assert_not_null(strstr(r.err, "is broken (1 error above): cannot "
+	    "find the daemon (no ferryd answers on "), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "/none.sock"), "%s", r.err);
+	h_run_free(&r);
 	h_stop(&d);
 }

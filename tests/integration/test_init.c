@@ -321,6 +321,16 @@ Test(init, reload_broken_keeps_daemon)
 	char *out = expect("reload", LSB_NOT_CONFIGURED);
 	assert_contains(out, "colour: unknown key", "reload output");
 	assert_contains(out, "batch_size: \"0\" out of range", "reload output");
+	/* what is true (issue 14): ferryd -t's verdict, then the script's */
+	char want[600];
+	snprintf(want, sizeof(want), "%s is broken: 2 errors (above); a running "
+	    "ferryd keeps its current configuration; nothing reloaded", d.config);
+	assert_contains(out, want, "reload output");
+	snprintf(want, sizeof(want), "%s is broken (errors above); the running "
+	    "ferryd (pid %d) keeps its current configuration; nothing reloaded",
+	    d.config, (int)pid);
+	assert_contains(out, want, "reload output");
+	cr_assert_null(strstr(out, "not started"), "%s", out);
 	free(out);
 
 	/* no HUP was sent: give a stray one time to show, then look */
@@ -334,6 +344,8 @@ Test(init, reload_broken_keeps_daemon)
 	/* restart refuses too, and leaves the daemon alone */
 	out = expect("restart", LSB_NOT_CONFIGURED);
 	assert_contains(out, "colour: unknown key", "restart output");
+	assert_contains(out, "keeps its current configuration; not restarted",
+	    "restart output");
 	free(out);
 	cr_assert(h_pid_alive(pid), "restart stopped the daemon for a bad file");
 	expect_free("status", LSB_OK);

@@ -387,3 +387,41 @@ Test(scripts, reclaim_is_total)
 	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
 	h_stop(&d);
 }
+
+/* Issue 14: `enqueued` counts what producers pushed onto ready by any
+ * means (plain LPUSH here), once: fetch counts the documents it takes,
+ * and the one BLMOVE took beside them; a resumed batch, retried or
+ * recovered jobs (they come back through requeue) are not counted again;
+ * a job BLMOVE took before its worker died is counted by the hand-back. */
+Test(scripts, enqueued_counts_what_arrives_once)
+{
+	h_setup(&d, NULL, "[queue q]\n");
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
+	freeReplyObject(h_redis(&d, "LPUSH " READY " a b c d e"));
+	freeReplyObject(fetch(3, 0));
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " enqueued"), 3);
+	/* the worker dies: the three go back through requeue */
+	freeReplyObject(reclaim("3", "1"));
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
+	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 3);
+	freeReplyObject(fetched(fetch(10, 0), "w"));
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " enqueued"), 3);
+	freeReplyObject(h_redis(&d, "DEL " PROC " " BKEYS));
+	/* BLMOVE took one, fetch tops the batch up with the last one */
+	freeReplyObject(h_redis(&d, "LMOVE " READY " " PROC " RIGHT RIGHT"));
+	freeReplyObject(fetched(fetch(10, 1), "r"));
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " enqueued"), 5);
+	/* the connection dropped after that fetch: the worker resumes the
+	 * batch, whose key bkeys holds; nothing new arrived */
+	freeReplyObject(fetch(0, 2));
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " enqueued"), 5);
+	freeReplyObject(h_redis(&d, "DEL " PROC " " BKEYS));
+	/* BLMOVE took one and the worker died before its fetch: the
+	 * hand-back counts it; the reaper's later sweep does not */
+	freeReplyObject(h_redis(&d, "LPUSH " READY " f"));
+	freeReplyObject(h_redis(&d, "LMOVE " READY " " PROC " RIGHT RIGHT"));
+	freeReplyObject(reclaim("3", "1"));
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " enqueued"), 6);
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " recovered"), 4);
+	h_stop(&d);
+}
