@@ -228,13 +228,19 @@ give_back(struct consumer *c, struct batch *b)
 		    to);
 	redisAppendCommand(c->redis, "HDEL %s %s", c->keys.bkeys,
 	    c->worker_id);
+	/* fetch.lua counted them as arrived; the fetch after the pause
+	 * counts them again */
+	int counted = !b->wrapped;
+	if (counted)
+		redisAppendCommand(c->redis, "HINCRBY %s enqueued %d",
+		    c->keys.stats, -b->n);
 	redisAppendCommand(c->redis, "EXEC");
-	for (int i = 0; i < b->n + 3; i++) {
+	for (int i = 0; i < b->n + 3 + counted; i++) {
 		if (redisGetReply(c->redis, (void **)&r) != REDIS_OK) {
 			consumer_drop_connection(c, "giving a batch back (paused)");
 			return false;
 		}
-		if (i == b->n + 2)
+		if (i == b->n + 2 + counted)
 			ok = r->type == REDIS_REPLY_ARRAY;
 		freeReplyObject(r);
 	}
@@ -243,6 +249,10 @@ give_back(struct consumer *c, struct batch *b)
 		    "could not go back to the queue: it runs after the pause",
 		    c->q->name, b->n);
 		c->resume = true;
+	} else {
+		log_info("queue %s: paused while fetching: gave a batch of %d "
+		    "jobs back to %s unrun", c->q->name, b->n,
+		    b->wrapped ? "requeue" : "ready");
 	}
 	return ok;
 }

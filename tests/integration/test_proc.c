@@ -289,6 +289,10 @@ Test(proc, pause_holds_for_jobs_enqueued_right_after)
 	}
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(h_distinct_done(&d, 3 * n), 3 * n);
+	/* a batch given back is counted as arrived once, when it runs */
+	cr_assert_gt(h_count_in_file(d.log, "paused while fetching: gave a "
+	    "batch of "), 0, "no batch was given back: nothing tested");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 3 * n);
 	char path[400];
 	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
 	char *text = h_read_file(path);
