@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -426,5 +427,27 @@ Test(init, plain_messages_and_stale_pidfile)
 	start_daemon(1);
 	expect_free("stop", LSB_OK);
 	cr_assert(!pidfile_exists());
+	h_stop(&d);
+}
+
+/* /run is a tmpfs: after a reboot the pidfile's folder (the package's
+ * /run/ferryd/) is gone, and without systemd nothing makes it again. The
+ * script's start makes it, for [ferryd] user. */
+Test(init, start_makes_the_pidfile_folder)
+{
+	struct stat st;
+	char piddir[300];
+
+	snprintf(piddir, sizeof(piddir), "%s/run/ferryd", d.dir);
+	snprintf(d.pidfile, sizeof(d.pidfile), "%s/ferryd.pid", piddir);
+	h_config(&d, "shutdown_timeout = 1500ms\n", QUEUES);
+	cr_assert_neq(stat(piddir, &st), 0, "%s exists already", piddir);
+	start_daemon(2);
+	cr_assert_eq(stat(piddir, &st), 0, "start did not make %s", piddir);
+	cr_assert(S_ISDIR(st.st_mode));
+	cr_assert_eq(st.st_mode & 07777, 0755);
+	expect_free("stop", LSB_OK);
+	wait_no_daemon(H_DEADLINE_MS);
+	cr_assert(!pidfile_exists(), "pidfile %s left after stop", d.pidfile);
 	h_stop(&d);
 }
