@@ -118,7 +118,9 @@ figures_counters(struct metrics_figures *v, const redisReply *rep)
 	for (size_t i = 0; i + 1 < rep->elements; i += 2) {
 		const char *f = rep->element[i]->str;
 		int64_t n = strtoll(rep->element[i + 1]->str, NULL, 10);
-		if (strcmp(f, "done") == 0)
+		if (strcmp(f, "enqueued") == 0)
+			v->enqueued = n;
+		else if (strcmp(f, "done") == 0)
 			v->done = n;
 		else if (strcmp(f, "retried") == 0)
 			v->retried = n;
@@ -410,6 +412,9 @@ static const struct {
 	const char *name, *type, *help;
 	size_t off;
 } redis_families[] = {
+	{ "ferry_jobs_enqueued_total", "counter", "Producers' jobs a worker "
+	    "took from the ready list, whoever pushed them (those still waiting "
+	    "are ferry_queue_ready).", offsetof(struct metrics_figures, enqueued) },
 	{ "ferry_jobs_done_total", "counter", "Jobs handled successfully, by "
 	    "every host (the queue's stats hash).",
 	    offsetof(struct metrics_figures, done) },

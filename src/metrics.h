@@ -30,7 +30,7 @@ void metrics_totals_add_slot(struct metrics_totals *t,
  * host, and the counters of its stats hash. */
 struct metrics_figures {
 	int64_t ready, requeued, processing, delayed, dead;
-	int64_t done, retried, deadlettered, recovered, cache_missing;
+	int64_t enqueued, done, retried, deadlettered, recovered, cache_missing;
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
 };
 

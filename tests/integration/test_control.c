@@ -332,6 +332,7 @@ Test(control, metrics_parse_and_count)
 	} while (!has_line(m, "ferry_jobs_done_total{queue=\"q\"} 500") &&
 	    h_now_ms() < end);
 	for (const char *const *l = (const char *const[]){
+	    "ferry_jobs_enqueued_total{queue=\"q\"} 500",
 	    "ferry_jobs_done_total{queue=\"q\"} 500",
 	    "ferry_jobs_done_total{queue=\"other\"} 0",
 	    "ferry_jobs_dead_total{queue=\"q\"} 0",
