@@ -17,25 +17,12 @@
 #include <unistd.h>
 
 #include "backoff.h"
-#include "cache.h"
 #include "dead_archive.h"
 #include "handler.h"
 #include "log.h"
-#include "master.h"
 #include "script_args.h"
-#include "sink_pg.h"
 #include "util.h"
 
-
-struct batch {
-	bool wrapped;           /* taken from requeue: elements are wrappers */
-	bool fresh;             /* fetched now, not resumed from the list */
-	int n, cap;
-	char **els;
-	size_t *lens;
-	struct job *jobs;
-	struct handler_result *results;
-};
 
 static void
 batch_add(struct batch *b, const char *el, size_t len)
@@ -257,159 +244,6 @@ give_back(struct consumer *c, struct batch *b)
 	return ok;
 }
 
-/* Run the exec handler on the jobs idx[0..n). When it crashes leaving
- * several jobs unanswered, run those again in halves until the crash is
- * pinned on single jobs: a poison job never burns its batch-mates'
- * attempts. (A timeout is not split: that would multiply the wait.) */
-static void
-run_exec(struct consumer *c, struct batch *b, const int *idx, int n)
-{
-	struct job *jobs = xmalloc(sizeof(*jobs) * (size_t)n);
-	struct handler_result *res = xmalloc(sizeof(*res) * (size_t)n);
-	int *again = xmalloc(sizeof(*again) * (size_t)n), nagain = 0;
-	char err[1024] = "";
-
-	for (int i = 0; i < n; i++) {
-		jobs[i] = b->jobs[idx[i]];      /* shallow: b keeps ownership */
-		res[i] = b->results[idx[i]];
-	}
-	int rc = handler_exec_run(c->q, jobs, res, n, err, sizeof(err));
-	if (err[0] != '\0') {
-		log_warn("queue %s: %s", c->q->name, err);
-		scoreboard_set_error(c->slot, err);
-	}
-	for (int i = 0; i < n; i++) {
-		b->results[idx[i]] = res[i];
-		if (rc == HANDLER_EXEC_CRASHED && res[i].unanswered)
-			again[nagain++] = idx[i];
-	}
-	if (nagain > 1) {
-		log_info("queue %s: handler crashed with %d jobs unanswered: "
-		    "splitting them to find the culprit", c->q->name, nagain);
-		run_exec(c, b, again, nagain / 2);
-		run_exec(c, b, again + nagain / 2, nagain - nagain / 2);
-	}
-	free(jobs);
-	free(res);
-	free(again);
-}
-
-/* handler = postgres: write the batch. While PostgreSQL is unreachable the
- * batch stays in Redis and no attempt is burnt: retry with backoff. False
- * when asked to stop meanwhile (the batch is still held). */
-static bool
-run_sink(struct consumer *c, struct batch *b)
-{
-	long delay = CONSUMER_RETRY_MIN_MS;
-	int64_t since = 0;
-	char err[512];
-
-	if (c->sink == NULL)
-		c->sink = sink_pg_new(c->cfg, c->q);
-	for (;;) {
-		enum sink_status st = sink_pg_run(c->sink, b->jobs, b->results,
-		    b->n, c->batch_key, err, sizeof(err));
-		if (st == SINK_OK)
-			break;
-		scoreboard_set_error(c->slot, err);
-		if (st == SINK_HANDED_BACK) {
-			/* the jobs are another worker's now: settle nothing */
-			c->evicted = true;
-			return false;
-		}
-		if (st == SINK_FATAL) {
-			log_error("queue %s: %s; this worker stops until a reload "
-			    "(SIGHUP)", c->q->name, err);
-			_exit(FERRY_EXIT_FATAL);
-		}
-		if (since == 0) {
-			log_warn("queue %s: %s (the batch of %d jobs waits in Redis; "
-			    "retrying)", c->q->name, err, b->n);
-			since = util_monotonic_ms();
-		} else {
-			log_debug("queue %s: %s (still waiting)", c->q->name, err);
-		}
-		consumer_set_state(c, SB_WAIT_POSTGRES);    /* not hung */
-		for (long waited = 0; waited < delay; waited += 100) {
-			if (c->should_stop())
-				return false;
-			consumer_sleep_ms(100);
-		}
-		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
-		    delay * 2;
-		consumer_begin_batch(c, b->n);
-	}
-	if (since != 0)
-		log_notice("queue %s: postgres reachable again after %.1f s",
-		    c->q->name, (double)(util_monotonic_ms() - since) / 1000.);
-	/* test hook: die between COMMIT and the Redis ack, once */
-	if (c->exit_after_commit != NULL && unlink(c->exit_after_commit) == 0) {
-		log_warn("test hook: exiting between COMMIT and ack");
-		_exit(1);
-	}
-	sink_pg_prune(c->sink);
-	return true;
-}
-
-/* Parse the jobs and read the cache keys they name; an invalid job (or one
- * whose cache key is gone) fails at once. False when the connection
- * failed while reading the cache (the batch stays held). */
-static bool
-prepare(struct consumer *c, struct batch *b)
-{
-	int h = c->q->handler;
-	enum cache_mode mode = h == CONFIG_HANDLER_EXEC ? CACHE_JSON :
-	    h == CONFIG_HANDLER_POSTGRES ? CACHE_ROWS : CACHE_EXISTS;
-
-	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
-	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
-	/* the sink names the jobs it fails (job_id), others need all names */
-	for (int i = 0; i < b->n; i++) {
-		struct job *j = &b->jobs[i];
-		job_parse_held(j, b->els[i], b->lens[i], c->q->max_job_bytes,
-		    b->wrapped);
-		if (h != CONFIG_HANDLER_POSTGRES)
-			job_id(j);
-		/* recovered too often: never run again. The sink first checks
-		 * the batches it may have been written in (a job written
-		 * before its worker died is done, not dead). */
-		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
-			if (h == CONFIG_HANDLER_POSTGRES && j->nstamps > 0)
-				j->bury = true;
-			else
-				j->invalid = CONSUMER_DIED_REASON;
-		}
-	}
-	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix, c->q,
-	    mode) == -1)
-		return false;
-	for (int i = 0; i < b->n; i++) {
-		if (b->jobs[i].invalid != NULL) {
-			b->results[i].outcome = HANDLER_FAIL;
-			snprintf(b->results[i].message,
-			    sizeof(b->results[i].message), "%s", b->jobs[i].invalid);
-		}
-	}
-	return true;
-}
-
-static bool
-run_handler(struct consumer *c, struct batch *b)
-{
-	if (c->q->handler == CONFIG_HANDLER_EXEC) {
-		int *all = xmalloc(sizeof(*all) * (size_t)b->n);
-		for (int i = 0; i < b->n; i++)
-			all[i] = i;
-		run_exec(c, b, all, b->n);
-		free(all);
-	} else if (c->q->handler == CONFIG_HANDLER_POSTGRES) {
-		return run_sink(c, b);
-	} else {
-		handler_noop_run(b->jobs, b->results, b->n);
-	}
-	return true;
-}
-
 /* The settle.lua arguments of a job that is not simply done. */
 static void
 outcome_args(struct consumer *c, struct job *j,
@@ -554,17 +388,11 @@ set_nonce(struct consumer *c)
 	snprintf(c->nonce, sizeof(c->nonce), "%016llx", (unsigned long long)r);
 }
 
-int
-consumer_run(struct consumer *c)
+/* Fetch, run and settle batches until told to stop or this worker must
+ * exit. */
+static enum consumer_exit
+serve(struct consumer *c, struct batch *b)
 {
-	struct batch b;
-
-	memset(&b, 0, sizeof(b));
-	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
-	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
-	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
-	set_nonce(c);
-	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
 	while (!c->should_stop() && !c->evicted && consumer_connected(c)) {
 		if (fetching_stopped(c)) {
 			consumer_set_state(c, SB_PAUSED);
@@ -575,48 +403,51 @@ consumer_run(struct consumer *c)
 		consumer_follow_switch(c);
 		if (c->redis == NULL)
 			continue;
-		if (!take_batch(c, &b)) {
+		if (!take_batch(c, b)) {
 			consumer_drop_connection(c, "fetch");
-			batch_clear(&b);
+			batch_clear(b);
 			continue;
 		}
 		if (c->evicted) {
 			/* a job BLMOVE moved in after the hand-back is not ours:
 			 * the reaper sweeps it back from the tombstoned list */
-			batch_clear(&b);
+			batch_clear(b);
 			break;
 		}
-		if (b.n == 0) {
+		if (b->n == 0) {
 			archive_dead(c, false);
 			continue;
 		}
-		if (b.fresh && fetching_stopped(c)) {
-			give_back(c, &b);
-			batch_clear(&b);
+		if (b->fresh && fetching_stopped(c)) {
+			give_back(c, b);
+			batch_clear(b);
 			continue;
 		}
-		if (!consumer_replicated(c, b.n)) {
+		if (!consumer_replicated(c, b->n)) {
 			consumer_drop_connection(c, "replication wait");
-			batch_clear(&b);
+			batch_clear(b);
 			continue;
 		}
-		if (!prepare(c, &b)) {
+		if (!consumer_prepare(c, b)) {
 			consumer_drop_connection(c, "cache read");
-			batch_clear(&b);
+			batch_clear(b);
 			continue;
 		}
-		consumer_begin_batch(c, b.n);
-		if (!run_handler(c, &b)) {
-			batch_clear(&b);
-			break;          /* stopping with the batch held */
+		consumer_begin_batch(c, b->n);
+		enum handler_status st = consumer_run_handler(c, b);
+		if (st != HANDLER_DONE) {
+			batch_clear(b);     /* stopping with the batch held */
+			return st == HANDLER_FATAL ? CONSUMER_EXIT_FATAL :
+			    CONSUMER_EXIT_OK;
 		}
-		bool settled = settle(c, &b);
-		scoreboard_end_batch(c->slot, settled ? b.n : 0);
+		bool settled = settle(c, b);
+		scoreboard_end_batch(c->slot, settled ? b->n : 0);
 		consumer_set_state(c, SB_IDLE);
-		c->jobs_done += settled ? b.n : 0;
-		batch_clear(&b);
+		c->jobs_done += settled ? b->n : 0;
+		batch_clear(b);
 		if (!settled)
-			return c->should_stop() || c->evicted ? 0 : 1;
+			return c->should_stop() || c->evicted ? CONSUMER_EXIT_OK :
+			    CONSUMER_EXIT_UNSETTLED;
 		archive_dead(c, c->buried > 0);
 		if (c->q->max_jobs_per_worker > 0 &&
 		    c->jobs_done >= c->q->max_jobs_per_worker) {
@@ -626,11 +457,27 @@ consumer_run(struct consumer *c)
 			break;
 		}
 	}
+	return CONSUMER_EXIT_OK;
+}
+
+enum consumer_exit
+consumer_run(struct consumer *c)
+{
+	struct batch b;
+
+	if (!consumer_handler_open(c))
+		return CONSUMER_EXIT_FATAL;
+	memset(&b, 0, sizeof(b));
+	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
+	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
+	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
+	set_nonce(c);
+	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
+	enum consumer_exit status = serve(c, &b);
 	free(b.els);
 	free(b.lens);
-	sink_pg_free(c->sink);
-	c->sink = NULL;
+	consumer_handler_close(c);
 	redisFree(c->redis);
 	c->redis = NULL;
-	return 0;
+	return status;
 }

@@ -12,6 +12,8 @@
 
 #define CONSUMER_ID_MAX 128
 
+struct handler_ops;
+
 struct consumer {
 	/* set by the caller */
 	const struct ferry_config *cfg;
@@ -46,16 +48,26 @@ struct consumer {
 	long error_delay_ms;            /* backoff after a script error */
 	long long buried;               /* dead-lettered by the last settle */
 	int64_t archive_ms;             /* last dead_max check */
-	struct sink_pg *sink;           /* handler = postgres */
-	const char *exit_after_commit;  /* test hook: see consumer.c */
+	const struct handler_ops *handler;  /* the queue's (handler.h) */
+	void *handler_state;            /* what its open() returned */
+	const char *exit_after_commit;  /* test hook: consumer_handler.c */
 	int told_state, told_jobs;      /* what on_state heard last */
 	int busy_jobs;                  /* the batch in hand */
 	int state_before_wait;          /* restored when a wait for redis or
 	                                 * replicas ends */
 };
 
-/* Loop until should_stop() or max_jobs_per_worker; returns the exit code
- * (0, or 1 when a batch could not be settled for another reason). */
-int consumer_run(struct consumer *c);
+enum consumer_exit {
+	CONSUMER_EXIT_OK = 0,       /* stopped, max_jobs_per_worker, handed
+	                             * back: exit 0 */
+	CONSUMER_EXIT_UNSETTLED = 1, /* a batch could not be settled for
+	                             * another reason: exit 1 */
+	CONSUMER_EXIT_FATAL,        /* the handler cannot go on until a
+	                             * reload: exit FERRY_EXIT_FATAL */
+};
+
+/* Loop until should_stop() or max_jobs_per_worker; returns how the worker
+ * should exit. */
+enum consumer_exit consumer_run(struct consumer *c);
 
 #endif

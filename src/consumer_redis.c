@@ -36,10 +36,14 @@ tell_state(struct consumer *c, int state, int jobs)
 void
 consumer_set_state(struct consumer *c, int state)
 {
-	if (state == SB_WAIT_POSTGRES)
-		scoreboard_set_waiting(c->slot, state);
-	else
-		scoreboard_set_state(c->slot, state);
+	scoreboard_set_state(c->slot, state);
+	tell_state(c, state, 0);
+}
+
+void
+consumer_set_waiting(struct consumer *c, int state)
+{
+	scoreboard_set_waiting(c->slot, state);
 	tell_state(c, state, 0);
 }
 

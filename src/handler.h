@@ -1,7 +1,10 @@
 /* handler.h - what a worker does with a batch. A handler receives the
  * batch's jobs and sets an outcome for each; the worker then settles the
- * whole batch in Redis in one step. noop and exec live here; the PostgreSQL
- * sink plugs in behind the same interface. */
+ * whole batch in Redis in one step. Every handler (noop, exec, postgres)
+ * is one struct handler_ops, and the worker (consumer.c) knows only that
+ * interface: adding a handler is one file with its ops (handler_noop.c is
+ * the smallest) plus one row in handler_for's table (handler.c), beside
+ * its name in the configuration (enum config_handler, config_keys.c). */
 #ifndef FERRY_HANDLER_H
 #define FERRY_HANDLER_H
 
@@ -10,6 +13,19 @@
 
 #include "config.h"
 #include "job.h"
+
+/* What one run of a batch came to, for every handler. */
+enum handler_status {
+	HANDLER_DONE,           /* every job has its result: settle them */
+	HANDLER_WAIT,           /* an outage (err says which): nothing was
+	                         * decided; the batch stays held in Redis and
+	                         * runs again after a backoff, no attempt spent */
+	HANDLER_HANDED_BACK,    /* the jobs are another worker's now (this one
+	                         * was handed back as dead): settle nothing,
+	                         * stop */
+	HANDLER_FATAL,          /* this worker cannot go on until a reload
+	                         * (err says why): it exits FERRY_EXIT_FATAL */
+};
 
 enum handler_outcome {
 	HANDLER_PENDING = 0,    /* no result yet */
@@ -56,5 +72,61 @@ void handler_env_free(char **env);
 
 /* handler = noop: every valid job is done. */
 void handler_noop_run(struct job *jobs, struct handler_result *results, int n);
+
+/* What the worker lends its handler when it opens it. */
+struct handler_host {
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	/* a warning while a batch runs (the exec handler's unknown lines, a
+	 * crash): logged and shown as the worker's last error; may be called
+	 * several times per run */
+	void (*warn)(void *arg, const char *msg);
+	void *arg;
+};
+
+struct handler_ops {
+	const char *name;       /* as in handler = NAME; also what is "reachable
+	                         * again" after HANDLER_WAIT */
+	/* what the worker prepares of each job before run: */
+	int cache_mode;         /* enum cache_mode (cache.h): what of a job's
+	                         * cache key it reads */
+	bool needs_job_ids;     /* every job's id computed (job_id); else only
+	                         * those the handler fails are named */
+	bool checks_fence;      /* a job recovered more than max_recoveries
+	                         * times, with batch stamps, is buried (j->bury:
+	                         * run fails it unless one of its batches
+	                         * committed it); else it fails at once */
+	bool commits;           /* run commits the batch elsewhere before the
+	                         * Redis ack (where the test hook
+	                         * exit_after_commit fires) */
+	int waiting_state;      /* SB_* (scoreboard.h) shown while run answers
+	                         * HANDLER_WAIT, untimed; SB_FREE when it never
+	                         * does */
+
+	/* Once per worker process; never fails (connections are made by run,
+	 * which may then answer HANDLER_WAIT). host is copied if kept. */
+	void *(*open)(const struct handler_host *host);
+	/* Run the batch whose key is batch_key (unique per batch, the same
+	 * when a held batch is resumed): set results[i] for every job without
+	 * j->invalid (those keep the result the worker set). err (errsize
+	 * bytes) says why on any status but HANDLER_DONE. */
+	enum handler_status (*run)(void *state, struct job *jobs,
+	    struct handler_result *results, int n, const char *batch_key,
+	    char *err, size_t errsize);
+	/* After HANDLER_DONE, before the Redis ack: housekeeping that may
+	 * fail silently (postgres: prune old batch keys). */
+	void (*committed)(void *state);
+	void (*close)(void *state);
+};
+
+extern const struct handler_ops handler_noop_ops;
+extern const struct handler_ops handler_exec_ops;
+extern const struct handler_ops handler_pg_ops;
+
+/* A committed or close hook with nothing to do. */
+void handler_nothing(void *state);
+
+/* The ops of `handler` (enum config_handler), NULL when it names none. */
+const struct handler_ops *handler_for(int handler);
 
 #endif

@@ -631,11 +631,3 @@ handler_exec_run(const struct queue_config *q, struct job *jobs,
 	set_pending(&r, HANDLER_RETRY, why_buf);
 	return -1;
 }
-
-void
-handler_noop_run(struct job *jobs, struct handler_result *results, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (jobs[i].invalid == NULL)
-			results[i] = (struct handler_result){ HANDLER_OK, "", false };
-}

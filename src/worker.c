@@ -161,12 +161,14 @@ worker_main(const struct worker_args *args)
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
 	c.exit_after_commit = test_hook_exit_after_commit();
 	log_debug("started as %s", c.worker_id);
-	int status = consumer_run(&c);
+	enum consumer_exit status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);
 	show_state(SB_STOPPING, 0);
-	log_debug("exiting: %s", stop_requested ? "SIGTERM" :
-	    getppid() != master_pid ? "master died" : "done");
-	_exit(status);
+	log_debug("exiting: %s", status == CONSUMER_EXIT_FATAL ? "fatal" :
+	    stop_requested ? "SIGTERM" : getppid() != master_pid ?
+	    "master died" : "done");
+	_exit(status == CONSUMER_EXIT_FATAL ? FERRY_EXIT_FATAL :
+	    status == CONSUMER_EXIT_UNSETTLED ? 1 : FERRY_EXIT_OK);
 }
 
 void

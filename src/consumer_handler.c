@@ -1,0 +1,155 @@
+/* consumer_handler.c - the handler's side of a worker's cycle: open the
+ * queue's handler (handler_for), prepare a batch's jobs the way it asks
+ * (cache values, ids, burial of jobs recovered too often), run it and wait
+ * out its outages with the batch held. It knows the handler only through
+ * struct handler_ops. */
+#include "consumer.h"
+#include "consumer_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "handler.h"
+#include "log.h"
+#include "util.h"
+
+/* A handler's warning while a batch runs (struct handler_host). */
+static void
+handler_warned(void *arg, const char *msg)
+{
+	struct consumer *c = arg;
+
+	log_warn("queue %s: %s", c->q->name, msg);
+	scoreboard_set_error(c->slot, msg);
+}
+
+/* Wait out a handler's outage (delay ms, doubled up to the maximum), the
+ * batch held; false when asked to stop meanwhile. */
+static bool
+outage_wait(struct consumer *c, long *delay)
+{
+	consumer_set_waiting(c, c->handler->waiting_state);    /* not hung */
+	for (long waited = 0; waited < *delay; waited += 100) {
+		if (c->should_stop())
+			return false;
+		consumer_sleep_ms(100);
+	}
+	*delay = *delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
+	    *delay * 2;
+	return true;
+}
+
+/* Run the batch through the handler. While what it needs is unreachable
+ * (HANDLER_WAIT) the batch stays in Redis and no attempt is burnt: retry
+ * with backoff. HANDLER_DONE: settle it; HANDLER_WAIT when asked to stop
+ * meanwhile (the batch is still held); HANDLER_HANDED_BACK (evicted) or
+ * HANDLER_FATAL: settle nothing. */
+enum handler_status
+consumer_run_handler(struct consumer *c, struct batch *b)
+{
+	const struct handler_ops *h = c->handler;
+	long delay = CONSUMER_RETRY_MIN_MS;
+	int64_t since = 0;
+	enum handler_status st;
+	char err[512];
+
+	while ((st = h->run(c->handler_state, b->jobs, b->results, b->n,
+	    c->batch_key, err, sizeof(err))) != HANDLER_DONE) {
+		scoreboard_set_error(c->slot, err);
+		if (st == HANDLER_HANDED_BACK) {
+			c->evicted = true;
+			return st;
+		}
+		if (st == HANDLER_FATAL) {
+			log_error("queue %s: %s; this worker stops until a reload "
+			    "(SIGHUP)", c->q->name, err);
+			return st;
+		}
+		if (since == 0) {
+			log_warn("queue %s: %s (the batch of %d jobs waits in Redis; "
+			    "retrying)", c->q->name, err, b->n);
+			since = util_monotonic_ms();
+		} else {
+			log_debug("queue %s: %s (still waiting)", c->q->name, err);
+		}
+		if (!outage_wait(c, &delay))
+			return HANDLER_WAIT;
+		consumer_begin_batch(c, b->n);
+	}
+	if (since != 0)
+		log_notice("queue %s: %s reachable again after %.1f s",
+		    c->q->name, h->name,
+		    (double)(util_monotonic_ms() - since) / 1000.);
+	/* test hook: die between COMMIT and the Redis ack, once */
+	if (h->commits && c->exit_after_commit != NULL &&
+	    unlink(c->exit_after_commit) == 0) {
+		log_warn("test hook: exiting between COMMIT and ack");
+		_exit(1);
+	}
+	h->committed(c->handler_state);
+	return HANDLER_DONE;
+}
+
+/* Parse the jobs and read the cache keys they name; an invalid job (or one
+ * whose cache key is gone) fails at once. False when the connection
+ * failed while reading the cache (the batch stays held). */
+bool
+consumer_prepare(struct consumer *c, struct batch *b)
+{
+	const struct handler_ops *h = c->handler;
+
+	b->jobs = xcalloc((size_t)b->n, sizeof(*b->jobs));
+	b->results = xcalloc((size_t)b->n, sizeof(*b->results));
+	/* some handlers name only the jobs they fail (job_id) */
+	for (int i = 0; i < b->n; i++) {
+		struct job *j = &b->jobs[i];
+		job_parse_held(j, b->els[i], b->lens[i], c->q->max_job_bytes,
+		    b->wrapped);
+		if (h->needs_job_ids)
+			job_id(j);
+		/* recovered too often: never run again. A fencing handler
+		 * first checks the batches it may have been written in (a job
+		 * written before its worker died is done, not dead). */
+		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
+			if (h->checks_fence && j->nstamps > 0)
+				j->bury = true;
+			else
+				j->invalid = CONSUMER_DIED_REASON;
+		}
+	}
+	if (cache_load(c->redis, b->jobs, b->n, c->cfg->redis_prefix, c->q,
+	    h->cache_mode) == -1)
+		return false;
+	for (int i = 0; i < b->n; i++) {
+		if (b->jobs[i].invalid != NULL) {
+			b->results[i].outcome = HANDLER_FAIL;
+			snprintf(b->results[i].message,
+			    sizeof(b->results[i].message), "%s", b->jobs[i].invalid);
+		}
+	}
+	return true;
+}
+
+bool
+consumer_handler_open(struct consumer *c)
+{
+	if ((c->handler = handler_for(c->q->handler)) == NULL) {
+		log_error("queue %s: handler %d has no implementation; this "
+		    "worker stops until a reload (SIGHUP)", c->q->name,
+		    c->q->handler);
+		return false;
+	}
+	struct handler_host host = { .cfg = c->cfg, .q = c->q,
+	    .warn = handler_warned, .arg = c };
+	c->handler_state = c->handler->open(&host);
+	return true;
+}
+
+void
+consumer_handler_close(struct consumer *c)
+{
+	c->handler->close(c->handler_state);
+	c->handler_state = NULL;
+}
