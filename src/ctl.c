@@ -16,8 +16,6 @@
 #define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
 #endif
 
-_Static_assert(CTL_EX_CONFIG == FERRY_EX_CONFIG, "one code for a bad file");
-
 /* Every command, option and exit code (tests/ctl_docs.sh reads this text:
  * commands are the lines of the "commands" sections, two spaces in). */
 void
@@ -266,7 +264,7 @@ main(int argc, char **argv)
 		return flush_stdout(ctl_control_broken(c.config_path, rc,
 		    argc - optind, argv + optind));
 	if (rc > 0)
-		return FERRY_EX_CONFIG;
+		return CTL_EX_CONFIG;
 	rc = commands[cmd].run(&c, argc - optind, argv + optind);
 	if (c.rc != NULL)
 		redisFree(c.rc);

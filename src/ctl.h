@@ -1,5 +1,6 @@
 /* ctl.h - ferryctl, the operator's tool: what its commands share (the loaded
- * config, one synchronous Redis connection, exit codes, messages). */
+ * config, one synchronous Redis connection, messages; the exit codes are
+ * in exit_codes.h). */
 #ifndef FERRY_CTL_H
 #define FERRY_CTL_H
 
@@ -8,24 +9,8 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "exit_codes.h"
 #include "queue.h"
-
-/* Exit codes (sysexits.h where one fits); every one is in ctl_usage(),
- * doc/ferryctl.1 and README.md (tests/ctl_docs.sh checks). */
-#define CTL_EX_OK 0
-#define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
-#define CTL_EX_UNREPLICATED 3  /* enqueued, but fewer replicas than
-                                * redis_wait_replicas acknowledged it */
-#define CTL_EX_USAGE 64
-#define CTL_EX_DATAERR 65      /* a job or archive line refused, or a
-                                * malformed dead entry to replay */
-#define CTL_EX_UNAVAILABLE 69  /* Redis cannot be reached or refused */
-#define CTL_EX_IOERR 74        /* stdin or stdout failed */
-#define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */
-#define CTL_EX_PROTOCOL 76     /* the control socket is not ferryd's */
-#define CTL_EX_NOPERM 77       /* the control socket refused us */
-#define CTL_EX_CONFIG 78       /* the config file is broken (as
-                                * FERRY_EX_CONFIG) */
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
@@ -75,9 +60,9 @@ int ctl_init_db(struct ctl *c, int argc, char **argv);
 int ctl_control(struct ctl *c, int argc, char **argv);
 bool ctl_control_command(const char *name);
 /* The same when the config file has nerrors errors (printed): reload is
- * refused (FERRY_EX_CONFIG); the others ask the socket the file names
+ * refused (CTL_EX_CONFIG); the others ask the socket the file names
  * (or the default), saying that the running ferryd keeps its old
- * configuration; FERRY_EX_CONFIG when no ferryd answers there. */
+ * configuration; CTL_EX_CONFIG when no ferryd answers there. */
 int ctl_control_broken(const char *config_path, int nerrors, int argc,
     char **argv);
 

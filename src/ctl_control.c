@@ -141,7 +141,8 @@ report(const char *path, const char *command, char *ans, size_t len)
 		fprintf(stderr, "ferryctl: ferryd: %s", ans + 7);
 		if (strcmp(ans, "error: permission denied\n") == 0)
 			return CTL_EX_NOPERM;
-		return strcmp(command, "reload") == 0 ? FERRY_EX_CONFIG : 1;
+		return strcmp(command, "reload") == 0 ? CTL_EX_CONFIG :
+		    CTL_EX_REFUSED;
 	}
 	if (strlen(ans) == len && (strcmp(ans, "ok\n") == 0 ||
 	    (len > 3 && strcmp(ans + len - 4, "\nok\n") == 0))) {
@@ -233,7 +234,7 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 		    "running ferryd keeps its current configuration; nothing "
 		    "reloaded: fix the file and check it with `ferryd -t`\n",
 		    config_path, nerrors, nerrors == 1 ? "" : "s");
-		return FERRY_EX_CONFIG;
+		return CTL_EX_CONFIG;
 	}
 	ini_parse(config_path, socket_key, &path);
 	bool named = path != NULL;
@@ -254,7 +255,7 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 		    nerrors, nerrors == 1 ? "" : "s", path, named ?
 		    "the control_socket the file names" :
 		    "the default control_socket");
-		rc = FERRY_EX_CONFIG;
+		rc = CTL_EX_CONFIG;
 	}
 	free(path);
 	return rc;
