@@ -1,8 +1,9 @@
-/* ctl_control.c - ferryctl status, metrics, reload, pause, resume and
- * workers: one command line to the running ferryd's control socket, its
- * answer to stdout. Needs no Redis, only control_socket from the config:
- * with a broken file they still ask the running ferryd (which keeps its
- * old configuration), at the socket the file names. */
+/* ctl_control.c - ferryctl's commands to the running ferryd (status,
+ * metrics, reload, pause, resume, workers: src/control_commands.c): one
+ * command line to its control socket, its answer to stdout. Needs no
+ * Redis, only control_socket from the config: with a broken file they
+ * still ask the running ferryd (which keeps its old configuration), at the
+ * socket the file names. */
 #include <errno.h>
 #include <ini.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "control_commands.h"
 #include "ctl.h"
 #include "util.h"
 
@@ -21,41 +23,23 @@
 /* [ferryd] control_socket's default (src/config_keys.c) */
 #define CTL_DEFAULT_SOCKET "/run/ferryd.sock"
 
-static const struct {
-	const char *name;
-	int nargs;
-	const char *usage;
-} control_commands[] = {
-	{ "status", 0, "status" },
-	{ "metrics", 0, "metrics" },
-	{ "reload", 0, "reload" },
-	{ "pause", 1, "pause QUEUE" },
-	{ "resume", 1, "resume QUEUE" },
-	{ "workers", 2, "workers QUEUE N" },
-};
-
 /* The request line, or NULL after a usage message. */
 static char *
 request_line(int argc, char **argv)
 {
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(control_commands); i++) {
-		if (strcmp(control_commands[i].name, argv[0]) != 0)
-			continue;
-		char *end;
-		if (argc - 1 != control_commands[i].nargs ||
-		    (argc == 3 && (strtol(argv[2], &end, 10) < 0 ||
-		    *argv[2] == '\0' || *end != '\0'))) {
-			fprintf(stderr, "usage: ferryctl %s\n",
-			    control_commands[i].usage);
-			return NULL;
-		}
-		if (argc == 1)
-			return xasprintf("%s\n", argv[0]);
-		if (argc == 2)
-			return xasprintf("%s %s\n", argv[0], argv[1]);
-		return xasprintf("%s %s %s\n", argv[0], argv[1], argv[2]);
+	const struct control_command *cmd = control_command_find(argv[0]);
+
+	if (!control_command_for_ctl(cmd))
+		return NULL;
+	if (!control_command_args_ok(cmd, argc, argv)) {
+		fprintf(stderr, "usage: ferryctl %s\n", cmd->usage);
+		return NULL;
 	}
-	return NULL;
+	if (argc == 1)
+		return xasprintf("%s\n", argv[0]);
+	if (argc == 2)
+		return xasprintf("%s %s\n", argv[0], argv[1]);
+	return xasprintf("%s %s %s\n", argv[0], argv[1], argv[2]);
 }
 
 /* Connected to the socket, or -1 after a message; *rc is the exit code. */
@@ -200,10 +184,7 @@ ctl_control(struct ctl *c, int argc, char **argv)
 bool
 ctl_control_command(const char *name)
 {
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(control_commands); i++)
-		if (strcmp(control_commands[i].name, name) == 0)
-			return true;
-	return false;
+	return control_command_for_ctl(control_command_find(name));
 }
 
 /* inih: the last [ferryd] control_socket of the file. */
