@@ -19,9 +19,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "base64.h"
 #include "cache.h"
 #include "ctl.h"
+#include "dead_entry.h"
 #include "job.h"
 #include "lua_scripts.h"
 #include "sha1.h"
@@ -142,32 +142,18 @@ cache_invalid(json_t *cache)
 	return "\"cache\" is not a string, a hash or a list";
 }
 
-/* The job of a line: "job" (a JSON string) or "job_base64". 0, with the
- * bytes in *p (*buf malloc'd when decoded), or -1 after a line error. */
+/* The job of a line: "job" (a JSON string) or "job_base64" (the entry as
+ * src/dead_entry.c shows it). 0, with the bytes in *p (*buf malloc'd when
+ * decoded), or -1 after a line error. */
 static int
 line_job(struct restore *r, json_t *doc, const char **p, size_t *n,
     char **buf)
 {
-	json_t *job = json_object_get(doc, "job");
-	json_t *b64 = json_object_get(doc, "job_base64");
+	const char *why;
 
-	*buf = NULL;
-	if (job != NULL && b64 != NULL) {
-		line_error(r, "both \"job\" and \"job_base64\"");
-		return -1;
-	}
-	if (json_is_string(job)) {
-		*p = json_string_value(job);
-		*n = json_string_length(job);
+	if (dead_entry_job_bytes(doc, p, n, buf, &why) == 0)
 		return 0;
-	}
-	if (json_is_string(b64) && base64_decode(json_string_value(b64),
-	    json_string_length(b64), buf, n) == 0) {
-		*p = *buf;
-		return 0;
-	}
-	line_error(r, b64 != NULL ? "\"job_base64\" is not base64" :
-	    "no \"job\" string");
+	line_error(r, why);
 	return -1;
 }
 
