@@ -14,6 +14,7 @@
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
+#define CTL_CHUNK_BYTES (16 << 20) /* bytes of the jobs of one pushed chunk */
 
 struct ctl {
 	const char *config_path;
@@ -41,6 +42,29 @@ bool ctl_reply_ok(const redisReply *r);
  * is refused: Redis still refuses at maxmemory), else CTL_EX_TEMPFAIL (or
  * CTL_EX_UNAVAILABLE), after a message. */
 int ctl_memory_allows(struct ctl *c);
+
+/* Many jobs pushed in chunks (src/ctl_push.c): enqueue and dead restore
+ * add their jobs one by one and send each chunk their own way. */
+struct ctl_push {
+	struct ctl *c;
+	const char *verb;       /* "pushed": the progress line */
+	long long total;        /* jobs in all, for the progress line */
+	bool progress;          /* print it (ctl_progress_wanted) */
+	size_t n, bytes;        /* the chunk being built */
+	long long done;         /* jobs that went in */
+	long chunks;            /* chunks sent whole */
+};
+/* Send the n jobs of the chunk as one atomic step: 0, or an exit code after
+ * a message; *went + the jobs that went in. */
+typedef int ctl_push_send_fn(void *arg, size_t n, long long *went);
+/* A job of `bytes` does not fit in the chunk being built: flush it first. */
+bool ctl_push_full(const struct ctl_push *p, size_t bytes);
+void ctl_push_add(struct ctl_push *p, size_t bytes);
+/* Send the chunk being built, if any, after ctl_memory_allows; count it and
+ * print the progress line. 0 or the exit code. */
+int ctl_push_flush(struct ctl_push *p, ctl_push_send_fn *send, void *arg);
+/* After the last flush: end the progress line. */
+void ctl_push_end(const struct ctl_push *p);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
