@@ -449,6 +449,23 @@ not_found(const struct dead_cmd *d)
 	return CTL_EX_NOTFOUND;
 }
 
+typedef int dead_act_fn(struct dead_cmd *, long long *);
+
+/* With --all, all(d, n); with an id, its entries collected, then
+ * matches(d, n), or CTL_EX_NOTFOUND after a message when it has none. */
+static int
+act(struct dead_cmd *d, dead_act_fn *all, dead_act_fn *matches,
+    long long *n)
+{
+	int rc;
+
+	if (d->id == NULL)
+		return all(d, n);
+	if ((rc = scan(d, collect_one)) != 0)
+		return rc;
+	return d->found == 0 ? not_found(d) : matches(d, n);
+}
+
 /* Exit status: 0; with an id, 1 when its entries were gone meanwhile and
  * 65 when they were all malformed. --all leaves malformed entries in
  * place, says so, and exits 0. */
@@ -456,14 +473,8 @@ static int
 run_retry(struct dead_cmd *d)
 {
 	long long replayed = 0;
-	int rc;
+	int rc = act(d, retry_all, retry_matches, &replayed);
 
-	if (d->id == NULL)
-		rc = retry_all(d, &replayed);
-	else if ((rc = scan(d, collect_one)) == 0 && d->found == 0)
-		return not_found(d);
-	else if (rc == 0)
-		rc = retry_matches(d, &replayed);
 	if (rc != 0)
 		return rc;
 	printf("replayed %lld job%s to queue %s\n", replayed,
@@ -485,14 +496,8 @@ static int
 run_purge(struct dead_cmd *d)
 {
 	long long purged = 0;
-	int rc;
+	int rc = act(d, purge_all, purge_matches, &purged);
 
-	if (d->id == NULL)
-		rc = purge_all(d, &purged);
-	else if ((rc = scan(d, collect_one)) == 0 && d->found == 0)
-		return not_found(d);
-	else if (rc == 0)
-		rc = purge_matches(d, &purged);
 	if (rc == 0)
 		printf("purged %lld dead entr%s from queue %s\n", purged,
 		    purged == 1 ? "y" : "ies", d->q->name);
