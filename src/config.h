@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define FERRY_EX_CONFIG 78      /* sysexits EX_CONFIG: bad configuration */
 #define CONFIG_QUEUE_NAME_MAX 48 /* letters, digits, '_', '-', '.' */
 #define CONFIG_MAX_QUEUES 64
 #define CONFIG_MAX_WORKERS 256   /* per queue */

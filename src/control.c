@@ -1,6 +1,7 @@
 /* control.c - the control socket, served from the master's libev loop and
  * never blocking it: each client sends one command line and reads the
  * answer (text, then a last line "ok", or a first line "error: ...").
+ * The commands are src/control_commands.c's; their handlers are here.
  * Clients are non-blocking, bounded in size and in time. */
 #include "control.h"
 
@@ -14,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "control_commands.h"
 #include "log.h"
 #include "master.h"
 #include "metrics.h"
@@ -348,38 +350,34 @@ cmd_metrics(struct master *m, char **argv, struct control_out *o)
 	control_out_printf(o, "ok\n");
 }
 
-static void cmd_help(struct master *m, char **argv, struct control_out *o);
-
-static const struct {
-	const char *name;
-	int nargs;
-	const char *usage;
-	void (*run)(struct master *, char **, struct control_out *);
-} commands[] = {
-	{ "status", 0, "status", cmd_status },
-	{ "metrics", 0, "metrics", cmd_metrics },
-	{ "reload", 0, "reload", cmd_reload },
-	{ "pause", 1, "pause QUEUE", cmd_pause },
-	{ "resume", 1, "resume QUEUE", cmd_pause },
-	{ "workers", 2, "workers QUEUE N", cmd_workers },
-	{ "help", 0, "help", cmd_help },
-};
-
 static void
 cmd_help(struct master *m, char **argv, struct control_out *o)
 {
 	(void)m;
 	(void)argv;
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++)
-		control_out_printf(o, "%s\n", commands[i].usage);
+	for (int i = 0; i < CONTROL_NCOMMANDS; i++)
+		control_out_printf(o, "%s\n", control_commands[i].usage);
 	control_out_printf(o, "ok\n");
 }
+
+/* What serves each command of src/control_commands.c. */
+static void (*const handlers[CONTROL_NCOMMANDS])(struct master *, char **,
+    struct control_out *) = {
+	[CONTROL_STATUS] = cmd_status,
+	[CONTROL_METRICS] = cmd_metrics,
+	[CONTROL_RELOAD] = cmd_reload,
+	[CONTROL_PAUSE] = cmd_pause,
+	[CONTROL_RESUME] = cmd_pause,
+	[CONTROL_WORKERS] = cmd_workers,
+	[CONTROL_HELP] = cmd_help,
+};
 
 /* Split the line on blanks, find the command, run it into cl->out. */
 static void
 dispatch(struct control *c, char *line, struct control_out *o)
 {
 	char *argv[CONTROL_ARGS_MAX + 1], *save = NULL;
+	const struct control_command *cmd;
 	int argc = 0;
 
 	for (char *w = strtok_r(line, " \t\r", &save); w != NULL;
@@ -390,17 +388,15 @@ dispatch(struct control *c, char *line, struct control_out *o)
 		control_out_printf(o, "error: empty command (try help)\n");
 		return;
 	}
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++) {
-		if (strcmp(commands[i].name, argv[0]) != 0)
-			continue;
-		if (argc - 1 != commands[i].nargs) {
-			control_out_printf(o, "error: usage: %s\n", commands[i].usage);
-			return;
-		}
-		commands[i].run(c->m, argv, o);
+	if ((cmd = control_command_find(argv[0])) == NULL) {
+		control_out_printf(o, "error: unknown command %.64s\n", argv[0]);
 		return;
 	}
-	control_out_printf(o, "error: unknown command %.64s\n", argv[0]);
+	if (argc - 1 != control_command_nargs(cmd)) {
+		control_out_printf(o, "error: usage: %s\n", cmd->usage);
+		return;
+	}
+	handlers[cmd - control_commands](c->m, argv, o);
 }
 
 static void client_write_cb(struct ev_loop *loop, ev_io *io, int revents);

@@ -1,6 +1,7 @@
 /* control.h - the master's control socket: a unix socket in its libev loop
- * where ferryctl asks one command per connection (status, metrics, reload,
- * pause, resume, workers) and reads the answer until the server closes. */
+ * where ferryctl asks one command per connection (src/control_commands.c:
+ * status, metrics, reload, pause, resume, workers, help) and reads the
+ * answer until the server closes. */
 #ifndef FERRY_CONTROL_H
 #define FERRY_CONTROL_H
 

@@ -9,14 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_commands.h"
 #include "ctl.h"
 #include "util.h"
 
 #ifndef FERRY_CONFIG_PATH
 #define FERRY_CONFIG_PATH "/etc/ferry/ferryd.ini"
 #endif
-
-_Static_assert(CTL_EX_CONFIG == FERRY_EX_CONFIG, "one code for a bad file");
 
 /* Every command, option and exit code (tests/ctl_docs.sh reads this text:
  * commands are the lines of the "commands" sections, two spaces in). */
@@ -51,15 +50,13 @@ ctl_usage(FILE *out)
 	    "  init-db                    create ferry_batches, check the tables "
 	    "of postgres queues\n"
 	    "commands to the running ferryd (its control_socket: they need "
-	    "ferryd):\n"
-	    "  status                     ferryd's workers and queues\n"
-	    "  metrics                    its metrics, Prometheus text format\n"
-	    "  reload                     re-read the configuration (as SIGHUP)\n"
-	    "  pause QUEUE                its workers stop fetching jobs\n"
-	    "  resume QUEUE               they fetch again\n"
-	    "  workers QUEUE N            run N workers for QUEUE (until reload)\n"
-	    "  (with a broken file they still ask the running ferryd, which keeps"
-	    " its old\n   configuration; reload is refused)\n"
+	    "ferryd):\n", FERRY_CONFIG_PATH);
+	for (int i = 0; i < CONTROL_NCOMMANDS; i++)
+		if (control_command_for_ctl(&control_commands[i]))
+			fprintf(out, "  %-26s %s\n", control_commands[i].usage,
+			    control_commands[i].help);
+	fputs("  (with a broken file they still ask the running ferryd, which "
+	    "keeps its old\n   configuration; reload is refused)\n"
 	    "exit status:\n"
 	    "  0   done\n"
 	    "  1   no such dead job (dead show, retry, purge), or ferryd refused "
@@ -75,8 +72,7 @@ ctl_usage(FILE *out)
 	    "  75  redis too full to enqueue (memory_refuse_percent): try later\n"
 	    "  76  the control socket is not ferryd's, or ferryd did not answer\n"
 	    "  77  permission denied on the control socket\n"
-	    "  78  bad configuration file (every error is printed)\n",
-	    FERRY_CONFIG_PATH);
+	    "  78  bad configuration file (every error is printed)\n", out);
 }
 
 const struct queue_config *
@@ -197,29 +193,27 @@ load_config(struct ctl *c, const char *command)
 	return n;
 }
 
+typedef int ctl_command_fn(struct ctl *, int, char **);
+
 static const struct {
 	const char *name;
-	int (*run)(struct ctl *, int, char **);
+	ctl_command_fn *run;
 } commands[] = {
 	{ "stats", ctl_stats },
 	{ "enqueue", ctl_enqueue },
 	{ "dead", ctl_dead },
 	{ "init-db", ctl_init_db },
-	{ "status", ctl_control },
-	{ "metrics", ctl_control },
-	{ "reload", ctl_control },
-	{ "pause", ctl_control },
-	{ "resume", ctl_control },
-	{ "workers", ctl_control },
 };
 
-static int
+/* The command called name: one of the table, or ctl_control for those of
+ * ferryd's control socket (src/control_commands.c). NULL when none. */
+static ctl_command_fn *
 find_command(const char *name)
 {
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(commands); i++)
 		if (strcmp(commands[i].name, name) == 0)
-			return (int)i;
-	return -1;
+			return commands[i].run;
+	return ctl_control_command(name) ? ctl_control : NULL;
 }
 
 /* Results went to stdout: failing to write them is an error. */
@@ -243,7 +237,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctl c = { .config_path = FERRY_CONFIG_PATH };
-	int ch, cmd, rc;
+	ctl_command_fn *run;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "+c:Vh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -253,7 +248,7 @@ main(int argc, char **argv)
 		default: ctl_usage(stderr); return CTL_EX_USAGE;
 		}
 	}
-	if (optind >= argc || (cmd = find_command(argv[optind])) < 0) {
+	if (optind >= argc || (run = find_command(argv[optind])) == NULL) {
 		if (optind < argc)
 			fprintf(stderr, "ferryctl: unknown command \"%s\"\n",
 			    argv[optind]);
@@ -266,8 +261,8 @@ main(int argc, char **argv)
 		return flush_stdout(ctl_control_broken(c.config_path, rc,
 		    argc - optind, argv + optind));
 	if (rc > 0)
-		return FERRY_EX_CONFIG;
-	rc = commands[cmd].run(&c, argc - optind, argv + optind);
+		return CTL_EX_CONFIG;
+	rc = run(&c, argc - optind, argv + optind);
 	if (c.rc != NULL)
 		redisFree(c.rc);
 	config_free(c.cfg);

@@ -1,5 +1,6 @@
 /* ctl.h - ferryctl, the operator's tool: what its commands share (the loaded
- * config, one synchronous Redis connection, exit codes, messages). */
+ * config, one synchronous Redis connection, messages; the exit codes are
+ * in exit_codes.h). */
 #ifndef FERRY_CTL_H
 #define FERRY_CTL_H
 
@@ -8,27 +9,12 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "exit_codes.h"
 #include "queue.h"
-
-/* Exit codes (sysexits.h where one fits); every one is in ctl_usage(),
- * doc/ferryctl.1 and README.md (tests/ctl_docs.sh checks). */
-#define CTL_EX_OK 0
-#define CTL_EX_NOTFOUND 1      /* no dead entry with that id */
-#define CTL_EX_UNREPLICATED 3  /* enqueued, but fewer replicas than
-                                * redis_wait_replicas acknowledged it */
-#define CTL_EX_USAGE 64
-#define CTL_EX_DATAERR 65      /* a job or archive line refused, or a
-                                * malformed dead entry to replay */
-#define CTL_EX_UNAVAILABLE 69  /* Redis cannot be reached or refused */
-#define CTL_EX_IOERR 74        /* stdin or stdout failed */
-#define CTL_EX_TEMPFAIL 75     /* redis too full to enqueue: try later */
-#define CTL_EX_PROTOCOL 76     /* the control socket is not ferryd's */
-#define CTL_EX_NOPERM 77       /* the control socket refused us */
-#define CTL_EX_CONFIG 78       /* the config file is broken (as
-                                * FERRY_EX_CONFIG) */
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
 #define CTL_CHUNK 1000         /* list elements per round trip */
+#define CTL_CHUNK_BYTES (16 << 20) /* bytes of the jobs of one pushed chunk */
 
 struct ctl {
 	const char *config_path;
@@ -56,6 +42,29 @@ bool ctl_reply_ok(const redisReply *r);
  * is refused: Redis still refuses at maxmemory), else CTL_EX_TEMPFAIL (or
  * CTL_EX_UNAVAILABLE), after a message. */
 int ctl_memory_allows(struct ctl *c);
+
+/* Many jobs pushed in chunks (src/ctl_push.c): enqueue and dead restore
+ * add their jobs one by one and send each chunk their own way. */
+struct ctl_push {
+	struct ctl *c;
+	const char *verb;       /* "pushed": the progress line */
+	long long total;        /* jobs in all, for the progress line */
+	bool progress;          /* print it (ctl_progress_wanted) */
+	size_t n, bytes;        /* the chunk being built */
+	long long done;         /* jobs that went in */
+	long chunks;            /* chunks sent whole */
+};
+/* Send the n jobs of the chunk as one atomic step: 0, or an exit code after
+ * a message; *went + the jobs that went in. */
+typedef int ctl_push_send_fn(void *arg, size_t n, long long *went);
+/* A job of `bytes` does not fit in the chunk being built: flush it first. */
+bool ctl_push_full(const struct ctl_push *p, size_t bytes);
+void ctl_push_add(struct ctl_push *p, size_t bytes);
+/* Send the chunk being built, if any, after ctl_memory_allows; count it and
+ * print the progress line. 0 or the exit code. */
+int ctl_push_flush(struct ctl_push *p, ctl_push_send_fn *send, void *arg);
+/* After the last flush: end the progress line. */
+void ctl_push_end(const struct ctl_push *p);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
@@ -75,9 +84,9 @@ int ctl_init_db(struct ctl *c, int argc, char **argv);
 int ctl_control(struct ctl *c, int argc, char **argv);
 bool ctl_control_command(const char *name);
 /* The same when the config file has nerrors errors (printed): reload is
- * refused (FERRY_EX_CONFIG); the others ask the socket the file names
+ * refused (CTL_EX_CONFIG); the others ask the socket the file names
  * (or the default), saying that the running ferryd keeps its old
- * configuration; FERRY_EX_CONFIG when no ferryd answers there. */
+ * configuration; CTL_EX_CONFIG when no ferryd answers there. */
 int ctl_control_broken(const char *config_path, int nerrors, int argc,
     char **argv);
 

@@ -1,8 +1,9 @@
-/* ctl_control.c - ferryctl status, metrics, reload, pause, resume and
- * workers: one command line to the running ferryd's control socket, its
- * answer to stdout. Needs no Redis, only control_socket from the config:
- * with a broken file they still ask the running ferryd (which keeps its
- * old configuration), at the socket the file names. */
+/* ctl_control.c - ferryctl's commands to the running ferryd (status,
+ * metrics, reload, pause, resume, workers: src/control_commands.c): one
+ * command line to its control socket, its answer to stdout. Needs no
+ * Redis, only control_socket from the config: with a broken file they
+ * still ask the running ferryd (which keeps its old configuration), at the
+ * socket the file names. */
 #include <errno.h>
 #include <ini.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "control_commands.h"
 #include "ctl.h"
 #include "util.h"
 
@@ -21,41 +23,23 @@
 /* [ferryd] control_socket's default (src/config_keys.c) */
 #define CTL_DEFAULT_SOCKET "/run/ferryd.sock"
 
-static const struct {
-	const char *name;
-	int nargs;
-	const char *usage;
-} control_commands[] = {
-	{ "status", 0, "status" },
-	{ "metrics", 0, "metrics" },
-	{ "reload", 0, "reload" },
-	{ "pause", 1, "pause QUEUE" },
-	{ "resume", 1, "resume QUEUE" },
-	{ "workers", 2, "workers QUEUE N" },
-};
-
 /* The request line, or NULL after a usage message. */
 static char *
 request_line(int argc, char **argv)
 {
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(control_commands); i++) {
-		if (strcmp(control_commands[i].name, argv[0]) != 0)
-			continue;
-		char *end;
-		if (argc - 1 != control_commands[i].nargs ||
-		    (argc == 3 && (strtol(argv[2], &end, 10) < 0 ||
-		    *argv[2] == '\0' || *end != '\0'))) {
-			fprintf(stderr, "usage: ferryctl %s\n",
-			    control_commands[i].usage);
-			return NULL;
-		}
-		if (argc == 1)
-			return xasprintf("%s\n", argv[0]);
-		if (argc == 2)
-			return xasprintf("%s %s\n", argv[0], argv[1]);
-		return xasprintf("%s %s %s\n", argv[0], argv[1], argv[2]);
+	const struct control_command *cmd = control_command_find(argv[0]);
+
+	if (!control_command_for_ctl(cmd))
+		return NULL;
+	if (!control_command_args_ok(cmd, argc, argv)) {
+		fprintf(stderr, "usage: ferryctl %s\n", cmd->usage);
+		return NULL;
 	}
-	return NULL;
+	if (argc == 1)
+		return xasprintf("%s\n", argv[0]);
+	if (argc == 2)
+		return xasprintf("%s %s\n", argv[0], argv[1]);
+	return xasprintf("%s %s %s\n", argv[0], argv[1], argv[2]);
 }
 
 /* Connected to the socket, or -1 after a message; *rc is the exit code. */
@@ -141,7 +125,8 @@ report(const char *path, const char *command, char *ans, size_t len)
 		fprintf(stderr, "ferryctl: ferryd: %s", ans + 7);
 		if (strcmp(ans, "error: permission denied\n") == 0)
 			return CTL_EX_NOPERM;
-		return strcmp(command, "reload") == 0 ? FERRY_EX_CONFIG : 1;
+		return strcmp(command, "reload") == 0 ? CTL_EX_CONFIG :
+		    CTL_EX_REFUSED;
 	}
 	if (strlen(ans) == len && (strcmp(ans, "ok\n") == 0 ||
 	    (len > 3 && strcmp(ans + len - 4, "\nok\n") == 0))) {
@@ -199,10 +184,7 @@ ctl_control(struct ctl *c, int argc, char **argv)
 bool
 ctl_control_command(const char *name)
 {
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(control_commands); i++)
-		if (strcmp(control_commands[i].name, name) == 0)
-			return true;
-	return false;
+	return control_command_for_ctl(control_command_find(name));
 }
 
 /* inih: the last [ferryd] control_socket of the file. */
@@ -233,7 +215,7 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 		    "running ferryd keeps its current configuration; nothing "
 		    "reloaded: fix the file and check it with `ferryd -t`\n",
 		    config_path, nerrors, nerrors == 1 ? "" : "s");
-		return FERRY_EX_CONFIG;
+		return CTL_EX_CONFIG;
 	}
 	ini_parse(config_path, socket_key, &path);
 	bool named = path != NULL;
@@ -254,7 +236,7 @@ ctl_control_broken(const char *config_path, int nerrors, int argc,
 		    nerrors, nerrors == 1 ? "" : "s", path, named ?
 		    "the control_socket the file names" :
 		    "the default control_socket");
-		rc = FERRY_EX_CONFIG;
+		rc = CTL_EX_CONFIG;
 	}
 	free(path);
 	return rc;

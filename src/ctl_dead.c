@@ -26,11 +26,8 @@
 
 /* One entry as LRANGE gave it (pointers into the reply). */
 struct entry {
-	const char *el;
-	size_t len;
+	struct dead_entry d;
 	long index;             /* LINDEX */
-	bool ok;                /* matches the grammar: w is set */
-	struct wrapper w;
 	char id[JOB_ID_MAX + 1];
 };
 
@@ -59,12 +56,10 @@ static void
 entry_read(const struct dead_cmd *d, struct entry *e, const redisReply *el,
     long index)
 {
-	e->el = el->str;
-	e->len = el->len;
+	dead_entry_read(&e->d, el->str, el->len);
 	e->index = index;
-	e->ok = wrapper_parse(el->str, el->len, WRAPPER_DEAD, &e->w) == 0;
-	dead_entry_id(e->ok ? &e->w : NULL, e->el, e->len, d->q->max_job_bytes,
-	    e->id);
+	dead_entry_id(e->d.ok ? &e->d.w : NULL, el->str, el->len,
+	    d->q->max_job_bytes, e->id);
 }
 
 static bool
@@ -89,7 +84,7 @@ scan(struct dead_cmd *d, entry_fn fn)
 			struct entry e;
 			entry_read(d, &e, r->element[i], start + (long)i);
 			rc = fn(d, &e);
-			wrapper_free(&e.w);
+			dead_entry_free(&e.d);
 		}
 		n = r->elements;
 		freeReplyObject(r);
@@ -134,16 +129,16 @@ list_one(struct dead_cmd *d, const struct entry *e)
 {
 	print_text(e->id[0] != '\0' ? e->id : "-", JOB_ID_MAX);
 	putchar('\t');
-	if (!e->ok) {
+	if (!e->d.ok) {
 		printf("-\t-\t-\t" DEAD_ENTRY_MALFORMED "\t-\n");
 		d->found++;
 		return 0;
 	}
-	print_time(e->w.time);
-	printf("\t%lld\t%lld\t", e->w.attempts, e->w.recoveries);
-	print_token(e->w.reason, 500);
+	print_time(e->d.w.time);
+	printf("\t%lld\t%lld\t", e->d.w.attempts, e->d.w.recoveries);
+	print_token(e->d.w.reason, 500);
 	putchar('\t');
-	print_token(e->w.last_error, LAST_ERROR_SHOWN);
+	print_token(e->d.w.last_error, LAST_ERROR_SHOWN);
 	putchar('\n');
 	d->found++;
 	return 0;
@@ -158,7 +153,7 @@ show_raw(const struct entry *e)
 	if (o == NULL || json_object_set_new(o, "id", json_string(e->id)) != 0 ||
 	    json_object_set_new(o, "reason",
 	    json_string(DEAD_ENTRY_MALFORMED)) != 0 ||
-	    dead_entry_raw(o, e->el, e->len) != 0) {
+	    dead_entry_raw(o, e->d.el, e->d.len) != 0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -172,8 +167,7 @@ show_entry(const struct entry *e)
 {
 	json_t *o = json_object();
 
-	if (o != NULL && dead_entry_header(o, &e->w) == 0 &&
-	    dead_entry_job(o, e->w.doc, e->w.doc_len) == 0)
+	if (o != NULL && dead_entry_decode(o, &e->d) == 0)
 		return o;
 	json_decref(o);
 	fprintf(stderr, "ferryctl: the dead entry of job %s could not be "
@@ -202,7 +196,7 @@ show_one(struct dead_cmd *d, const struct entry *e)
 
 	if (!entry_matches(d, e))
 		return 0;
-	decoded = e->ok && (o = show_entry(e)) != NULL;
+	decoded = e->d.ok && (o = show_entry(e)) != NULL;
 	if (!decoded)
 		o = show_raw(e);
 	if (o != NULL)
@@ -214,10 +208,10 @@ show_one(struct dead_cmd *d, const struct entry *e)
 		return CTL_EX_IOERR;
 	}
 	n = strlen(text);
-	if (decoded && n >= 2 && valid_json(e->w.doc, e->w.doc_len)) {
+	if (decoded && n >= 2 && valid_json(e->d.w.doc, e->d.w.doc_len)) {
 		fwrite(text, 1, n - 2, stdout);        /* without "\n}" */
 		fputs(",\n  \"document\": ", stdout);
-		fwrite(e->w.doc, 1, e->w.doc_len, stdout);
+		fwrite(e->d.w.doc, 1, e->d.w.doc_len, stdout);
 		fputs("\n}\n", stdout);
 	} else {
 		fwrite(text, 1, n, stdout);
@@ -234,16 +228,13 @@ show_one(struct dead_cmd *d, const struct entry *e)
 static char *
 entry_cache_key(const struct dead_cmd *d, const struct entry *e)
 {
-	char *key = NULL;
-	struct job j;
+	char *key = dead_entry_cache_key(&e->d);
 
-	if (!e->ok)
-		return NULL;
-	job_parse(&j, e->w.doc, e->w.doc_len, 0);
-	if (j.cache_key != NULL && cache_key_allowed(j.cache_key,
-	    d->c->cfg->redis_prefix, d->q))
-		key = xstrdup(j.cache_key);
-	job_free(&j);
+	if (key != NULL && !cache_key_allowed(key, d->c->cfg->redis_prefix,
+	    d->q)) {
+		free(key);
+		key = NULL;
+	}
 	return key;
 }
 
@@ -263,11 +254,11 @@ collect_one(struct dead_cmd *d, const struct entry *e)
 	m = &d->matches[d->nmatches++];
 	memset(m, 0, sizeof(*m));
 	if (d->id != NULL) {
-		m->el = xmalloc(e->len + 1);
-		memcpy(m->el, e->el, e->len);
-		m->el_len = e->len;
+		m->el = xmalloc(e->d.len + 1);
+		memcpy(m->el, e->d.el, e->d.len);
+		m->el_len = e->d.len;
 	}
-	m->ok = e->ok;
+	m->ok = e->d.ok;
 	m->cache_key = entry_cache_key(d, e);
 	d->found++;
 	return 0;
@@ -320,14 +311,14 @@ retry_chunk(struct dead_cmd *d, redisReply *r, long *skipped,
 		struct entry e;
 		long long refused = d->refused;
 		entry_read(d, &e, r->element[i], -1 - *skipped);
-		if (!e.ok) {
+		if (!e.d.ok) {
 			say_malformed(d, e.id);
 			d->refused++;
 		} else {
-			rc = retry_one(d, e.el, e.len, e.id, replayed);
+			rc = retry_one(d, e.d.el, e.d.len, e.id, replayed);
 		}
 		*skipped += d->refused - refused;
-		wrapper_free(&e.w);
+		dead_entry_free(&e.d);
 	}
 	return rc;
 }
@@ -458,6 +449,23 @@ not_found(const struct dead_cmd *d)
 	return CTL_EX_NOTFOUND;
 }
 
+typedef int dead_act_fn(struct dead_cmd *, long long *);
+
+/* With --all, all(d, n); with an id, its entries collected, then
+ * matches(d, n), or CTL_EX_NOTFOUND after a message when it has none. */
+static int
+act(struct dead_cmd *d, dead_act_fn *all, dead_act_fn *matches,
+    long long *n)
+{
+	int rc;
+
+	if (d->id == NULL)
+		return all(d, n);
+	if ((rc = scan(d, collect_one)) != 0)
+		return rc;
+	return d->found == 0 ? not_found(d) : matches(d, n);
+}
+
 /* Exit status: 0; with an id, 1 when its entries were gone meanwhile and
  * 65 when they were all malformed. --all leaves malformed entries in
  * place, says so, and exits 0. */
@@ -465,14 +473,8 @@ static int
 run_retry(struct dead_cmd *d)
 {
 	long long replayed = 0;
-	int rc;
+	int rc = act(d, retry_all, retry_matches, &replayed);
 
-	if (d->id == NULL)
-		rc = retry_all(d, &replayed);
-	else if ((rc = scan(d, collect_one)) == 0 && d->found == 0)
-		return not_found(d);
-	else if (rc == 0)
-		rc = retry_matches(d, &replayed);
 	if (rc != 0)
 		return rc;
 	printf("replayed %lld job%s to queue %s\n", replayed,
@@ -494,14 +496,8 @@ static int
 run_purge(struct dead_cmd *d)
 {
 	long long purged = 0;
-	int rc;
+	int rc = act(d, purge_all, purge_matches, &purged);
 
-	if (d->id == NULL)
-		rc = purge_all(d, &purged);
-	else if ((rc = scan(d, collect_one)) == 0 && d->found == 0)
-		return not_found(d);
-	else if (rc == 0)
-		rc = purge_matches(d, &purged);
 	if (rc == 0)
 		printf("purged %lld dead entr%s from queue %s\n", purged,
 		    purged == 1 ? "y" : "ies", d->q->name);

@@ -1,9 +1,9 @@
 /* ctl_enqueue.c - ferryctl enqueue: check every job the way a worker will
  * (job_parse), so that one bad line pushes nothing; split big "data"
- * arrays and move data into cache keys (chunk.c); refuse while Redis is
- * above memory_refuse_percent; then SET the cache keys and LPUSH the jobs
- * in pipelined MULTI transactions, counting them in the stats hash, and
- * print ids. A transaction goes in whole or not at all. */
+ * arrays and move data into cache keys (chunk.c); then SET the cache keys
+ * and LPUSH the jobs in pipelined MULTI transactions, one per chunk of
+ * ctl_push.c (which refuses while Redis is above memory_refuse_percent),
+ * and print ids. A transaction goes in whole or not at all. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,12 +15,10 @@
 #include "chunk.h"
 #include "ctl.h"
 #include "job.h"
-#include "memory_check.h"
 #include "util.h"
 #include "wrapper.h"
 
 #define MAX_REPORTED 10                 /* bad lines named before a summary */
-#define CHUNK_BYTES (16 * 1024 * 1024)  /* cap of one LPUSH */
 
 struct line {
 	size_t off, len;        /* the job's bytes in input.buf */
@@ -315,48 +313,6 @@ push_chunk(struct ctl *c, const struct queue_keys *k, const struct input *in,
 	return chunk_replies(c, 3 + sets, lost);
 }
 
-/* Up to CTL_CHUNK jobs and CHUNK_BYTES bytes (at least one job). */
-static size_t
-chunk_end(const struct input *in, size_t from)
-{
-	const struct chunk_job *v = in->jobs.v;
-	size_t to = from, bytes = 0;
-
-	while (to < in->jobs.n && to - from < CTL_CHUNK && (to == from ||
-	    bytes + v[to].el_len + v[to].cache_len <= CHUNK_BYTES)) {
-		bytes += v[to].el_len + v[to].cache_len;
-		to++;
-	}
-	return to;
-}
-
-/* Backpressure: EX_TEMPFAIL when Redis is at or above
- * memory_refuse_percent of maxmemory (no limit: never). Where INFO is
- * refused (ACL), say so once and push anyway: Redis still refuses (OOM). */
-int
-ctl_memory_allows(struct ctl *c)
-{
-	static bool refused;
-	struct redis_memory m;
-	char err[256];
-	int pct;
-
-	if (refused)
-		return 0;
-	if (memory_fetch(c->rc, &m, false, err, sizeof(err)) == -1) {
-		fprintf(stderr, "ferryctl: redis at %s: %s%s\n", c->addr, err,
-		    c->rc->err ? "" : "; memory_refuse_percent not checked");
-		refused = c->rc->err == 0;
-		return refused ? 0 : CTL_EX_UNAVAILABLE;
-	}
-	if ((pct = memory_percent(&m)) < c->cfg->memory_refuse_percent)
-		return 0;
-	fprintf(stderr, "ferryctl: redis at %s is %d%% full "
-	    "(memory_refuse_percent %d): not enqueueing; drain the queue or "
-	    "raise maxmemory\n", c->addr, pct, c->cfg->memory_refuse_percent);
-	return CTL_EX_TEMPFAIL;
-}
-
 /* With redis_wait_replicas: WAIT until that many replicas have the jobs.
  * Fewer within redis_wait_timeout: the jobs are in the queue, but a
  * failover now would lose them. Not pushed again (if they did arrive,
@@ -388,41 +344,65 @@ replicated(struct ctl *c, const struct queue_config *q, size_t total)
 	return CTL_EX_UNREPLICATED;
 }
 
+/* What the chunks of push_all send: the jobs from `from` on. */
+struct enqueue_chunk {
+	struct ctl *c;
+	const struct queue_keys *k;
+	const struct input *in;
+	const struct options *o;
+	size_t from;
+	bool lost;              /* the connection failed: the last one maybe */
+};
+
+/* ctl_push_send_fn: the next n jobs in one transaction, then their ids. */
+static int
+send_chunk(void *arg, size_t n, long long *went)
+{
+	struct enqueue_chunk *s = arg;
+	size_t from = s->from, to = from + n;
+	int rc = push_chunk(s->c, s->k, s->in, from, to, s->o->cache_ttl_ms,
+	    &s->lost);
+
+	if (rc != 0)
+		return rc;
+	*went = (long long)n;
+	s->from = to;
+	for (size_t i = from; i < to && !s->o->quiet; i++)
+		printf("%s\n", s->in->jobs.v[i].id);
+	return 0;
+}
+
 static int
 push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
     const struct options *o)
 {
-	size_t total = in->jobs.n, from = 0, to, chunks = 0;
-	bool progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet);
-	bool lost = false;
+	size_t total = in->jobs.n;
 	struct queue_keys k;
+	struct enqueue_chunk s = { c, &k, in, o, 0, false };
+	struct ctl_push p = { .c = c, .verb = "pushed", .total = (long long)total,
+	    .progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet) };
 	int rc = 0;
 
 	queue_keys_init(&k, c->cfg->redis_prefix, q->name);
-	for (; from < total && rc == 0; from = to) {
-		to = chunk_end(in, from);
-		if ((rc = ctl_memory_allows(c)) != 0 || (rc = push_chunk(c, &k, in,
-		    from, to, o->cache_ttl_ms, &lost)) != 0)
-			break;
-		chunks++;
-		for (size_t i = from; i < to && !o->quiet; i++)
-			printf("%s\n", in->jobs.v[i].id);
-		if (progress)
-			fprintf(stderr, "\rferryctl: pushed %zu of %zu jobs", to,
-			    total);
+	for (size_t i = 0; i < total && rc == 0; i++) {
+		size_t bytes = in->jobs.v[i].el_len + in->jobs.v[i].cache_len;
+		if (ctl_push_full(&p, bytes))
+			rc = ctl_push_flush(&p, send_chunk, &s);
+		ctl_push_add(&p, bytes);
 	}
-	if (progress)
-		fprintf(stderr, "\n");
+	if (rc == 0)
+		rc = ctl_push_flush(&p, send_chunk, &s);
+	ctl_push_end(&p);
 	if (rc == 0)
 		return replicated(c, q, total);
-	if (rc != 0 && from == 0 && !lost)
+	if (p.done == 0 && !s.lost)
 		fprintf(stderr, "ferryctl: nothing was pushed to queue %s\n",
 		    q->name);
-	else if (rc != 0)
-		fprintf(stderr, "ferryctl: %zu of %zu jobs were pushed to queue %s "
-		    "in %zu whole transaction%s (their ids are on stdout)%s; the "
-		    "others were not\n", from, total, q->name, chunks,
-		    chunks == 1 ? "" : "s", lost ? ", the next one maybe" : "");
+	else
+		fprintf(stderr, "ferryctl: %lld of %zu jobs were pushed to queue %s "
+		    "in %ld whole transaction%s (their ids are on stdout)%s; the "
+		    "others were not\n", p.done, total, q->name, p.chunks,
+		    p.chunks == 1 ? "" : "s", s.lost ? ", the next one maybe" : "");
 	return rc;
 }
 

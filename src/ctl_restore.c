@@ -19,16 +19,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "base64.h"
 #include "cache.h"
 #include "ctl.h"
+#include "dead_entry.h"
 #include "job.h"
 #include "lua_scripts.h"
 #include "sha1.h"
 #include "util.h"
 
 #define RESTORE_ERRORS_SHOWN 20
-#define RESTORE_CHUNK_BYTES (16 << 20)
 
 /* One archive line to push: the original document ("job", or decoded
  * from "job_base64"), its stamps and, when the line carries it, the data
@@ -58,11 +57,11 @@ struct restore {
 	struct queue_keys k;
 	long lineno;
 	long errors, other_queue, unreplayable, repeated;
-	long restored, keys_made, keys_kept;
+	long keys_made, keys_kept;
+	struct ctl_push push;   /* its done: jobs restored */
 	struct seen seen;
 	struct entry v[CTL_CHUNK];
 	int n;
-	size_t bytes;
 };
 
 static void
@@ -142,32 +141,18 @@ cache_invalid(json_t *cache)
 	return "\"cache\" is not a string, a hash or a list";
 }
 
-/* The job of a line: "job" (a JSON string) or "job_base64". 0, with the
- * bytes in *p (*buf malloc'd when decoded), or -1 after a line error. */
+/* The job of a line: "job" (a JSON string) or "job_base64" (the entry as
+ * src/dead_entry.c shows it). 0, with the bytes in *p (*buf malloc'd when
+ * decoded), or -1 after a line error. */
 static int
 line_job(struct restore *r, json_t *doc, const char **p, size_t *n,
     char **buf)
 {
-	json_t *job = json_object_get(doc, "job");
-	json_t *b64 = json_object_get(doc, "job_base64");
+	const char *why;
 
-	*buf = NULL;
-	if (job != NULL && b64 != NULL) {
-		line_error(r, "both \"job\" and \"job_base64\"");
-		return -1;
-	}
-	if (json_is_string(job)) {
-		*p = json_string_value(job);
-		*n = json_string_length(job);
+	if (dead_entry_job_bytes(doc, p, n, buf, &why) == 0)
 		return 0;
-	}
-	if (json_is_string(b64) && base64_decode(json_string_value(b64),
-	    json_string_length(b64), buf, n) == 0) {
-		*p = *buf;
-		return 0;
-	}
-	line_error(r, b64 != NULL ? "\"job_base64\" is not base64" :
-	    "no \"job\" string");
+	line_error(r, why);
 	return -1;
 }
 
@@ -289,7 +274,6 @@ entry_read(struct restore *r, const char *line, size_t len, bool take)
 	e->batch = batch;
 	e->key = key;
 	e->cache = key != NULL ? cache : NULL;
-	r->bytes += len;
 	return 1;
 }
 
@@ -302,7 +286,6 @@ entries_free(struct restore *r)
 		json_decref(r->v[i].doc);
 	}
 	r->n = 0;
-	r->bytes = 0;
 }
 
 /* The restore.lua arguments of the chunk: KEYS requeue, stats, cache
@@ -391,15 +374,12 @@ build_args(struct restore *r, struct args *a)
 	}
 }
 
-/* restore.lua on the chunk in r->v. */
+/* restore.lua on the chunk in r->v; *restored + what it restored. */
 static int
-push_chunk(struct restore *r)
+push_chunk(struct restore *r, long long *restored)
 {
 	struct args a = { 0 };
-	int rc = ctl_memory_allows(r->c);
 
-	if (rc != 0)
-		return rc;
 	a.num = xcalloc((size_t)r->n * 3, sizeof(*a.num));
 	build_args(r, &a);
 	int nkeys = 2;
@@ -426,11 +406,23 @@ push_chunk(struct restore *r)
 	}
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
 		return ctl_redis_fail(r->c, "restore.lua", rep);
-	r->restored += rep->element[0]->integer;
+	*restored += rep->element[0]->integer;
 	r->keys_made += rep->element[1]->integer;
 	r->keys_kept += rep->element[2]->integer;
 	freeReplyObject(rep);
 	return 0;
+}
+
+/* ctl_push_send_fn: the chunk of r->v (n jobs), then it is let go. */
+static int
+send_chunk(void *arg, size_t n, long long *went)
+{
+	struct restore *r = arg;
+	int rc = push_chunk(r, went);
+
+	(void)n;
+	entries_free(r);
+	return rc;
 }
 
 /* One pass over the file: check (take = false) or push (take = true). */
@@ -441,33 +433,32 @@ pass(struct restore *r, FILE *f, bool take, long *jobs)
 	size_t cap = 0;
 	ssize_t len;
 	int rc = 0;
-	bool progress = take && *jobs > CTL_CHUNK && ctl_progress_wanted(true);
 
 	rewind(f);
 	free(r->seen.v);
 	memset(&r->seen, 0, sizeof(r->seen));
 	for (r->lineno = 1; rc == 0 && (len = getline(&line, &cap, f)) != -1;
 	    r->lineno++) {
-		if (entry_read(r, line, (size_t)len, take) == 1 && !take)
-			(*jobs)++;
-		if (!take || (r->n < CTL_CHUNK && r->bytes < RESTORE_CHUNK_BYTES))
+		if (take && ctl_push_full(&r->push, (size_t)len) &&
+		    (rc = ctl_push_flush(&r->push, send_chunk, r)) != 0)
+			break;
+		if (entry_read(r, line, (size_t)len, take) != 1)
 			continue;
-		rc = push_chunk(r);
-		entries_free(r);
-		if (rc == 0 && progress)
-			fprintf(stderr, "\rferryctl: restored %ld of %ld jobs",
-			    r->restored, *jobs);
+		if (take)
+			ctl_push_add(&r->push, (size_t)len);
+		else
+			(*jobs)++;
 	}
 	if (rc == 0 && ferror(f)) {
 		fprintf(stderr, "ferryctl: reading %s: %s\n", r->path,
 		    strerror(errno));
 		rc = CTL_EX_IOERR;
 	}
-	if (rc == 0 && take && r->n > 0)
-		rc = push_chunk(r);
+	if (rc == 0 && take)
+		rc = ctl_push_flush(&r->push, send_chunk, r);
 	entries_free(r);
-	if (progress)
-		fprintf(stderr, "\n");
+	if (take)
+		ctl_push_end(&r->push);
 	free(line);
 	return rc;
 }
@@ -498,8 +489,8 @@ open_locked(const char *path)
 static void
 report(struct restore *r)
 {
-	printf("restored %ld job%s to queue %s (%ld cache key%s recreated, %ld "
-	    "already there)", r->restored, r->restored == 1 ? "" : "s",
+	printf("restored %lld job%s to queue %s (%ld cache key%s recreated, %ld "
+	    "already there)", r->push.done, r->push.done == 1 ? "" : "s",
 	    r->q->name, r->keys_made, r->keys_made == 1 ? "" : "s",
 	    r->keys_kept);
 	if (r->repeated > 0)
@@ -511,7 +502,7 @@ report(struct restore *r)
 	if (r->unreplayable > 0)
 		printf("; %ld not replayable", r->unreplayable);
 	printf("\n");
-	if (r->restored > 0)
+	if (r->push.done > 0)
 		fprintf(stderr, "ferryctl: %s is unchanged: restoring it again "
 		    "would enqueue these jobs again\n", r->path);
 }
@@ -543,6 +534,8 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 	}
 	if (rc == 0 && ctl_redis_for(c, q->name) == NULL)
 		rc = CTL_EX_UNAVAILABLE;
+	r->push = (struct ctl_push){ .c = c, .verb = "restored", .total = jobs,
+	    .progress = jobs > CTL_CHUNK && ctl_progress_wanted(true) };
 	if (rc == 0)
 		rc = pass(r, f, true, &jobs);
 	if (rc == 0 && r->errors > 0) {    /* the file changed under us */
@@ -550,10 +543,10 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 		    path);
 		rc = CTL_EX_DATAERR;
 	}
-	if (rc != 0 && r->restored > 0)
-		fprintf(stderr, "ferryctl: %ld of %ld jobs were restored to queue "
+	if (rc != 0 && r->push.done > 0)
+		fprintf(stderr, "ferryctl: %lld of %ld jobs were restored to queue "
 		    "%s (in whole chunks, oldest first); the others were not\n",
-		    r->restored, jobs, q->name);
+		    r->push.done, jobs, q->name);
 	if (rc == 0)
 		report(r);
 	if (f != NULL)

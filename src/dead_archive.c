@@ -25,7 +25,6 @@
 #include "secure_open.h"
 #include "sha1.h"
 #include "util.h"
-#include "wrapper.h"
 
 #define ROUND_ENTRIES 100
 #define MAX_ROUNDS 100
@@ -58,17 +57,16 @@ static char *
 entry_cache_key(const redisReply *e, const char *prefix,
     const struct queue_config *q)
 {
-	struct wrapper w;
-	char *key = NULL;
-	struct job j;
+	struct dead_entry d;
+	char *key;
 
-	if (wrapper_parse(e->str, e->len, WRAPPER_DEAD, &w) != 0)
-		return NULL;
-	job_parse(&j, w.doc, w.doc_len, 0);
-	if (j.cache_key != NULL && cache_key_allowed(j.cache_key, prefix, q))
-		key = xstrdup(j.cache_key);
-	job_free(&j);
-	wrapper_free(&w);
+	dead_entry_read(&d, e->str, e->len);
+	key = dead_entry_cache_key(&d);
+	dead_entry_free(&d);
+	if (key != NULL && !cache_key_allowed(key, prefix, q)) {
+		free(key);
+		key = NULL;
+	}
 	return key;
 }
 
@@ -80,19 +78,18 @@ static char *
 line_head(const char *queue, const redisReply *e, bool *whole)
 {
 	json_t *o = json_object();
-	struct wrapper w;
+	struct dead_entry d;
 	char *text = NULL;
-	bool ok = wrapper_parse(e->str, e->len, WRAPPER_DEAD, &w) == 0;
 
+	dead_entry_read(&d, e->str, e->len);
 	*whole = false;
 	if (o == NULL || json_object_set_new(o, "queue", json_string(queue)) != 0 ||
 	    json_object_set_new(o, "archived",
 	    json_integer(util_realtime_ms())) != 0)
 		goto out;
-	if (ok) {
+	if (d.ok) {
 		json_t *full = json_copy(o);
-		if (full != NULL && dead_entry_header(full, &w) == 0 &&
-		    dead_entry_job(full, w.doc, w.doc_len) == 0) {
+		if (full != NULL && dead_entry_decode(full, &d) == 0) {
 			json_decref(o);
 			o = full;
 			*whole = true;
@@ -107,7 +104,7 @@ line_head(const char *queue, const redisReply *e, bool *whole)
 		text[strlen(text) - 1] = '\0';        /* the closing brace */
 out:
 	json_decref(o);
-	wrapper_free(&w);
+	dead_entry_free(&d);
 	return text;
 }
 

@@ -52,6 +52,21 @@ set_stamps(json_t *obj, const struct wrapper *w)
 	return set(obj, "stamps", a);
 }
 
+void
+dead_entry_read(struct dead_entry *e, const char *el, size_t len)
+{
+	e->el = el;
+	e->len = len;
+	e->ok = wrapper_parse(el, len, WRAPPER_DEAD, &e->w) == 0;
+}
+
+void
+dead_entry_free(struct dead_entry *e)
+{
+	wrapper_free(&e->w);
+	e->ok = false;
+}
+
 int
 dead_entry_header(json_t *obj, const struct wrapper *w)
 {
@@ -97,6 +112,56 @@ int
 dead_entry_raw(json_t *obj, const char *el, size_t len)
 {
 	return set_bytes(obj, "raw", "raw_base64", el, len, 1);
+}
+
+int
+dead_entry_decode(json_t *obj, const struct dead_entry *e)
+{
+	if (!e->ok || dead_entry_header(obj, &e->w) != 0)
+		return -1;
+	return dead_entry_job(obj, e->w.doc, e->w.doc_len);
+}
+
+char *
+dead_entry_cache_key(const struct dead_entry *e)
+{
+	char *key = NULL;
+	struct job j;
+
+	if (!e->ok)
+		return NULL;
+	job_parse(&j, e->w.doc, e->w.doc_len, 0);
+	if (j.cache_key != NULL)
+		key = xstrdup(j.cache_key);
+	job_free(&j);
+	return key;
+}
+
+int
+dead_entry_job_bytes(json_t *obj, const char **p, size_t *n, char **buf,
+    const char **why)
+{
+	json_t *job = json_object_get(obj, "job");
+	json_t *b64 = json_object_get(obj, "job_base64");
+
+	*buf = NULL;
+	if (job != NULL && b64 != NULL) {
+		*why = "both \"job\" and \"job_base64\"";
+		return -1;
+	}
+	if (json_is_string(job)) {
+		*p = json_string_value(job);
+		*n = json_string_length(job);
+		return 0;
+	}
+	if (json_is_string(b64) && base64_decode(json_string_value(b64),
+	    json_string_length(b64), buf, n) == 0) {
+		*p = *buf;
+		return 0;
+	}
+	*why = b64 != NULL ? "\"job_base64\" is not base64" :
+	    "no \"job\" string";
+	return -1;
 }
 
 void

@@ -1,19 +1,41 @@
 /* dead_entry.h - a dead-letter entry (doc/formats.md, read by
  * src/wrapper.c) as an operator reads it: its header as JSON members, every
  * string token decoded, and the job as a JSON string when it is valid
- * UTF-8, else as base64. `ferryctl dead show` and the dead-letter archive
- * (src/dead_archive.c) say the same thing this way. Pure code: jansson
- * only, no Redis. */
+ * UTF-8, else as base64; and back: the job's bytes from such members. The
+ * one decoder of dead entries: `ferryctl dead` (src/ctl_dead.c), the
+ * dead-letter archive (src/dead_archive.c) and `ferryctl dead restore`
+ * (src/ctl_restore.c) read them with it. Pure code: jansson only, no
+ * Redis. */
 #ifndef FERRY_DEAD_ENTRY_H
 #define FERRY_DEAD_ENTRY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "job.h"
 #include "wrapper.h"
 
 #define DEAD_ENTRY_MALFORMED "malformed dead entry"
+
+/* One element of a dead-letter list, read by the grammar. */
+struct dead_entry {
+	const char *el;         /* its bytes (not owned) */
+	size_t len;
+	bool ok;                /* it matches the grammar: w is set */
+	struct wrapper w;       /* points into el */
+};
+
+/* Read el (len bytes; it must outlive e). Free with dead_entry_free. */
+void dead_entry_read(struct dead_entry *e, const char *el, size_t len);
+void dead_entry_free(struct dead_entry *e);
+/* Add the members an operator reads of an entry that matches the grammar:
+ * dead_entry_header, then dead_entry_job. 0, or -1 when jansson failed
+ * (or e is malformed). */
+int dead_entry_decode(json_t *obj, const struct dead_entry *e);
+/* The cache key its job names (job.h's cache_key), malloc'd, or NULL (also
+ * for a malformed entry). The caller checks cache_key_allowed. */
+char *dead_entry_cache_key(const struct dead_entry *e);
 
 /* Add the header members of w to obj in the grammar's order: reason,
  * attempts, recoveries, time, worker, then id, stamps (an array of
@@ -27,6 +49,11 @@ int dead_entry_job(json_t *obj, const char *doc, size_t len);
 /* Add "raw_base64" (the whole element) and "raw" when it is valid UTF-8:
  * what is shown of an element that does not match the grammar. 0 or -1. */
 int dead_entry_raw(json_t *obj, const char *el, size_t len);
+/* The inverse of dead_entry_job: the job's bytes from obj's "job" (a
+ * string) or "job_base64". 0 with them in *p and *n (*buf malloc'd when
+ * decoded from base64, else NULL); -1 with what is wrong in *why. */
+int dead_entry_job_bytes(json_t *obj, const char **p, size_t *n, char **buf,
+    const char **why);
 
 /* The name of an entry's job, as `ferryctl dead` takes it: the entry's
  * "id", else the id job_parse gives the document (its own "id", else the

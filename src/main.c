@@ -16,6 +16,7 @@
 #include "config.h"
 #include "control.h"
 #include "daemon.h"
+#include "exit_codes.h"
 #include "log.h"
 #include "master.h"
 #include "master_memory.h"
@@ -218,14 +219,16 @@ main(int argc, char **argv)
 		case 'c': path = optarg; break;
 		case 'f': foreground = 1; break;
 		case 't': test_only = 1; break;
-		case 'V': printf("ferryd %s\n", PACKAGE_VERSION); return 0;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 64;
+		case 'V':
+			printf("ferryd %s\n", PACKAGE_VERSION);
+			return FERRY_EX_OK;
+		case 'h': usage(stdout); return FERRY_EX_OK;
+		default: usage(stderr); return FERRY_EX_USAGE;
 		}
 	}
 	if (optind != argc) {
 		usage(stderr);
-		return 64;
+		return FERRY_EX_USAGE;
 	}
 	/* the daemon runs in / and re-reads the file on HUP: keep it absolute */
 	char *abspath = realpath(path, NULL);
@@ -238,7 +241,7 @@ main(int argc, char **argv)
 		    "(%d queues)\n", path, cfg->nqueues);
 		config_free(cfg);
 		free(cfg);
-		return 0;
+		return FERRY_EX_OK;
 	}
 	if (!foreground && strcmp(cfg->log, "stderr") == 0) {
 		fprintf(stderr, "ferryd: note: log = stderr, but a detached "
@@ -250,23 +253,23 @@ main(int argc, char **argv)
 	if (log_open(cfg->log, cfg->log_level) == -1) {
 		fprintf(stderr, "ferryd: cannot open log %s: %s (check [ferryd] "
 		    "log)\n", cfg->log, log_open_error());
-		return 1;
+		return FERRY_EX_START;
 	}
 	warn_exposed_secret(cfg, true);
 	if (check_sinks(cfg) == -1 || memory_check_start(cfg) == -1)
-		return 1;
+		return FERRY_EX_START;
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)
-		return 1;
+		return FERRY_EX_START;
 	if (!foreground && daemon_detach(&report_fd) == -1) {
 		startup_error("cannot detach: %s", strerror(errno));
-		return 1;
+		return FERRY_EX_START;
 	}
 	if (daemon_pidfile_write(pidfd) == -1) {
 		startup_error("cannot write pidfile %s: %s", cfg->pidfile,
 		    strerror(errno));
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return 1;
+		return FERRY_EX_START;
 	}
 	if (getuid() == 0 && *cfg->user == '\0')
 		log_notice("running as root; set [ferryd] user to drop privileges");
@@ -276,7 +279,7 @@ main(int argc, char **argv)
 		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return 1;
+		return FERRY_EX_START;
 	}
 	if (*cfg->user != '\0')
 		log_notice("dropped privileges to user %s", cfg->user);
@@ -297,7 +300,7 @@ main(int argc, char **argv)
 		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return 1;
+		return FERRY_EX_START;
 	}
 	daemon_ready(report_fd);
 	char *pidfile = xstrdup(cfg->pidfile);

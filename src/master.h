@@ -10,17 +10,13 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "exit_codes.h"   /* FERRY_EXIT_*: what a worker exits with */
 #include "master_id.h"
 #include "master_redis.h"
 #include "metrics.h"
 #include "scoreboard.h"
 
 #define MASTER_SCOREBOARD_SLOTS 1024
-
-/* Worker exit codes (the contract between worker and master). */
-#define FERRY_EXIT_OK 0        /* clean stop or recycle: restart at once */
-#define FERRY_EXIT_FATAL 100   /* cannot work (bad credentials, missing
-                                * table...): do not restart until reload */
 
 struct master_queue;
 

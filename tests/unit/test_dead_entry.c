@@ -1,7 +1,8 @@
 /* test_dead_entry.c - a dead-letter entry made readable (src/dead_entry.c):
  * the header decoded member by member, the job as a JSON string or as
  * base64 whatever its bytes, the id an operator names it by; and base64
- * both ways, strict on decoding. */
+ * both ways, strict on decoding; an element read and decoded in one call,
+ * and the job read back from what was shown. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -179,4 +180,73 @@ Test(dead_entry, long_id_cut_at_a_character_boundary)
 	dead_entry_id(&w, el, (size_t)n, 0, id);
 	cr_assert_str_eq(id, want);
 	wrapper_free(&w);
+}
+
+/* dead_entry_read + dead_entry_decode give what the header and the job
+ * give; a malformed element is refused, named by nothing. */
+Test(dead_entry, read_and_decode_an_element)
+{
+	static const char el[] = HEAD ",\"job\":{\"id\":\"x\","
+	    "\"cache_key\":\"ferry:{q}:cache:x\"}}";
+	struct dead_entry d;
+	struct wrapper w;
+	json_t *o = json_object(), *ref = header_of(el, sizeof(el) - 1, &w);
+	char *key;
+
+	dead_entry_read(&d, el, sizeof(el) - 1);
+	cr_assert(d.ok);
+	cr_assert_eq(d.el, el);
+	cr_assert_eq(d.len, sizeof(el) - 1);
+	cr_assert_eq(dead_entry_decode(o, &d), 0);
+	cr_assert(json_equal(o, ref));
+	key = dead_entry_cache_key(&d);
+	cr_assert_str_eq(key, "ferry:{q}:cache:x");
+	free(key);
+	dead_entry_free(&d);
+	json_decref(o);
+	json_decref(ref);
+	wrapper_free(&w);
+
+	dead_entry_read(&d, "{\"job\":1}", 9);
+	cr_assert_not(d.ok);
+	o = json_object();
+	cr_assert_eq(dead_entry_decode(o, &d), -1);
+	cr_assert_null(dead_entry_cache_key(&d));
+	dead_entry_free(&d);
+	json_decref(o);
+}
+
+/* dead_entry_job_bytes reads back what dead_entry_job wrote, both ways,
+ * and names what is wrong with anything else. */
+Test(dead_entry, job_bytes_read_back)
+{
+	static const char *docs[] = { "{\"id\":\"x\"}", "{\"s\":\"\xff\xfe\"}" };
+	const char *p, *why;
+	char *buf;
+	size_t n;
+
+	for (int i = 0; i < 2; i++) {
+		json_t *o = json_object();
+		cr_assert_eq(dead_entry_job(o, docs[i], strlen(docs[i])), 0);
+		cr_assert_eq(dead_entry_job_bytes(o, &p, &n, &buf, &why), 0);
+		cr_assert_eq(n, strlen(docs[i]));
+		cr_assert_eq(memcmp(p, docs[i], n), 0);
+		cr_assert((buf != NULL) == (i == 1));
+		free(buf);
+		json_decref(o);
+	}
+	struct { const char *line, *why; } bad[] = {
+		{ "{}", "no \"job\" string" },
+		{ "{\"job\":1}", "no \"job\" string" },
+		{ "{\"job_base64\":\"Zg\"}", "\"job_base64\" is not base64" },
+		{ "{\"job\":\"a\",\"job_base64\":\"Zg==\"}",
+		    "both \"job\" and \"job_base64\"" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o = json_loads(bad[i].line, 0, NULL);
+		cr_assert_eq(dead_entry_job_bytes(o, &p, &n, &buf, &why), -1);
+		cr_assert_str_eq(why, bad[i].why);
+		cr_assert_null(buf);
+		json_decref(o);
+	}
 }
