@@ -424,9 +424,23 @@ memory_without_clients(void)
 	return info_int("used_memory") - info_int("mem_clients_normal");
 }
 
-/* 100,000 jobs through noop workers: the queue's keys end as they were
- * (only the stats hash) and used_memory within 64 KiB of before. A first
- * small round warms up what stays (scripts, the stats hash). */
+/* 100,000 jobs through noop workers, twice: the queue's keys end as they
+ * were (only the stats hash) after each round, and the second round leaves
+ * used_memory within 64 KiB of where the first left it. A leak grows with
+ * the jobs, so it shows in both rounds; what Redis keeps once for its own
+ * (the scripts it caches, buffers of its clients, blocked clients' state
+ * under load) does not grow again. A first small round warms up. */
+static long long
+round_of_jobs(long long first)
+{
+	for (int i = 0; i < 10; i++)
+		h_push_jobs(&d, "q", (int)first + i * 10000, 10000);
+	h_wait_redis_int(&d, first + 100000, "HGET ferry:{q}:stats done");
+	queue_keys_are("ferry:{q}:stats ");
+	h_sleep_ms(1000);       /* the last settles and heartbeats are through */
+	return memory_without_clients();
+}
+
 Test(memory, completed_jobs_leave_nothing)
 {
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 2\nbatch_size = 500\n",
@@ -440,21 +454,29 @@ Test(memory, completed_jobs_leave_nothing)
 	h_push_jobs(&d, "q", 0, 1000);
 	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
 	wait_queue_keys("ferry:{q}:stats ");    /* the last acks are through */
-	long long before = memory_without_clients(), after = 0;
-	for (int i = 0; i < 10; i++)
-		h_push_jobs(&d, "q", 1000 + i * 10000, 10000);
-	h_wait_redis_int(&d, 101000, "HGET ferry:{q}:stats done");
-	queue_keys_are("ferry:{q}:stats ");
+	long long start = memory_without_clients();
+	long long first = round_of_jobs(1000), second = 0;
+	redisReply *info_first = h_redis(&d, "INFO memory");
 	for (long long end = h_now_ms() + 20000; h_now_ms() < end;
-	    h_sleep_ms(200))
-		if ((after = memory_without_clients()) - before < 64 * 1024)
+	    h_sleep_ms(200)) {
+		second = second == 0 ? round_of_jobs(101000) :
+		    memory_without_clients();
+		if (second - first < 64 * 1024)
 			break;
-	if (after - before >= 64 * 1024) {
+	}
+	fprintf(stderr, "memory: used_memory (without clients) %lld at the "
+	    "start, %lld after 100,000 jobs, %lld after 100,000 more\n", start,
+	    first, second);
+	if (second - first >= 64 * 1024) {
 		redisReply *r = h_redis(&d, "INFO memory");
-		fprintf(stderr, "INFO memory after:\n%s\n", r->str);
+		fprintf(stderr, "INFO memory after the first round:\n%s\nafter "
+		    "the second:\n%s\n", info_first->str, r->str);
 		freeReplyObject(r);
 	}
-	cr_assert_lt(after - before, 64 * 1024, "used_memory %lld before, "
-	    "%lld after", before, after);
+	freeReplyObject(info_first);
+	cr_assert_lt(second - first, 64 * 1024, "used_memory grew by %lld bytes "
+	    "over 100,000 more jobs", second - first);
+	cr_assert_lt(first - start, 1024 * 1024, "used_memory grew by %lld bytes "
+	    "over the first 100,000 jobs", first - start);
 	h_stop(&d);
 }
