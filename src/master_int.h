@@ -1,8 +1,8 @@
 /* master_int.h - the master's state, shared by the master*.c files only
  * (master.c runs the loop and the workers; master_reload.c, master_health.c,
  * master_redis.c, master_link.c, master_sentinel.c, master_memory.c and
- * master_control.c work on it). Everything else sees the opaque struct master of master.h
- * and the functions of master_control.h. */
+ * master_control.c work on it). Everything else sees the opaque struct
+ * master of master.h and the functions of master_control.h. */
 #ifndef FERRY_MASTER_INT_H
 #define FERRY_MASTER_INT_H
 

@@ -18,10 +18,10 @@ known_cycles=(
 # module -> module, one edge a line (self-includes dropped)
 edges() {
 	local f stem
+	local inc='s/^[[:blank:]]*#[[:blank:]]*include[[:blank:]]*"\([^"/]*\)\.h".*/\1/p'
 	for f in "$src"/*.c "$src"/*.h; do
 		stem=$(basename "$f"); stem=${stem%.*}
-		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"/]*\)\.h".*/\1/p' \
-		    "$f" | while read -r dep; do
+		sed -n "$inc" "$f" | while read -r dep; do
 			# x_int.h, x's private header, extends x.h
 			if [ "$dep" != "$stem" ] && [ "$stem" != "${dep}_int" ] &&
 			    [ -e "$src/$dep.h" ]; then
@@ -48,9 +48,10 @@ done <<<"$all"
 
 failed=0
 # tsort names the modules of each loop it meets on stderr
-if ! loops=$(printf '%s' "$rest" | tsort 2>&1 >/dev/null) || [ -n "$loops" ]; then
+loops=$(printf '%s' "$rest" | tsort 2>&1 >/dev/null) || true
+if [ -n "$loops" ]; then
 	echo "include_graph: include cycle among src/ modules (x.c/x.h):" >&2
-	printf '%s\n' "$loops" | sed 's/^tsort: /  /' >&2
+	printf '%s\n' "$loops" | sed 's/^tsort: .*loop:$/  a cycle of:/; s/^tsort: /    /' >&2
 	echo "include_graph: cut it (a narrower header, a callback, a pure module)" \
 	    "instead of adding it to known_cycles" >&2
 	failed=1
