@@ -9,13 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json_scan.h"
 #include "util.h"
-
-struct buf {
-	char *p;
-	size_t len, cap;
-};
 
 /* The parts of a document that the jobs are built from. */
 struct parts {
@@ -25,24 +21,12 @@ struct parts {
 };
 
 static void
-put(struct buf *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		b->cap = (b->len + n + 1) * 2;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
 put_json_string(struct buf *b, const char *s)
 {
 	json_t *v = json_string(s);
 	char *text = json_dumps(v, JSON_ENCODE_ANY);
 
-	put(b, text, strlen(text));
+	buf_append(b, text, strlen(text));
 	free(text);
 	json_decref(v);
 }
@@ -79,21 +63,21 @@ rebuild(struct buf *b, const struct parts *p, const char *id,
 	struct json_scan_iter it;
 	struct json_scan_span k, v;
 
-	put(b, "{\"id\":", 6);
+	buf_append(b, "{\"id\":", 6);
 	put_json_string(b, id);
 	json_scan_iter_init(&it, &p->doc);
 	while (json_scan_object_next(&it, &k, &v)) {
 		if (own_key(&k))
 			continue;
-		put(b, ",", 1);
-		put(b, k.p, k.len);
-		put(b, ":", 1);
-		put(b, v.p, v.len);
+		buf_append(b, ",", 1);
+		buf_append(b, k.p, k.len);
+		buf_append(b, ":", 1);
+		buf_append(b, v.p, v.len);
 	}
 	if (tail_len > 0)
-		put(b, ",", 1);
-	put(b, tail, tail_len);
-	put(b, "}", 1);
+		buf_append(b, ",", 1);
+	buf_append(b, tail, tail_len);
+	buf_append(b, "}", 1);
 }
 
 static struct chunk_job *
@@ -126,23 +110,23 @@ emit(struct chunk_jobs *out, const struct parts *p, const char *id,
 		memcpy(j->cache, rows, rows_len);
 		j->cache[rows_len] = '\0';
 		j->cache_len = rows_len;
-		put(&tail, "\"cache_key\":", 12);
+		buf_append(&tail, "\"cache_key\":", 12);
 		put_json_string(&tail, j->key);
 	} else {
-		put(&tail, "\"data\":", 7);
-		put(&tail, rows, rows_len);
+		buf_append(&tail, "\"data\":", 7);
+		buf_append(&tail, rows, rows_len);
 	}
 	if (cache_prefix != NULL && p->data.p == NULL) {
-		put(&el, "{\"id\":", 6);    /* the document is the value */
+		buf_append(&el, "{\"id\":", 6);    /* the document is the value */
 		put_json_string(&el, id);
-		put(&el, ",", 1);
-		put(&el, tail.p, tail.len);
-		put(&el, "}", 1);
+		buf_append(&el, ",", 1);
+		buf_append(&el, tail.s, tail.len);
+		buf_append(&el, "}", 1);
 	} else {
-		rebuild(&el, p, id, tail.p, tail.len);
+		rebuild(&el, p, id, tail.s, tail.len);
 	}
-	free(tail.p);
-	j->el = el.p;
+	free(tail.s);
+	j->el = el.s;
 	j->el_len = el.len;
 	j->owned = true;
 }
@@ -198,21 +182,21 @@ split(struct chunk_jobs *out, const struct parts *p, const char *id,
 	}
 	json_scan_iter_init(&it, &p->data);
 	while (json_scan_array_next(&it, &v)) {
-		put(&rows, in_chunk == 0 ? "[" : ",", 1);
-		put(&rows, v.p, v.len);
+		buf_append(&rows, in_chunk == 0 ? "[" : ",", 1);
+		buf_append(&rows, v.p, v.len);
 		if (++in_chunk < (size_t)chunk_rows)
 			continue;
-		put(&rows, "]", 1);
+		buf_append(&rows, "]", 1);
 		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk++);
-		emit(out, p, cid, rows.p, rows.len, cache_prefix);
+		emit(out, p, cid, rows.s, rows.len, cache_prefix);
 		rows.len = in_chunk = 0;
 	}
 	if (in_chunk > 0) {
-		put(&rows, "]", 1);
+		buf_append(&rows, "]", 1);
 		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk);
-		emit(out, p, cid, rows.p, rows.len, cache_prefix);
+		emit(out, p, cid, rows.s, rows.len, cache_prefix);
 	}
-	free(rows.p);
+	free(rows.s);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /* control.c - the control socket, served from the master's libev loop and
  * never blocking it: each client sends one command line and reads the
  * answer (text, then a last line "ok", or a first line "error: ...").
- * The commands are src/control_commands.c's; their handlers are here.
+ * The commands are src/control_commands.c's; master_control.c runs them.
  * Clients are non-blocking, bounded in size and in time. */
 #include "control.h"
 
@@ -15,10 +15,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "control_commands.h"
 #include "log.h"
-#include "master.h"
-#include "metrics.h"
+#include "master_control.h"
 #include "util.h"
 
 #define CONTROL_BACKLOG 32
@@ -31,12 +31,13 @@ struct client {
 	ev_timer timer;
 	char in[CONTROL_REQUEST_MAX];
 	size_t inlen;
-	struct control_out out;
+	struct buf out;
 	size_t sent;
 	struct client *next;
 };
 
 struct control {
+	struct ev_loop *loop;     /* NULL until control_start */
 	struct master *m;
 	char *path;
 	int fd;
@@ -47,39 +48,6 @@ struct control {
 	struct client *clients;
 	int nclients;
 };
-
-void
-control_out_printf(struct control_out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(o->s + o->len, o->cap - o->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < o->cap - o->len)
-			break;
-		o->cap = o->cap * 2 + (size_t)(n > 0 ? n : 0) + 256;
-		o->s = xrealloc(o->s, o->cap);
-	}
-	o->len += (size_t)n;
-}
-
-void
-control_out_quoted(struct control_out *o, const char *s)
-{
-	control_out_printf(o, "\"");
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			control_out_printf(o, "\\%c", *s);
-		else if (*s == '\n')
-			control_out_printf(o, "\\n");
-		else
-			control_out_printf(o, "%c", *s);
-	}
-	control_out_printf(o, "\"");
-}
 
 static void
 set_addr(struct sockaddr_un *sun, const char *path)
@@ -226,8 +194,8 @@ client_free(struct client *cl)
 {
 	struct control *c = cl->ctl;
 
-	ev_io_stop(c->m->loop, &cl->io);
-	ev_timer_stop(c->m->loop, &cl->timer);
+	ev_io_stop(c->loop, &cl->io);
+	ev_timer_stop(c->loop, &cl->timer);
 	close(cl->fd);
 	for (struct client **p = &c->clients; *p != NULL; p = &(*p)->next) {
 		if (*p == cl) {
@@ -236,145 +204,13 @@ client_free(struct client *cl)
 		}
 	}
 	c->nclients--;
-	free(cl->out.s);
+	buf_free(&cl->out);
 	free(cl);
 }
 
-static void
-cmd_reload(struct master *m, char **argv, struct control_out *o)
-{
-	struct ferry_config *fresh = xcalloc(1, sizeof(*fresh));
-	struct config_errors errs = { 0, NULL };
-	const char *path = m->cfg->path;
-	(void)argv;
-
-	if (m->phase != MASTER_RUNNING) {
-		control_out_printf(o, "error: ferryd is stopping\n");
-		free(fresh);
-		return;
-	}
-	/* master_reload() logs the errors; parse once more to answer them */
-	if (config_load(path, fresh, &errs) == -1) {
-		control_out_printf(o, "error: reload: %s has %d error%s; still "
-		    "running the previous configuration\n", path, errs.n,
-		    errs.n == 1 ? "" : "s");
-		for (int i = 0; i < errs.n; i++)
-			control_out_printf(o, "%s\n", errs.msgs[i]);
-		config_errors_free(&errs);
-	} else {
-		config_free(fresh);
-		control_out_printf(o, "reloaded %s\nok\n", path);
-	}
-	free(fresh);
-	log_notice("control: reload");
-	master_reload(m);
-}
-
-static void
-set_paused(struct master *m, struct master_queue *mq, bool paused)
-{
-	mq->paused = paused;
-	for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
-		if (w->sb_index != -1)
-			atomic_store(&scoreboard_slot(&m->sb, w->sb_index)->paused,
-			    paused);
-}
-
-static void
-cmd_pause(struct master *m, char **argv, struct control_out *o)
-{
-	bool pause = strcmp(argv[0], "pause") == 0;
-	struct master_queue *mq = master_find_queue(m, argv[1]);
-
-	if (mq == NULL) {
-		control_out_printf(o, "error: unknown queue %s\n", argv[1]);
-		return;
-	}
-	if (mq->paused == pause) {
-		control_out_printf(o, "queue %s was already %s\nok\n", argv[1],
-		    pause ? "paused" : "running");
-		return;
-	}
-	set_paused(m, mq, pause);
-	log_notice(pause ? "queue %s: paused (control socket): its workers "
-	    "finish their batch and stop fetching" : "queue %s: resumed "
-	    "(control socket): its workers fetch jobs again", argv[1]);
-	control_out_printf(o, pause ? "queue %s paused: its workers finish "
-	    "their batch and stop fetching\nok\n" : "queue %s resumed\nok\n",
-	    argv[1]);
-}
-
-static void
-cmd_workers(struct master *m, char **argv, struct control_out *o)
-{
-	struct master_queue *mq = master_find_queue(m, argv[1]);
-	char *end;
-	long n = strtol(argv[2], &end, 10);
-
-	if (mq == NULL) {
-		control_out_printf(o, "error: unknown queue %s\n", argv[1]);
-		return;
-	}
-	if (*argv[2] == '\0' || *end != '\0' || n < 0 ||
-	    n > CONFIG_MAX_WORKERS) {
-		control_out_printf(o, "error: workers: \"%s\" is not a number in "
-		    "0..%d\n", argv[2], CONFIG_MAX_WORKERS);
-		return;
-	}
-	if (m->phase != MASTER_RUNNING) {
-		control_out_printf(o, "error: ferryd is stopping\n");
-		return;
-	}
-	int old = mq->target;
-	mq->target = (int)n;
-	log_notice("queue %s: workers %d -> %ld (control socket)", argv[1], old,
-	    n);
-	master_reconcile(m, mq);
-	control_out_printf(o, "queue %s: workers %d -> %ld\nok\n", argv[1], old,
-	    n);
-}
-
-static void
-cmd_status(struct master *m, char **argv, struct control_out *o)
-{
-	(void)argv;
-	metrics_status(m, o);
-	control_out_printf(o, "ok\n");
-}
-
-static void
-cmd_metrics(struct master *m, char **argv, struct control_out *o)
-{
-	(void)argv;
-	metrics_prometheus(m, o);
-	control_out_printf(o, "ok\n");
-}
-
-static void
-cmd_help(struct master *m, char **argv, struct control_out *o)
-{
-	(void)m;
-	(void)argv;
-	for (int i = 0; i < CONTROL_NCOMMANDS; i++)
-		control_out_printf(o, "%s\n", control_commands[i].usage);
-	control_out_printf(o, "ok\n");
-}
-
-/* What serves each command of src/control_commands.c. */
-static void (*const handlers[CONTROL_NCOMMANDS])(struct master *, char **,
-    struct control_out *) = {
-	[CONTROL_STATUS] = cmd_status,
-	[CONTROL_METRICS] = cmd_metrics,
-	[CONTROL_RELOAD] = cmd_reload,
-	[CONTROL_PAUSE] = cmd_pause,
-	[CONTROL_RESUME] = cmd_pause,
-	[CONTROL_WORKERS] = cmd_workers,
-	[CONTROL_HELP] = cmd_help,
-};
-
 /* Split the line on blanks, find the command, run it into cl->out. */
 static void
-dispatch(struct control *c, char *line, struct control_out *o)
+dispatch(struct control *c, char *line, struct buf *o)
 {
 	char *argv[CONTROL_ARGS_MAX + 1], *save = NULL;
 	const struct control_command *cmd;
@@ -385,18 +221,18 @@ dispatch(struct control *c, char *line, struct control_out *o)
 		if (argc <= CONTROL_ARGS_MAX)
 			argv[argc++] = w;
 	if (argc == 0) {
-		control_out_printf(o, "error: empty command (try help)\n");
+		buf_printf(o, "error: empty command (try help)\n");
 		return;
 	}
 	if ((cmd = control_command_find(argv[0])) == NULL) {
-		control_out_printf(o, "error: unknown command %.64s\n", argv[0]);
+		buf_printf(o, "error: unknown command %.64s\n", argv[0]);
 		return;
 	}
 	if (argc - 1 != control_command_nargs(cmd)) {
-		control_out_printf(o, "error: usage: %s\n", cmd->usage);
+		buf_printf(o, "error: usage: %s\n", cmd->usage);
 		return;
 	}
-	handlers[cmd - control_commands](c->m, argv, o);
+	master_control_run(c->m, (int)(cmd - control_commands), argv, o);
 }
 
 static void client_write_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -405,10 +241,10 @@ static void client_write_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void
 answer(struct client *cl, const char *error)
 {
-	struct ev_loop *loop = cl->ctl->m->loop;
+	struct ev_loop *loop = cl->ctl->loop;
 
 	if (error != NULL) {
-		control_out_printf(&cl->out, "error: %s\n", error);
+		buf_printf(&cl->out, "error: %s\n", error);
 	} else {
 		cl->in[cl->inlen] = '\0';
 		dispatch(cl->ctl, cl->in, &cl->out);
@@ -500,8 +336,8 @@ client_new(struct control *c, int fd)
 	cl->next = c->clients;
 	c->clients = cl;
 	c->nclients++;
-	ev_io_start(c->m->loop, &cl->io);
-	ev_timer_start(c->m->loop, &cl->timer);
+	ev_io_start(c->loop, &cl->io);
+	ev_timer_start(c->loop, &cl->timer);
 	if (c->nclients > CONTROL_CLIENTS_MAX)
 		answer(cl, "too many clients, try again");
 	else if (!peer_allowed(fd))
@@ -544,15 +380,16 @@ accept_cb(struct ev_loop *loop, ev_io *io, int revents)
 }
 
 void
-control_start(struct control *c, struct master *m)
+control_start(struct control *c, struct ev_loop *loop, struct master *m)
 {
 	if (c == NULL)
 		return;
+	c->loop = loop;
 	c->m = m;
 	ev_io_init(&c->io, accept_cb, c->fd, EV_READ);
 	ev_init(&c->resume, resume_cb);
 	c->io.data = c->resume.data = c;
-	ev_io_start(m->loop, &c->io);
+	ev_io_start(loop, &c->io);
 	log_info("control socket %s ready", c->path);
 }
 
@@ -565,9 +402,9 @@ control_close(struct control *c)
 		return;
 	while (c->clients != NULL)
 		client_free(c->clients);
-	if (c->m != NULL) {
-		ev_io_stop(c->m->loop, &c->io);
-		ev_timer_stop(c->m->loop, &c->resume);
+	if (c->loop != NULL) {
+		ev_io_stop(c->loop, &c->io);
+		ev_timer_stop(c->loop, &c->resume);
 	}
 	close(c->fd);
 	/* remove the file only if it is still ours */

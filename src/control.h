@@ -1,11 +1,11 @@
 /* control.h - the master's control socket: a unix socket in its libev loop
  * where ferryctl asks one command per connection (src/control_commands.c:
- * status, metrics, reload, pause, resume, workers, help) and reads the
- * answer until the server closes. */
+ * status, metrics, reload, pause, resume, workers, help, run by
+ * master_control.c) and reads the answer until the server closes. */
 #ifndef FERRY_CONTROL_H
 #define FERRY_CONTROL_H
 
-#include <stdarg.h>
+#include <ev.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,17 +16,6 @@
 struct master;
 struct control;
 
-/* An answer being built: a growing string. */
-struct control_out {
-	char *s;
-	size_t len, cap;
-};
-
-void control_out_printf(struct control_out *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* s as a logfmt value: quoted, backslash, quote and newline escaped. */
-void control_out_quoted(struct control_out *o, const char *s);
-
 /* Bind `path` (mode 0600). A stale socket that nothing answers on is
  * replaced; one that answers means another ferryd: NULL and a message in
  * err. An empty path disables the socket: NULL with err "". */
@@ -36,8 +25,8 @@ struct control *control_open(const char *path, char *err, size_t errsize);
  * is the socket control_open made. NULL c is a no-op. 0, or -1 and err. */
 int control_chown(struct control *c, uid_t uid, gid_t gid, char *err,
     size_t errsize);
-/* Serve it in m's loop. */
-void control_start(struct control *c, struct master *m);
+/* Serve it in loop, the commands run on m. */
+void control_start(struct control *c, struct ev_loop *loop, struct master *m);
 /* Close the socket and every client, and remove the socket file. */
 void control_close(struct control *c);
 

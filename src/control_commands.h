@@ -2,7 +2,7 @@
  * table that both sides read: src/control.c serves them (and lists them
  * for `help`), ferryctl sends them (src/ctl_control.c), checks their
  * arguments and lists them in --help (src/ctl.c). A new command is one
- * row here and its handler in control.c. Pure code: no I/O. */
+ * row here and its handler in master_control.c. Pure code: no I/O. */
 #ifndef FERRY_CONTROL_COMMANDS_H
 #define FERRY_CONTROL_COMMANDS_H
 

@@ -18,6 +18,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cache.h"
 #include "dead_entry.h"
 #include "job.h"
@@ -34,22 +35,10 @@ struct round {
 	struct cache_item *items; /* one per entry; key NULL when none */
 	char **keys;            /* cache keys to delete after the trim */
 	int nkeys;
-	char *buf;              /* the lines to append */
-	size_t len, cap;
+	struct buf out;         /* the lines to append */
 };
 
 static bool warned_unset, warned_file;
-
-static void
-put(struct round *r, const char *p, size_t n)
-{
-	if (r->len + n > r->cap) {
-		r->cap = (r->len + n) * 2;
-		r->buf = xrealloc(r->buf, r->cap);
-	}
-	memcpy(r->buf + r->len, p, n);
-	r->len += n;
-}
 
 /* The cache key named by the job inside a dead entry (malloc'd), or NULL,
  * also for a key that is not cache_key_allowed: never read or deleted. */
@@ -124,33 +113,33 @@ put_line(struct round *r, const char *queue, const redisReply *e,
 		    "nothing archived");
 		return -1;
 	}
-	put(r, head, strlen(head));
+	buf_append(&r->out, head, strlen(head));
 	free(head);
 	if (!whole) {
-		put(r, ",\"raw_hex\":\"", 12);
+		buf_append(&r->out, ",\"raw_hex\":\"", 12);
 		for (size_t i = 0; i < e->len; i++) {
 			unsigned char b = (unsigned char)e->str[i];
 			char x[2] = { hex[b >> 4], hex[b & 15] };
-			put(r, x, 2);
+			buf_append(&r->out, x, 2);
 		}
-		put(r, "\"", 1);
+		buf_append(&r->out, "\"", 1);
 	}
 	if (it->key != NULL && it->state == CACHE_FOUND) {
-		put(r, ",\"cache\":", 9);
-		put(r, it->json, it->json_len);
+		buf_append(&r->out, ",\"cache\":", 9);
+		buf_append(&r->out, it->json, it->json_len);
 	} else if (it->key != NULL && it->state == CACHE_BAD) {
 		json_t *why = json_string(it->why);
 		if (why == NULL)
 			why = json_string("the key's data cannot be archived");
 		char *text = json_dumps(why, JSON_ENCODE_ANY);
 		if (text != NULL) {
-			put(r, ",\"cache_kept\":", 14);
-			put(r, text, strlen(text));
+			buf_append(&r->out, ",\"cache_kept\":", 14);
+			buf_append(&r->out, text, strlen(text));
 		}
 		free(text);
 		json_decref(why);
 	}
-	put(r, "}\n", 2);
+	buf_append(&r->out, "}\n", 2);
 	return 0;
 }
 
@@ -174,7 +163,7 @@ tail_sha1(const redisReply *tail, char out[41])
 	free(buf);
 }
 
-/* Append r->buf; on failure cut the file back to where it was. */
+/* Append r->out; on failure cut the file back to where it was. */
 static int
 append(int fd, const struct round *r, const char *path)
 {
@@ -182,15 +171,15 @@ append(int fd, const struct round *r, const char *path)
 	size_t off = 0;
 	ssize_t n;
 
-	while (off < r->len) {
-		n = write(fd, r->buf + off, r->len - off);
+	while (off < r->out.len) {
+		n = write(fd, r->out.s + off, r->out.len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		off += (size_t)n;
 	}
-	if (off == r->len && fsync(fd) == 0)
+	if (off == r->out.len && fsync(fd) == 0)
 		return 0;
 	log_error("dead-letter archive %s: %s; nothing trimmed", path,
 	    strerror(errno != 0 ? errno : EIO));
@@ -235,7 +224,7 @@ round_free(struct round *r)
 	}
 	free(r->items);
 	free(r->keys);
-	free(r->buf);
+	buf_free(&r->out);
 	freeReplyObject(r->tail);
 }
 

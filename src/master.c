@@ -15,7 +15,7 @@
  * A retiring worker has been sent SIGTERM: it finishes its batch and exits,
  * and its position is then freed. Stopping (TERM) retires everything and
  * waits up to shutdown_timeout before SIGKILL; QUIT kills at once. */
-#include "master.h"
+#include "master_int.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -27,8 +27,11 @@
 
 #include "backoff.h"
 #include "control.h"
+#include "metrics.h"
 #include "metrics_http.h"
 #include "log.h"
+#include "master_control.h"
+#include "master_memory.h"
 #include "master_redis.h"
 #include "master_sentinel.h"
 #include "proctitle.h"
@@ -277,7 +280,7 @@ worker_died(struct master *m, struct master_worker *w, int status)
 	describe_status(status, what, sizeof(what));
 	w->pid = 0;
 	if (w->sb_index != -1)    /* its slot goes to the next process */
-		metrics_totals_add_slot(&mq->totals,
+		scoreboard_totals_add_slot(&mq->totals,
 		    scoreboard_slot(&m->sb, w->sb_index));
 	/* a recovery is counted only when the worker died on its own: not
 	 * for a clean or fatal exit, nor when we killed it to stop */
@@ -390,6 +393,18 @@ change_all_targets(struct master *m, int delta)
 	}
 }
 
+/* SIGHUP: errors of the file are logged (the old config keeps running). */
+static void
+reload_logged(struct master *m)
+{
+	struct config_errors errs = { 0, NULL };
+
+	if (master_reload(m, &errs) == -1) {
+		master_reload_log_errors(m->cfg->path, &errs);
+		config_errors_free(&errs);
+	}
+}
+
 static void
 signal_cb(struct ev_loop *loop, ev_signal *s, int revents)
 {
@@ -400,7 +415,7 @@ signal_cb(struct ev_loop *loop, ev_signal *s, int revents)
 	switch (s->signum) {
 	case SIGHUP:
 		if (m->phase == MASTER_RUNNING)
-			master_reload(m);
+			reload_logged(m);
 		break;
 	case SIGTERM:
 	case SIGINT:
@@ -434,61 +449,6 @@ signal_cb(struct ev_loop *loop, ev_signal *s, int revents)
 	}
 }
 
-/* Resident set size of a process in MiB, or -1. */
-static long
-rss_mb(pid_t pid)
-{
-	char path[64];
-	long pages_total, pages_resident;
-
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	int n = fscanf(f, "%ld %ld", &pages_total, &pages_resident);
-	fclose(f);
-	if (n != 2)
-		return -1;
-	return pages_resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
-}
-
-static void
-check_worker(struct master *m, struct master_worker *w, int64_t now,
-    bool check_rss)
-{
-	const struct queue_config *q = &w->queue->cfg;
-	struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);
-	int64_t started = atomic_load(&slot->batch_start_ms);
-
-	if (w->term_sent_ms != 0) {
-		if (now - w->term_sent_ms >= m->cfg->kill_grace_ms) {
-			log_warn("queue %s: worker %d (pid %d) still running %ld ms "
-			    "after SIGTERM: sending SIGKILL", q->name, w->number,
-			    (int)w->pid, m->cfg->kill_grace_ms);
-			kill(w->pid, SIGKILL);
-			w->term_sent_ms = now;   /* repeat after another grace */
-		}
-		return;
-	}
-	if (started != 0 && now - started > q->job_timeout_ms) {
-		log_warn("queue %s: worker %d (pid %d) has run its batch for %.1f s, "
-		    "over job_timeout %.1f s: stopping it", q->name, w->number,
-		    (int)w->pid, (double)(now - started) / 1000.,
-		    (double)q->job_timeout_ms / 1000.);
-		kill(w->pid, SIGTERM);
-		w->term_sent_ms = now;
-		return;
-	}
-	long rss = check_rss && q->max_worker_rss_mb > 0 ? rss_mb(w->pid) : -1;
-	if (rss > q->max_worker_rss_mb) {
-		log_notice("queue %s: worker %d (pid %d) uses %ld MiB, over "
-		    "max_worker_rss_mb %ld: recycling it", q->name, w->number,
-		    (int)w->pid, rss, q->max_worker_rss_mb);
-		kill(w->pid, SIGTERM);
-		w->term_sent_ms = now;
-	}
-}
-
 static void
 tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
@@ -511,7 +471,7 @@ tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	for (struct master_queue *mq = m->queues; mq != NULL; mq = mq->next)
 		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
 			if (w->pid != 0 && w->sb_index != -1)
-				check_worker(m, w, now, check_rss);
+				master_health_check(m, w, now, check_rss);
 }
 
 static const int master_signals[] = {
@@ -596,10 +556,11 @@ master_run(struct ferry_config *cfg, struct control *control,
 	snprintf(m->master_id, sizeof(m->master_id), "%s", ident->id);
 	snprintf(m->master_token, sizeof(m->master_token), "%s", ident->token);
 	master_redis_start(m);
+	master_memory_start(m);
 	master_sentinel_start(m);
-	metrics_start(m);
-	control_start(m->control, m);
-	metrics_http_start(m->http, m);
+	m->metrics = metrics_start(m->loop, m, master_control_view);
+	control_start(m->control, m->loop, m);
+	metrics_http_start(m->http, m->loop, m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
@@ -611,8 +572,10 @@ master_run(struct ferry_config *cfg, struct control *control,
 	control_close(m->control);
 	metrics_http_close(m->http);
 	master_sentinel_stop(m);
+	master_memory_stop(m);
 	master_redis_finish(m);
-	metrics_stop(m);
+	metrics_stop(m->metrics);
+	m->metrics = NULL;
 	log_notice("ferryd stopped");
 	free_all(m);
 	return m->exit_code;

@@ -14,7 +14,7 @@
 
 #include "cluster.h"
 #include "log.h"
-#include "master.h"
+#include "master_int.h"
 #include "queue.h"
 #include "sentinel.h"
 #include "util.h"

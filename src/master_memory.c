@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "master.h"
+#include "master_int.h"
 #include "master_id.h"
 #include "master_redis.h"
 #include "memory_check.h"

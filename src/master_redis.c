@@ -16,10 +16,9 @@
 
 #include "log.h"
 #include "lua_scripts.h"
-#include "master.h"
+#include "master_int.h"
 #include "master_id.h"
 #include "master_link.h"
-#include "master_memory.h"
 #include "queue.h"
 #include "script_args.h"
 #include "util.h"
@@ -456,7 +455,6 @@ master_redis_start(struct master *m)
 	ev_timer_again(m->loop, &r->reap);
 	ev_timer_start(m->loop, &r->promote);
 	link_start(r->links);
-	master_memory_start(m);
 }
 
 /* At exit, synchronously for one queue: hand back the lists of its
@@ -499,7 +497,6 @@ master_redis_finish(struct master *m)
 
 	if (r == NULL)
 		return;
-	master_memory_stop(m);
 	while (r->links != NULL) {
 		struct master_link *l = r->links;
 		r->links = l->next;

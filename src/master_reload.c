@@ -1,5 +1,6 @@
-/* master_reload.c - SIGHUP: read the file into a fresh config; if it has any
- * error, log them all and keep running on the old one. Otherwise apply it:
+/* master_reload.c - SIGHUP or `reload`: read the file once into a fresh
+ * config; if it has any error, hand them all back (the caller logs or
+ * answers them) and keep running on the old one. Otherwise apply it:
  * new queues start, removed queues retire, a queue whose settings changed
  * gets fresh workers first and only then are the old ones told to finish,
  * so it never runs below its old worker count. */
@@ -7,7 +8,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "master.h"
+#include "master_int.h"
 #include "util.h"
 
 static void
@@ -100,21 +101,24 @@ restart_fatal(struct master *m)
 }
 
 void
-master_reload(struct master *m)
+master_reload_log_errors(const char *path, const struct config_errors *errs)
+{
+	log_error("reload: %s has %d error%s; still running the previous "
+	    "configuration", path, errs->n, errs->n == 1 ? "" : "s");
+	for (int i = 0; i < errs->n; i++)
+		log_error("reload: %s", errs->msgs[i]);
+}
+
+int
+master_reload(struct master *m, struct config_errors *errs)
 {
 	struct ferry_config *fresh = xcalloc(1, sizeof(*fresh));
-	struct config_errors errs = { 0, NULL };
 	const char *path = m->cfg->path;
 
 	log_notice("reload: reading %s", path);
-	if (config_load(path, fresh, &errs) == -1) {
-		log_error("reload: %s has %d error%s; still running the previous "
-		    "configuration", path, errs.n, errs.n == 1 ? "" : "s");
-		for (int i = 0; i < errs.n; i++)
-			log_error("reload: %s", errs.msgs[i]);
-		config_errors_free(&errs);
+	if (config_load(path, fresh, errs) == -1) {
 		free(fresh);
-		return;
+		return -1;
 	}
 	config_keep_static(m->cfg, fresh, warn_static);
 	if (strcmp(fresh->log, m->cfg->log) != 0 &&
@@ -133,4 +137,5 @@ master_reload(struct master *m)
 	free(m->cfg);
 	m->cfg = fresh;
 	log_notice("reload: done");
+	return 0;
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "master.h"
+#include "master_int.h"
 #include "master_redis.h"
 #include "sentinel.h"
 #include "util.h"

@@ -1,30 +1,59 @@
-/* metrics.h - what the master knows about its queues and workers (its
- * scoreboard, and Redis figures it refreshes every second), written out as
- * the control socket's `status` text or in Prometheus text format. */
+/* metrics.h - what the master knows about its queues and workers (a view
+ * of them with its scoreboard, and Redis figures refreshed every second),
+ * written out as the control socket's `status` text or in Prometheus text
+ * format. metrics.c keeps the Redis figures; metrics_text.c writes. Neither
+ * sees struct master: master_control.c fills the view. */
 #ifndef FERRY_METRICS_H
 #define FERRY_METRICS_H
 
+#include <ev.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-#include "control.h"
+#include "buf.h"
 #include "scoreboard.h"
 
 struct master;
+struct metrics;
 
-/* Counts of a queue's dead worker processes: a scoreboard slot is reused
- * by the next process, so its figures are added here when its worker dies
- * and the metrics stay monotonic across restarts. */
-struct metrics_totals {
-	int64_t jobs_done;
-	int64_t restarts;
-	int64_t batches;
-	int64_t batch_sum_ms;
-	int64_t buckets[SCOREBOARD_BUCKETS];
-	int64_t errors[SB_ERR_CLASSES];
+/* One worker position of a queue, as the master holds it. */
+struct metrics_worker_view {
+	const char *queue;
+	int number;               /* 1.. within its queue */
+	pid_t pid;                /* 0 when not running */
+	int sb_index;             /* scoreboard slot, -1 when no process */
+	bool retiring, fatal;
+	int restarts;
 };
 
-void metrics_totals_add_slot(struct metrics_totals *t,
-    struct scoreboard_slot *slot);
+struct metrics_queue_view {
+	const char *name;
+	int target;               /* workers wanted */
+	bool paused;
+	bool removed;             /* gone from the config, retiring */
+	struct scoreboard_totals totals;   /* of its dead worker processes */
+	int nworkers;
+	struct metrics_worker_view *workers;
+};
+
+/* The master now; strings and sb belong to the master, valid until it
+ * runs again. */
+struct metrics_view {
+	const char *master_id;
+	const char *config_path;
+	const char *redis_prefix;
+	const char *phase;        /* running, stopping, quitting */
+	int64_t started_ms;       /* CLOCK_MONOTONIC */
+	bool redis_up;
+	struct scoreboard *sb;
+	int nqueues;
+	struct metrics_queue_view *queues;
+};
+
+/* Fill v (master_control_view); metrics_view_free releases it. */
+typedef void metrics_view_fn(struct master *m, struct metrics_view *v);
+void metrics_view_free(struct metrics_view *v);
 
 /* What Redis said about a queue at the last refresh: list lengths on every
  * host, and the counters of its stats hash. */
@@ -34,14 +63,27 @@ struct metrics_figures {
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
 };
 
-/* Refresh the figures of every queue and INFO memory every second, over
- * master_redis.c's connection, never waiting. Stop after
- * master_redis_finish() (which hands the last callbacks a NULL reply). */
-void metrics_start(struct master *m);
-void metrics_stop(struct master *m);
-/* `status`: one logfmt line for ferryd, redis, each queue, each worker. */
-void metrics_status(struct master *m, struct control_out *o);
+/* Refresh the figures of every queue of view_fn's view and INFO memory
+ * every second, over master_redis.c's connection of m, never waiting.
+ * Stop after master_redis_finish() (which hands the last callbacks a NULL
+ * reply). */
+struct metrics *metrics_start(struct ev_loop *loop, struct master *m,
+    metrics_view_fn *view_fn);
+void metrics_stop(struct metrics *mt);
+/* The last figures of queue, or NULL before the first refresh. */
+const struct metrics_figures *metrics_figures_of(const struct metrics *mt,
+    const char *queue);
+/* INFO memory's used_memory and maxmemory (-1: not said) at memory_ms,
+ * 0 before the first answer. */
+void metrics_memory(const struct metrics *mt, int64_t *used,
+    int64_t *maxmemory, int64_t *memory_ms);
+
+/* metrics_text.c. `status`: one logfmt line for ferryd, redis, each queue,
+ * each worker. */
+void metrics_status(const struct metrics *mt, const struct metrics_view *v,
+    struct buf *o);
 /* `metrics`: Prometheus text format 0.0.4. */
-void metrics_prometheus(struct master *m, struct control_out *o);
+void metrics_prometheus(const struct metrics *mt,
+    const struct metrics_view *v, struct buf *o);
 
 #endif

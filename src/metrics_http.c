@@ -25,11 +25,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "config.h"
-#include "control.h"
 #include "log.h"
-#include "master.h"
-#include "metrics.h"
+#include "master_control.h"
 #include "util.h"
 
 #define HTTP_CONNECTIONS_MAX 64
@@ -40,6 +39,7 @@
 
 struct metrics_http {
 	struct MHD_Daemon *daemon;
+	struct ev_loop *loop;     /* NULL when not serving */
 	struct master *m;
 	int listen_fd;
 	unsigned open;          /* connections MHD holds */
@@ -115,10 +115,11 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	if (strcmp(url, "/metrics") != 0)
 		return answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
 		    sizeof(not_found) - 1, MHD_RESPMEM_PERSISTENT);
-	struct control_out o = { NULL, 0, 0 };
-	metrics_prometheus(h->m, &o);
+	struct buf o = BUF_INIT;
+	master_control_metrics(h->m, &o);
+	size_t len = o.len;
 	return answer(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; "
-	    "charset=utf-8", o.s, o.len, MHD_RESPMEM_MUST_FREE);
+	    "charset=utf-8", buf_take(&o), len, MHD_RESPMEM_MUST_FREE);
 }
 
 /* MHD's notice of a connection opened or closed: the count that stops
@@ -137,9 +138,9 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 	}
 	if (h->open > 0)
 		h->open--;
-	if (h->m != NULL && h->open < HTTP_CONNECTIONS_MAX &&
+	if (h->loop != NULL && h->open < HTTP_CONNECTIONS_MAX &&
 	    !ev_is_active(&h->accept_io))
-		ev_io_start(h->m->loop, &h->accept_io);
+		ev_io_start(h->loop, &h->accept_io);
 }
 
 /* socket, bind and listen on addr:port; -1 with errno on failure. */
@@ -217,10 +218,10 @@ run(struct metrics_http *h)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	MHD_run(h->daemon);
-	ev_timer_stop(h->m->loop, &h->timer);
+	ev_timer_stop(h->loop, &h->timer);
 	if (MHD_get_timeout(h->daemon, &ms) == MHD_YES) {
 		ev_timer_set(&h->timer, (double)ms / 1000., 0.);
-		ev_timer_start(h->m->loop, &h->timer);
+		ev_timer_start(h->loop, &h->timer);
 	}
 }
 
@@ -269,21 +270,23 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 void
-metrics_http_start(struct metrics_http *h, struct master *m)
+metrics_http_start(struct metrics_http *h, struct ev_loop *loop,
+    struct master *m)
 {
 	if (h == NULL)
 		return;
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon,
 	    MHD_DAEMON_INFO_EPOLL_FD);
+	h->loop = loop;
 	h->m = m;
 	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);
 	h->io.data = h;
-	ev_io_start(m->loop, &h->io);
+	ev_io_start(loop, &h->io);
 	ev_init(&h->timer, timer_cb);
 	h->timer.data = h;
 	ev_io_init(&h->accept_io, accept_cb, h->listen_fd, EV_READ);
 	h->accept_io.data = h;
-	ev_io_start(m->loop, &h->accept_io);
+	ev_io_start(loop, &h->accept_io);
 	log_info("metrics served over HTTP at http://%s/metrics", h->listen);
 }
 
@@ -292,12 +295,12 @@ metrics_http_close(struct metrics_http *h)
 {
 	if (h == NULL)
 		return;
-	if (h->m != NULL) {
-		ev_io_stop(h->m->loop, &h->accept_io);
-		ev_io_stop(h->m->loop, &h->io);
-		ev_timer_stop(h->m->loop, &h->timer);
+	if (h->loop != NULL) {
+		ev_io_stop(h->loop, &h->accept_io);
+		ev_io_stop(h->loop, &h->io);
+		ev_timer_stop(h->loop, &h->timer);
 	}
-	h->m = NULL;     /* MHD's closing notices must not restart accepting */
+	h->loop = NULL;  /* MHD's closing notices must not restart accepting */
 	MHD_stop_daemon(h->daemon);
 	close(h->listen_fd);
 	free(h);

@@ -4,6 +4,7 @@
 #ifndef FERRY_METRICS_HTTP_H
 #define FERRY_METRICS_HTTP_H
 
+#include <ev.h>
 #include <stddef.h>
 
 struct master;
@@ -14,8 +15,9 @@ struct metrics_http;
  * in err on failure. */
 struct metrics_http *metrics_http_open(const char *listen, char *err,
     size_t errsize);
-/* Serve it in m's loop. */
-void metrics_http_start(struct metrics_http *h, struct master *m);
+/* Serve it in loop, the metrics asked of m (master_control.h). */
+void metrics_http_start(struct metrics_http *h, struct ev_loop *loop,
+    struct master *m);
 /* Stop serving, close every connection and the socket. */
 void metrics_http_close(struct metrics_http *h);
 

@@ -202,3 +202,16 @@ scoreboard_state_name(int state)
 		return "unknown";
 	return names[state];
 }
+
+void
+scoreboard_totals_add_slot(struct scoreboard_totals *t,
+    struct scoreboard_slot *slot)
+{
+	t->jobs_done += atomic_load(&slot->jobs_done);
+	t->batches += atomic_load(&slot->batches);
+	t->batch_sum_ms += atomic_load(&slot->batch_sum_ms);
+	for (int b = 0; b < SCOREBOARD_BUCKETS; b++)
+		t->buckets[b] += atomic_load(&slot->batch_buckets[b]);
+	for (int c = 0; c < SB_ERR_CLASSES; c++)
+		t->errors[c] += atomic_load(&slot->errors[c]);
+}

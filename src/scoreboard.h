@@ -67,6 +67,22 @@ struct scoreboard {
 	size_t size;
 };
 
+/* Counts of a queue's dead worker processes: a slot is reused by the next
+ * process, so its figures are added here when its worker dies, and the
+ * metrics (live slots + these) stay monotonic across restarts. */
+struct scoreboard_totals {
+	int64_t jobs_done;
+	int64_t restarts;
+	int64_t batches;
+	int64_t batch_sum_ms;
+	int64_t buckets[SCOREBOARD_BUCKETS];
+	int64_t errors[SB_ERR_CLASSES];
+};
+
+/* Add the slot's counters to t. */
+void scoreboard_totals_add_slot(struct scoreboard_totals *t,
+    struct scoreboard_slot *slot);
+
 int scoreboard_create(struct scoreboard *sb, int nslots);
 void scoreboard_destroy(struct scoreboard *sb);
 /* A free slot, marked SB_STARTING, or -1 when all are taken. */

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "consumer.h"
+#include "exit_codes.h"
 #include "log.h"
-#include "master.h"
 #include "proctitle.h"
 #include "util.h"
 

@@ -103,3 +103,32 @@ Test(scoreboard, waiting_states)
 	cr_assert_str_eq(scoreboard_state_name(SB_STATES), "unknown");
 	scoreboard_destroy(&sb);
 }
+
+/* A dead worker's counters are kept in its queue's totals: two processes
+ * in turn in one slot add up, histogram and error classes included. */
+Test(scoreboard, totals_add_every_counter_of_a_slot)
+{
+	struct scoreboard sb;
+	struct scoreboard_totals t = { 0 };
+
+	cr_assert_eq(scoreboard_create(&sb, 1), 0);
+	for (int life = 0; life < 2; life++) {
+		int i = scoreboard_acquire(&sb);
+		struct scoreboard_slot *slot = scoreboard_slot(&sb, i);
+		scoreboard_begin_batch(slot, 1000);
+		scoreboard_end_batch(slot, 5);
+		scoreboard_record_batch(slot, 7);
+		scoreboard_set_error(slot, "redis: connection lost");
+		scoreboard_totals_add_slot(&t, slot);
+		scoreboard_release(&sb, i);
+	}
+	cr_assert_eq(t.jobs_done, 10);
+	cr_assert_eq(t.batches, 4);
+	int64_t in_buckets = 0;
+	for (int b = 0; b < SCOREBOARD_BUCKETS; b++)
+		in_buckets += t.buckets[b];
+	cr_assert_eq(in_buckets, 4);
+	cr_assert_eq(t.errors[SB_ERR_REDIS], 2);
+	cr_assert_eq(t.restarts, 0);
+	scoreboard_destroy(&sb);
+}

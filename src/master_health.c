@@ -1,0 +1,65 @@
+/* master_health.c - the master's look at each running worker, every
+ * tick: a batch held over job_timeout, a process over max_worker_rss_mb
+ * (recycled), and SIGKILL for one still there kill_grace_ms after its
+ * SIGTERM. */
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "master_int.h"
+
+/* Resident set size of a process in MiB, or -1. */
+static long
+rss_mb(pid_t pid)
+{
+	char path[64];
+	long pages_total, pages_resident;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	int n = fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+	fclose(f);
+	if (n != 2)
+		return -1;
+	return pages_resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
+
+void
+master_health_check(struct master *m, struct master_worker *w, int64_t now,
+    bool check_rss)
+{
+	const struct queue_config *q = &w->queue->cfg;
+	struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);
+	int64_t started = atomic_load(&slot->batch_start_ms);
+
+	if (w->term_sent_ms != 0) {
+		if (now - w->term_sent_ms >= m->cfg->kill_grace_ms) {
+			log_warn("queue %s: worker %d (pid %d) still running %ld ms "
+			    "after SIGTERM: sending SIGKILL", q->name, w->number,
+			    (int)w->pid, m->cfg->kill_grace_ms);
+			kill(w->pid, SIGKILL);
+			w->term_sent_ms = now;   /* repeat after another grace */
+		}
+		return;
+	}
+	if (started != 0 && now - started > q->job_timeout_ms) {
+		log_warn("queue %s: worker %d (pid %d) has run its batch for %.1f s, "
+		    "over job_timeout %.1f s: stopping it", q->name, w->number,
+		    (int)w->pid, (double)(now - started) / 1000.,
+		    (double)q->job_timeout_ms / 1000.);
+		kill(w->pid, SIGTERM);
+		w->term_sent_ms = now;
+		return;
+	}
+	long rss = check_rss && q->max_worker_rss_mb > 0 ? rss_mb(w->pid) : -1;
+	if (rss > q->max_worker_rss_mb) {
+		log_notice("queue %s: worker %d (pid %d) uses %ld MiB, over "
+		    "max_worker_rss_mb %ld: recycling it", q->name, w->number,
+		    (int)w->pid, rss, q->max_worker_rss_mb);
+		kill(w->pid, SIGTERM);
+		w->term_sent_ms = now;
+	}
+}
