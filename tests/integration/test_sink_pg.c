@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "pg_target.h"
 #include "sink_pg.h"
 
 static struct ferryd d;
@@ -32,8 +33,8 @@ setup(void)
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
 	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
 	char err[256];
-	cr_assert_eq(sink_pg_check(&cfg, &cfg.queues[0], 1, err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	cr_assert_eq(pg_target_check(&cfg, &cfg.queues[0], true, NULL, err,
+	    sizeof(err)), PG_OK, "%s", err);
 	return &cfg.queues[0];
 }
 
@@ -492,12 +493,13 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 	h_pg_exec(&d, "CREATE SCHEMA ferry");
 	free(cfg.pg_batches_schema);
 	cfg.pg_batches_schema = strdup("ferry");
-	cr_assert_eq(sink_pg_check(&cfg, q, 0, err, sizeof(err)), SINK_FATAL);
+	cr_assert_eq(pg_target_check(&cfg, q, false, NULL, err, sizeof(err)),
+	    PG_FATAL);
 	cr_assert_str_eq(err, "table \"ferry\".ferry_batches does not exist: run "
 	    "ferryctl init-db (or set [ferryd] pg_batches_schema to the schema "
 	    "that has ferry_batches)");
-	cr_assert_eq(sink_pg_check(&cfg, q, 1, err, sizeof(err)), SINK_OK, "%s",
-	    err);
+	cr_assert_eq(pg_target_check(&cfg, q, true, NULL, err, sizeof(err)),
+	    PG_OK, "%s", err);
 	s = sink_pg_new(&cfg, q);
 	run_ok(s, jobs, res, 10, "w1:2");
 	sink_pg_free(s);
