@@ -5,6 +5,7 @@
  * `ferryctl init-db`. */
 #include "pg_target.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,47 @@ pg_target_batches_check(PGconn *conn, const struct pg_batches *b, char *err,
 	}
 	PQclear(r);
 	return PG_OK;
+}
+
+/* A batch row's record of failed jobs (column 1 of r). A record that does
+ * not parse must not read as "none failed" (its failed jobs would be acked
+ * unwritten), nor make the jobs retry (the batch may have committed them):
+ * the batch is kept and tried again under its key, as in an outage. */
+static bool
+load_record(PGresult *r, json_t **out, struct pg_failure *f)
+{
+	json_error_t err;
+
+	*out = json_loads(PQgetvalue(r, 0, 1), 0, &err);
+	if (json_is_object(*out))
+		return true;
+	json_decref(*out);
+	*out = NULL;
+	snprintf(f->msg, sizeof(f->msg), "XX000: the failed record of a batch "
+	    "row does not parse: %s", err.text);
+	util_utf8_fix(f->msg);
+	f->cls = PG_ERR_UNAVAILABLE;
+	return false;
+}
+
+bool
+pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
+    const char *key, char *state, size_t statesize, json_t **failed,
+    struct pg_failure *f)
+{
+	PGresult *r = NULL;
+	bool ok = true;
+
+	state[0] = '\0';
+	*failed = NULL;
+	if (!pg_conn_exec(conn, b->state_sql, 1, key, NULL, f, &r))
+		return false;
+	if (PQntuples(r) == 1) {
+		snprintf(state, statesize, "%s", PQgetvalue(r, 0, 0));
+		ok = PQgetisnull(r, 0, 1) || load_record(r, failed, f);
+	}
+	PQclear(r);
+	return ok;
 }
 
 /* %s: the schema-qualified name (struct pg_batches name), twice */

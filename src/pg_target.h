@@ -6,6 +6,7 @@
 #ifndef FERRY_PG_TARGET_H
 #define FERRY_PG_TARGET_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +52,13 @@ struct pg_batches {
 };
 void pg_target_batches_init(struct pg_batches *b,
     const struct ferry_config *cfg);
+/* Batch key's row: *state "committed", "fenced", or "" when there is
+ * none; *failed its record of failed jobs (job id -> message; NULL: none),
+ * to json_decref. False with f when the query failed, or the record does
+ * not parse (f unavailable: the batch must be kept, never retried). */
+bool pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
+    const char *key, char *state, size_t statesize, json_t **failed,
+    struct pg_failure *f);
 /* PG_FATAL when ferry_batches does not exist. */
 enum pg_status pg_target_batches_check(PGconn *conn,
     const struct pg_batches *b, char *err, size_t errsize);

@@ -289,63 +289,36 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return ok;
 }
 
-/* A batch row's record of failed jobs (column 1 of r). A record that does
- * not parse must not read as "none failed" (its failed jobs would be acked
- * unwritten), nor make the jobs retry (the batch may have committed them):
- * the batch is kept and tried again under its key, as in an outage. */
-static bool
-load_record(PGresult *r, json_t **out, struct pg_failure *f)
-{
-	json_error_t err;
-
-	*out = json_loads(PQgetvalue(r, 0, 1), 0, &err);
-	if (json_is_object(*out))
-		return true;
-	json_decref(*out);
-	*out = NULL;
-	snprintf(f->msg, sizeof(f->msg), "XX000: the failed record of a batch "
-	    "row does not parse: %s", err.text);
-	util_utf8_fix(f->msg);
-	f->cls = PG_ERR_UNAVAILABLE;
-	return false;
-}
-
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
 static bool
 replay_results(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f)
 {
-	PGresult *r = NULL;
+	char state[16];
+	json_t *failed;
 
-	if (!pg_conn_exec(s->conn, s->batches.state_sql, 1, key, NULL, f, &r)) {
+	if (!pg_target_batches_read(s->conn, &s->batches, key, state,
+	    sizeof(state), &failed, f)) {
 		/* the batch may have committed: never let its jobs retry
 		 * under another key; keep the batch and ask again */
 		f->cls = PG_ERR_UNAVAILABLE;
-		return false;
-	}
-	json_t *failed = NULL;
-	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) &&
-	    !load_record(r, &failed, f)) {
-		PQclear(r);
 		return false;
 	}
 	/* Fenced: another worker took these jobs over, so this worker was
 	 * handed back as dead. Nothing of this batch was written: its jobs
 	 * must not be acked (they are another worker's now), so no result
 	 * is given at all and the worker stops. */
-	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "fenced") == 0) {
+	if (strcmp(state, "fenced") == 0) {
 		log_warn("batch %s was fenced by another worker: its jobs were "
 		    "handed back, this worker stops without settling", key);
 		json_decref(failed);
-		PQclear(r);
 		s->fenced = true;
 		snprintf(f->msg, sizeof(f->msg), "batch %s was fenced by another "
 		    "worker", key);
 		f->cls = PG_ERR_OTHER;
 		return false;
 	}
-	PQclear(r);
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
 			continue;
@@ -371,27 +344,21 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 	*write = true;
 	for (int k = 0; k < j->nstamps && *write; k++) {
 		const char *key = j->stamps[k];
-		PGresult *r = NULL;
+		char state[16];
+		json_t *failed;
 		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
-		    NULL) || !pg_conn_exec(s->conn, s->batches.state_sql, 1, key,
-		    NULL, f, &r))
+		    NULL) || !pg_target_batches_read(s->conn, &s->batches, key,
+		    state, sizeof(state), &failed, f))
 			return false;
-		if (PQntuples(r) == 1 &&
-		    strcmp(PQgetvalue(r, 0, 0), "committed") == 0) {
-			json_t *failed = NULL;
-			if (!PQgetisnull(r, 0, 1) && !load_record(r, &failed, f)) {
-				PQclear(r);
-				return false;
-			}
+		if (strcmp(state, "committed") == 0) {
 			json_t *why = failed ? json_object_get(failed, job_id(j)) :
 			    NULL;
 			set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
 			    json_is_string(why) ? json_string_value(why) :
 			    why ? "failed (see the batch row)" : "");
-			json_decref(failed);
 			*write = false;
 		}
-		PQclear(r);
+		json_decref(failed);
 	}
 	if (*write && j->bury) {
 		/* never written: dead, and now fenced everywhere */
