@@ -457,30 +457,3 @@ copy_columns_free(struct copy_columns *c)
 	free(c->keys);
 	memset(c, 0, sizeof(*c));
 }
-
-enum copy_error_class
-copy_error_class(const char *sqlstate)
-{
-	static const char *const data[] = { "22", "23", "42" };
-	/* 25006: a read-only transaction, on a primary demoted to a standby
-	 * (or a standby reached first): a failover, reconnect. 42P01, 42501,
-	 * 42703, 3F000: the table (or its schema) renamed or dropped, a
-	 * column gone, a grant revoked: no job's data is at fault, every
-	 * batch fails the same until someone fixes the database: wait for
-	 * it (checked before the class 42 of bad data) */
-	static const char *const down[] = { "08", "53", "57P01", "57P02",
-	    "57P03", "25006", "42P01", "42501", "42703", "3F000" };
-	size_t i;
-
-	if (sqlstate == NULL || strlen(sqlstate) != 5)
-		return COPY_ERR_OTHER;
-	for (i = 0; i < FERRY_ARRAY_LEN(down); i++)
-		if (strncmp(sqlstate, down[i], strlen(down[i])) == 0)
-			return COPY_ERR_UNAVAILABLE;
-	for (i = 0; i < FERRY_ARRAY_LEN(data); i++)
-		if (strncmp(sqlstate, data[i], 2) == 0)
-			return COPY_ERR_DATA;
-	if (strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0)
-		return COPY_ERR_TRANSIENT;
-	return COPY_ERR_OTHER;
-}

@@ -42,15 +42,4 @@ int copy_encode_job(const char *doc, size_t len,
     const struct copy_columns *cols, struct copy_buf *out, char *err,
     size_t errsize);
 
-/* What a SQLSTATE means for a batch. */
-enum copy_error_class {
-	COPY_ERR_DATA,           /* 22, 23, 42: this data can never go in */
-	COPY_ERR_TRANSIENT,      /* 40001, 40P01: retry the job later */
-	COPY_ERR_UNAVAILABLE,    /* 08, 57P0x, 53, 25006: the sink is down (or
-	                          * failing over); 42P01, 42501, 42703, 3F000:
-	                          * the table is gone or not writable: wait */
-	COPY_ERR_OTHER,          /* anything else: retry with backoff */
-};
-enum copy_error_class copy_error_class(const char *sqlstate);
-
 #endif

@@ -21,7 +21,7 @@
 #include "master.h"
 #include "master_memory.h"
 #include "metrics_http.h"
-#include "sink_pg.h"
+#include "pg_target.h"
 #include "util.h"
 
 #ifndef FERRY_CONFIG_PATH
@@ -76,13 +76,14 @@ check_sinks(const struct ferry_config *cfg)
 		const struct queue_config *q = &cfg->queues[i];
 		if (q->handler != CONFIG_HANDLER_POSTGRES)
 			continue;
-		enum sink_status st = sink_pg_check(cfg, q, 0, err, sizeof(err));
-		if (st == SINK_FATAL) {
+		enum pg_status st = pg_target_check(cfg, q, false, NULL, err,
+		    sizeof(err));
+		if (st == PG_FATAL) {
 			fprintf(stderr, "ferryd: queue %s: %s; not started\n",
 			    q->name, err);
 			return -1;
 		}
-		if (st == SINK_UNAVAILABLE)
+		if (st == PG_UNAVAILABLE)
 			fprintf(stderr, "ferryd: queue %s: %s; starting anyway, "
 			    "its jobs wait in Redis\n", q->name, err);
 	}

@@ -8,127 +8,85 @@
  * split in halves until the bad rows are isolated. Errors are sorted by
  * SQLSTATE: data errors dead-letter their job, an unreachable server (or
  * a table renamed away, a grant revoked: 42P01, 42501, 42703, 3F000) keeps
- * the batch. The table's description: src/sink_pg_schema.c. */
+ * the batch. The table, its columns and its SQL: src/pg_target.c; the
+ * connection and SQLSTATE classes: src/pg_conn.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "copy.h"
 #include "log.h"
-#include "sink_pg_int.h"
+#include "pg_conn.h"
+#include "pg_target.h"
 #include "util.h"
 
 #define PRUNE_EVERY_MS 60000
 #define SINK_ROWS_KEEP (4 << 20)   /* larger row buffers are not kept */
 
-static void
-failure_from(struct sink_pg *s, PGresult *r, struct pg_failure *f)
+struct sink_pg {
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	PGconn *conn;
+	struct pg_target target;  /* the queue's table */
+	struct pg_batches batches;
+	int64_t last_prune_ms;
+	json_t *failed;           /* job id -> error, for the batch row */
+	/* the batch's rows, encoded (src/copy.c) and kept between batches */
+	struct copy_buf rows;
+	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
+	int *idx, nidx;           /* the jobs to COPY */
+	bool *skip;               /* jobs a fence found written */
+	int cap;                  /* room in off, len, idx, skip */
+	bool fenced;              /* our own batch key was found fenced */
+	bool record_failed;       /* a failure could not go into s->failed */
+	int commits_safe;         /* last connection's commits wait for a
+	                           * standby: 1, do not: 0, unknown: -1 */
+};
+
+/* A statement without parameters or rows. */
+static bool
+run(struct sink_pg *s, const char *sql, struct pg_failure *f)
 {
-	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	const char *text = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) :
-	    NULL;
-
-	char *msg;
-
-	f->cls = PQstatus(s->conn) == CONNECTION_BAD ? COPY_ERR_UNAVAILABLE :
-	    copy_error_class(state);
-	msg = xasprintf("%s: %s", state ? state : "no SQLSTATE",
-	    text ? text : PQerrorMessage(s->conn));
-	msg[strcspn(msg, "\n")] = '\0';
-	/* cut at a character boundary: the message goes into JSON */
-	util_utf8_copy(f->msg, sizeof(f->msg), msg, strlen(msg));
-	free(msg);
+	return pg_conn_exec(s->conn, sql, 0, NULL, NULL, f, NULL);
 }
 
-/* libpq could not send: the connection is unusable even if its status
- * still says OK. Unavailable: sink_pg_run closes it, and the batch is
- * kept without spending an attempt. */
-static void
-lost_connection(struct sink_pg *s, struct pg_failure *f)
-{
-	char *msg = xasprintf("08006: sending to the server failed: %s",
-	    PQerrorMessage(s->conn));
-
-	msg[strcspn(msg, "\n")] = '\0';
-	util_utf8_copy(f->msg, sizeof(f->msg), msg, strlen(msg));
-	free(msg);
-	f->cls = COPY_ERR_UNAVAILABLE;
-}
-
-bool
-sink_pg_exec(struct sink_pg *s, const char *sql, int nparams, const char *p1,
-    const char *p2, struct pg_failure *f, PGresult **out)
-{
-	const char *params[2] = { p1, p2 };
-	PGresult *r = PQexecParams(s->conn, sql, nparams, NULL, params, NULL,
-	    NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-	bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-
-	if (!ok && f != NULL)
-		failure_from(s, r, f);
-	if (ok && out != NULL)
-		*out = r;
-	else
-		PQclear(r);
-	return ok;
-}
-
-/* The master warned at start when commits do not wait for a standby; a
- * worker warns again when its connection finds them unsafe after safe ones
- * (a failover onto a primary without a synchronous standby). */
-static void
-note_commits(struct sink_pg *s, const char *risk)
-{
-	if (risk != NULL && s->commits_safe == 1)
-		sink_pg_commit_warn(s, risk);
-	else if (risk != NULL && s->commits_safe == -1)
-		log_notice("queue %s: postgres %s (port %s): commits do not wait "
-		    "for a standby (%s)", s->q->name, PQhost(s->conn),
-		    PQport(s->conn), risk);
-	if (risk != NULL || config_pg_nhosts(s->cfg, s->q) > 1 ||
-	    s->cfg->require_sync_commit)
-		s->commits_safe = risk == NULL;
-}
-
-static enum sink_status
+/* Connect, check the commit settings, describe the table. */
+static enum pg_status
 connect_db(struct sink_pg *s, char *err, size_t errsize)
 {
-	char *conninfo = config_pg_conninfo(s->cfg, s->q);
 	char sql[96];
+	const char *risk = NULL;
 
-	s->conn = PQconnectdb(conninfo);
-	free(conninfo);
-	if (PQstatus(s->conn) != CONNECTION_OK) {
-		snprintf(err, errsize, "postgres: %s", PQerrorMessage(s->conn));
-		err[strcspn(err, "\n")] = '\0';
-		PQfinish(s->conn);
-		s->conn = NULL;
-		return SINK_UNAVAILABLE;
-	}
+	if ((s->conn = pg_conn_open(s->cfg, s->q, err, errsize)) == NULL)
+		return PG_UNAVAILABLE;
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
 	    s->cfg->pg_statement_timeout_ms);
-	enum sink_status st = sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL) ?
-	    SINK_OK : SINK_UNAVAILABLE;
-	const char *risk = NULL;
-	if (st == SINK_OK)
-		st = sink_pg_commit_check(s, &risk, err, errsize);
-	if (st == SINK_OK) {
-		note_commits(s, risk);
+	enum pg_status st = run(s, sql, NULL) ? PG_OK : PG_UNAVAILABLE;
+	if (st == PG_OK)
+		st = pg_conn_commit_check(s->conn, s->cfg, s->q, &risk, err,
+		    errsize);
+	if (st == PG_OK) {
+		pg_conn_note_commits(s->conn, s->cfg, s->q, risk,
+		    &s->commits_safe);
 		/* a table that existed when this worker started and is gone
 		 * now (renamed away, a column dropped) is an outage: the jobs
 		 * wait until it is back; only at the start is it fatal */
-		bool described = s->copy_sql != NULL;
-		st = sink_pg_describe(s, err, errsize);
-		if (st == SINK_FATAL && described)
-			st = SINK_UNAVAILABLE;
+		bool described = s->target.copy_sql != NULL;
+		st = pg_target_describe(&s->target, s->conn, err, errsize);
+		if (st == PG_OK)
+			st = pg_target_batches_check(s->conn, &s->batches, err,
+			    errsize);
+		if (st == PG_FATAL && described)
+			st = PG_UNAVAILABLE;
 	}
-	if (st != SINK_OK) {
-		PQfinish(s->conn);
+	if (st != PG_OK) {
+		pg_conn_close(s->conn);
 		s->conn = NULL;
 	}
 	return st;
@@ -141,10 +99,8 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->cfg = cfg;
 	s->q = q;
 	s->commits_safe = -1;
-	/* a checked identifier (config_check_schema): quoting is enough */
-	snprintf(s->batches, sizeof(s->batches), "\"%s\".ferry_batches",
-	    cfg->pg_batches_schema != NULL && *cfg->pg_batches_schema != '\0' ?
-	    cfg->pg_batches_schema : "public");
+	pg_target_init(&s->target, q);
+	pg_target_batches_init(&s->batches, cfg);
 	return s;
 }
 
@@ -153,9 +109,8 @@ sink_pg_free(struct sink_pg *s)
 {
 	if (s == NULL)
 		return;
-	PQfinish(s->conn);
-	copy_columns_free(&s->cols);
-	free(s->copy_sql);
+	pg_conn_close(s->conn);
+	pg_target_free(&s->target);
 	json_decref(s->failed);
 	copy_buf_free(&s->rows);
 	free(s->off);
@@ -225,7 +180,8 @@ encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		size_t at = s->rows.len;
 		/* rows from the job's cache key (src/cache.c) when it has one */
 		if (copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
-		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len, &s->cols,
+		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len,
+		    &s->target.cols,
 		    &s->rows, why, sizeof(why)) == -1) {
 			set_result(&res[i], HANDLER_FAIL, why);
 			if (record_failure(s, &jobs[i], why) < 0)
@@ -263,9 +219,9 @@ static bool
 copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
     struct handler_result *res, struct pg_failure *f)
 {
-	if (!sink_pg_exec(s, "SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+	if (!run(s, "SAVEPOINT ferry_part", f))
 		return false;
-	PGresult *r = PQexec(s->conn, s->copy_sql);
+	PGresult *r = PQexec(s->conn, s->target.copy_sql);
 	bool sent = true;
 	if (PQresultStatus(r) == PGRES_COPY_IN) {
 		PQclear(r);
@@ -279,25 +235,24 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		PQclear(r);
 		while ((r = PQgetResult(s->conn)) != NULL)
 			PQclear(r);
-		return sink_pg_exec(s, "RELEASE SAVEPOINT ferry_part", 0, NULL, NULL, f,
-		    NULL);
+		return run(s, "RELEASE SAVEPOINT ferry_part", f);
 	}
-	failure_from(s, r, f);
+	pg_conn_failure(s->conn, r, f);
 	PQclear(r);
 	while ((r = PQgetResult(s->conn)) != NULL)
 		PQclear(r);
 	if (!sent)
-		lost_connection(s, f);
-	if (f->cls != COPY_ERR_DATA)
+		pg_conn_lost(s->conn, f);
+	if (f->cls != PG_ERR_DATA)
 		return false;
-	if (!sink_pg_exec(s, "ROLLBACK TO SAVEPOINT ferry_part", 0, NULL, NULL, f, NULL))
+	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", f))
 		return false;
 	if (n == 1) {
 		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
 		if (record_failure(s, &jobs[idx[0]], f->msg) < 0) {
 			snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
 			    "refused row in the batch row");
-			f->cls = COPY_ERR_OTHER;
+			f->cls = PG_ERR_OTHER;
 			return false;
 		}
 		return true;
@@ -334,66 +289,36 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return ok;
 }
 
-/* A batch row's record of failed jobs (column 1 of r). A record that does
- * not parse must not read as "none failed" (its failed jobs would be acked
- * unwritten), nor make the jobs retry (the batch may have committed them):
- * the batch is kept and tried again under its key, as in an outage. */
-static bool
-load_record(PGresult *r, json_t **out, struct pg_failure *f)
-{
-	json_error_t err;
-
-	*out = json_loads(PQgetvalue(r, 0, 1), 0, &err);
-	if (json_is_object(*out))
-		return true;
-	json_decref(*out);
-	*out = NULL;
-	snprintf(f->msg, sizeof(f->msg), "XX000: the failed record of a batch "
-	    "row does not parse: %s", err.text);
-	util_utf8_fix(f->msg);
-	f->cls = COPY_ERR_UNAVAILABLE;
-	return false;
-}
-
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
 static bool
 replay_results(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f)
 {
-	PGresult *r = NULL;
-	char sql[160];
+	char state[16];
+	json_t *failed;
 
-	snprintf(sql, sizeof(sql), "SELECT state, failed FROM %s WHERE key = $1",
-	    s->batches);
-	if (!sink_pg_exec(s, sql, 1, key, NULL, f, &r)) {
+	if (!pg_target_batches_read(s->conn, &s->batches, key, state,
+	    sizeof(state), &failed, f)) {
 		/* the batch may have committed: never let its jobs retry
 		 * under another key; keep the batch and ask again */
-		f->cls = COPY_ERR_UNAVAILABLE;
-		return false;
-	}
-	json_t *failed = NULL;
-	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 1) &&
-	    !load_record(r, &failed, f)) {
-		PQclear(r);
+		f->cls = PG_ERR_UNAVAILABLE;
 		return false;
 	}
 	/* Fenced: another worker took these jobs over, so this worker was
 	 * handed back as dead. Nothing of this batch was written: its jobs
 	 * must not be acked (they are another worker's now), so no result
 	 * is given at all and the worker stops. */
-	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "fenced") == 0) {
+	if (strcmp(state, "fenced") == 0) {
 		log_warn("batch %s was fenced by another worker: its jobs were "
 		    "handed back, this worker stops without settling", key);
 		json_decref(failed);
-		PQclear(r);
 		s->fenced = true;
 		snprintf(f->msg, sizeof(f->msg), "batch %s was fenced by another "
 		    "worker", key);
-		f->cls = COPY_ERR_OTHER;
+		f->cls = PG_ERR_OTHER;
 		return false;
 	}
-	PQclear(r);
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
 			continue;
@@ -416,35 +341,24 @@ static bool
 fence(struct sink_pg *s, struct job *j, struct handler_result *res,
     bool *write, struct pg_failure *f)
 {
-	char fence_sql[160], state_sql[160];
-
-	snprintf(fence_sql, sizeof(fence_sql), "INSERT INTO %s (key, state) "
-	    "VALUES ($1, 'fenced') ON CONFLICT (key) DO NOTHING", s->batches);
-	snprintf(state_sql, sizeof(state_sql), "SELECT state, failed FROM %s "
-	    "WHERE key = $1", s->batches);
 	*write = true;
 	for (int k = 0; k < j->nstamps && *write; k++) {
 		const char *key = j->stamps[k];
-		PGresult *r = NULL;
-		if (!sink_pg_exec(s, fence_sql, 1, key, NULL, f, NULL) ||
-		    !sink_pg_exec(s, state_sql, 1, key, NULL, f, &r))
+		char state[16];
+		json_t *failed;
+		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
+		    NULL) || !pg_target_batches_read(s->conn, &s->batches, key,
+		    state, sizeof(state), &failed, f))
 			return false;
-		if (PQntuples(r) == 1 &&
-		    strcmp(PQgetvalue(r, 0, 0), "committed") == 0) {
-			json_t *failed = NULL;
-			if (!PQgetisnull(r, 0, 1) && !load_record(r, &failed, f)) {
-				PQclear(r);
-				return false;
-			}
+		if (strcmp(state, "committed") == 0) {
 			json_t *why = failed ? json_object_get(failed, job_id(j)) :
 			    NULL;
 			set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
 			    json_is_string(why) ? json_string_value(why) :
 			    why ? "failed (see the batch row)" : "");
-			json_decref(failed);
 			*write = false;
 		}
-		PQclear(r);
+		json_decref(failed);
 	}
 	if (*write && j->bury) {
 		/* never written: dead, and now fenced everywhere */
@@ -461,23 +375,6 @@ enum fast_result {
 	FAST_SLOW_PATH,     /* a row was refused: isolate it the slow way */
 };
 
-/* BEGIN; the batch row; COPY; COMMIT as one simple query, which the
- * server abandons at the first error. The batch key is ferry's own text
- * (worker id, random part, sequence); nothing from a job goes into SQL. */
-static char *
-fast_sql(struct sink_pg *s, const char *key)
-{
-	char *k = PQescapeLiteral(s->conn, key, strlen(key));
-	char *sql = NULL;
-
-	if (k != NULL)
-		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
-		    "VALUES (%s, 'committed');%s;COMMIT", s->batches, k,
-		    s->copy_sql);
-	PQfreemem(k);
-	return sql;
-}
-
 /* The common case, a batch without recovered jobs whose rows all encoded,
  * in two round trips (the statements, then the rows and the COMMIT's
  * reply), like a bare COPY in autocommit. */
@@ -485,10 +382,10 @@ static enum fast_result
 write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f)
 {
-	/* the statements in the query string, in order */
+	/* the statements in the query string (pg_target_fast_sql), in order */
 	const int insert_stage = 1, copy_stage = 2, commit_stage = 3;
 	int stage = 0, failed_stage = -1;
-	char *sql = fast_sql(s, key);
+	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key);
 	PGresult *r;
 
 	if (sql == NULL)
@@ -496,14 +393,14 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	bool sent = PQsendQuery(s->conn, sql) == 1, rows_sent = true;
 	free(sql);
 	if (!sent) {
-		lost_connection(s, f);
+		pg_conn_lost(s->conn, f);
 		return FAST_FAILED;
 	}
 	while ((r = PQgetResult(s->conn)) != NULL) {
 		ExecStatusType st = PQresultStatus(r);
 		if (st != PGRES_COPY_IN && st != PGRES_COMMAND_OK &&
 		    failed_stage < 0) {
-			failure_from(s, r, f);
+			pg_conn_failure(s->conn, r, f);
 			failed_stage = stage;
 		}
 		PQclear(r);
@@ -511,7 +408,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			rows_sent = put_rows(s, s->idx, s->nidx);
 			if (PQputCopyEnd(s->conn, rows_sent ? NULL :
 			    "ferry: sending the rows failed") != 1) {
-				lost_connection(s, f);
+				pg_conn_lost(s->conn, f);
 				return FAST_FAILED;
 			}
 			continue;
@@ -519,7 +416,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		stage++;
 	}
 	if (!rows_sent) {
-		lost_connection(s, f);
+		pg_conn_lost(s->conn, f);
 		return FAST_FAILED;
 	}
 	if (failed_stage < 0)
@@ -532,7 +429,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		    FAST_FAILED;
 	/* a refused row, or a deferred constraint that failed at COMMIT */
 	if ((failed_stage == copy_stage || failed_stage == commit_stage) &&
-	    f->cls == COPY_ERR_DATA)
+	    f->cls == PG_ERR_DATA)
 		return FAST_SLOW_PATH;
 	return FAST_FAILED;
 }
@@ -547,16 +444,13 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 	/* deferred constraints are checked after each statement here, so
 	 * that the halving finds the rows that break them */
-	if (!sink_pg_exec(s, "BEGIN", 0, NULL, NULL, f, NULL) ||
-	    !sink_pg_exec(s, "SET CONSTRAINTS ALL IMMEDIATE", 0, NULL, NULL, f, NULL))
+	if (!run(s, "BEGIN", f) || !run(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
 		goto out;
-	char sql[160];
-	snprintf(sql, sizeof(sql), "INSERT INTO %s (key, state) VALUES ($1, "
-	    "'committed')", s->batches);
-	if (!sink_pg_exec(s, sql, 1, key, NULL, f, NULL)) {
+	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
+	    NULL)) {
 		if (strncmp(f->msg, "23505", 5) != 0)
 			goto out;
-		ok = sink_pg_exec(s, "ROLLBACK", 0, NULL, NULL, f, NULL) &&
+		ok = run(s, "ROLLBACK", f) &&
 		    replay_results(s, key, jobs, res, n, f);
 		goto out;
 	}
@@ -577,7 +471,7 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	if (s->record_failed) {
 		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
 		    "job in the batch row");
-		f->cls = COPY_ERR_OTHER;
+		f->cls = PG_ERR_OTHER;
 		goto out;
 	}
 	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
@@ -585,14 +479,13 @@ write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		goto out;
 	if (json_object_size(s->failed) > 0) {
 		char *text = json_dumps(s->failed, JSON_COMPACT);
-		snprintf(sql, sizeof(sql), "UPDATE %s SET failed = $2 WHERE "
-		    "key = $1", s->batches);
-		bool set = sink_pg_exec(s, sql, 2, key, text, f, NULL);
+		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
+		    text, f, NULL);
 		free(text);
 		if (!set)
 			goto out;
 	}
-	ok = sink_pg_exec(s, "COMMIT", 0, NULL, NULL, f, NULL);
+	ok = run(s, "COMMIT", f);
 out:
 	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
 		PQclear(PQexec(s->conn, "ROLLBACK"));
@@ -641,10 +534,10 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
     char *err, size_t errsize)
 {
 	struct pg_failure f;
-	enum sink_status st;
+	enum pg_status st;
 
-	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != SINK_OK)
-		return st;
+	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != PG_OK)
+		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
 	s->fenced = false;
 	if (write_batch(s, jobs, results, n, batch_key, &f))
 		return SINK_OK;
@@ -655,9 +548,9 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
 		snprintf(err, errsize, "postgres: %s", f.msg);
 		return SINK_HANDED_BACK;
 	}
-	if (f.cls == COPY_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
+	if (f.cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
 		snprintf(err, errsize, "postgres: %s", f.msg);
-		PQfinish(s->conn);
+		pg_conn_close(s->conn);
 		s->conn = NULL;
 		return SINK_UNAVAILABLE;
 	}
@@ -678,7 +571,7 @@ sink_pg_prune(struct sink_pg *s)
 		return;
 	s->last_prune_ms = now;
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE created_at < "
-	    "now() - interval '%ld milliseconds'", s->batches,
+	    "now() - interval '%ld milliseconds'", s->batches.name,
 	    s->cfg->done_retention_ms);
-	sink_pg_exec(s, sql, 0, NULL, NULL, NULL, NULL);
+	run(s, sql, NULL);
 }

@@ -1,7 +1,8 @@
 /* sink_pg.h - the PostgreSQL sink: a batch of jobs becomes rows COPYed into
  * the queue's table in one transaction together with one ferry_batches row
  * under the batch's key, which makes redelivery harmless (DESIGN.md,
- * "PostgreSQL sink"). */
+ * "PostgreSQL sink"). Only ferryd links it: the checks ferryctl init-db
+ * shares are in src/pg_target.h. */
 #ifndef FERRY_SINK_PG_H
 #define FERRY_SINK_PG_H
 
@@ -37,11 +38,5 @@ enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
 
 /* Delete ferry_batches rows older than done_retention (best effort). */
 void sink_pg_prune(struct sink_pg *s);
-
-/* ferryctl init-db and ferryd's start check: create ferry_batches when
- * `create` is set, then check that the queue's table and columns exist.
- * Returns SINK_OK, or a status with the reason in err. */
-enum sink_status sink_pg_check(const struct ferry_config *cfg,
-    const struct queue_config *q, int create, char *err, size_t errsize);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "pg_target.h"
 #include "sink_pg.h"
 
 static struct ferryd d;
@@ -32,8 +33,8 @@ setup(void)
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
 	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
 	char err[256];
-	cr_assert_eq(sink_pg_check(&cfg, &cfg.queues[0], 1, err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	cr_assert_eq(pg_target_check(&cfg, &cfg.queues[0], true, NULL, err,
+	    sizeof(err)), PG_OK, "%s", err);
 	return &cfg.queues[0];
 }
 
@@ -427,6 +428,58 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 	h_stop(&d);
 }
 
+/* A batch row's record of failed jobs that does not parse neither acks
+ * the jobs it names nor lets them retry: on a replay of that batch, and on
+ * a fence of it by a recovered job, the batch is kept (an outage) and
+ * nothing is written. A record that parses decides: the job it names is
+ * dead with its message (or with a pointer to the row when the message is
+ * not a string), the others done, nothing written again. */
+Test(sink_pg, failed_record_of_a_batch_row)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[3], stamped[1];
+	struct handler_result res[3];
+	char els[3][128], sels[1][128], err[256], sql[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 3, NULL);
+	make_jobs(stamped, sels, 3, 1, "\"w1:1\"");
+	run_ok(s, jobs, res, 3, "w1:1");
+	h_pg_exec(&d, "UPDATE ferry_batches SET failed = 'not json' "
+	    "WHERE key = 'w1:1'");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
+	    SINK_UNAVAILABLE, "%s", err);
+	cr_assert_not_null(strstr(err, "postgres: XX000: the failed record of "
+	    "a batch row does not parse: "), "%s", err);
+	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w1:2", err, sizeof(err)),
+	    SINK_UNAVAILABLE, "%s", err);
+	cr_assert_not_null(strstr(err, "does not parse"), "%s", err);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 1);
+
+	snprintf(sql, sizeof(sql), "UPDATE ferry_batches SET failed = "
+	    "'{\"%s\": \"boom\", \"%s\": 7}' WHERE key = 'w1:1'",
+	    job_id(&jobs[1]), job_id(&stamped[0]));
+	h_pg_exec(&d, sql);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_OK);
+	cr_assert_eq(res[1].outcome, HANDLER_FAIL);
+	cr_assert_str_eq(res[1].message, "boom");
+	cr_assert_eq(res[2].outcome, HANDLER_OK);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w1:2", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
+	cr_assert_str_eq(res[0].message, "failed (see the batch row)");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+	free_jobs(jobs, 3);
+	free_jobs(stamped, 1);
+	sink_pg_free(s);
+	h_stop(&d);
+}
+
 /* The table renamed away under a running sink, on the statement-by-
  * statement path (a recovered job): the COPY that fails to start keeps
  * its SQLSTATE (it used to be "no SQLSTATE", the jobs retried until
@@ -492,12 +545,13 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 	h_pg_exec(&d, "CREATE SCHEMA ferry");
 	free(cfg.pg_batches_schema);
 	cfg.pg_batches_schema = strdup("ferry");
-	cr_assert_eq(sink_pg_check(&cfg, q, 0, err, sizeof(err)), SINK_FATAL);
+	cr_assert_eq(pg_target_check(&cfg, q, false, NULL, err, sizeof(err)),
+	    PG_FATAL);
 	cr_assert_str_eq(err, "table \"ferry\".ferry_batches does not exist: run "
 	    "ferryctl init-db (or set [ferryd] pg_batches_schema to the schema "
 	    "that has ferry_batches)");
-	cr_assert_eq(sink_pg_check(&cfg, q, 1, err, sizeof(err)), SINK_OK, "%s",
-	    err);
+	cr_assert_eq(pg_target_check(&cfg, q, true, NULL, err, sizeof(err)),
+	    PG_OK, "%s", err);
 	s = sink_pg_new(&cfg, q);
 	run_ok(s, jobs, res, 10, "w1:2");
 	sink_pg_free(s);

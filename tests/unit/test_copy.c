@@ -1,5 +1,5 @@
 /* test_copy.c - job documents to COPY text rows, byte for byte; the columns
- * setting; SQLSTATE classes; a throughput figure (printed, not asserted). */
+ * setting; a throughput figure (printed, not asserted). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,37 +364,6 @@ Test(copy, columns_parse_errors)
 		cr_assert_str_eq(err, ec[i].msg, "%s", ec[i].spec);
 		cr_assert(c.n == 0 && c.columns == NULL);
 	}
-}
-
-Test(copy, error_class)
-{
-	static const struct {
-		const char *state;
-		enum copy_error_class want;
-	} t[] = {
-		{ "22001", COPY_ERR_DATA }, { "22P02", COPY_ERR_DATA },
-		{ "23505", COPY_ERR_DATA }, { "23502", COPY_ERR_DATA },
-		{ "42804", COPY_ERR_DATA }, { "42P02", COPY_ERR_DATA },
-		{ "42P01", COPY_ERR_UNAVAILABLE }, { "42703", COPY_ERR_UNAVAILABLE },
-		{ "42501", COPY_ERR_UNAVAILABLE }, { "3F000", COPY_ERR_UNAVAILABLE },
-		{ "3F001", COPY_ERR_OTHER },
-		{ "40001", COPY_ERR_TRANSIENT }, { "40P01", COPY_ERR_TRANSIENT },
-		{ "40002", COPY_ERR_OTHER }, { "40003", COPY_ERR_OTHER },
-		{ "08006", COPY_ERR_UNAVAILABLE }, { "08P01", COPY_ERR_UNAVAILABLE },
-		{ "57P01", COPY_ERR_UNAVAILABLE }, { "57P02", COPY_ERR_UNAVAILABLE },
-		{ "57P03", COPY_ERR_UNAVAILABLE }, { "57014", COPY_ERR_OTHER },
-		{ "57P04", COPY_ERR_OTHER }, { "53100", COPY_ERR_UNAVAILABLE },
-		{ "53300", COPY_ERR_UNAVAILABLE }, { "XX000", COPY_ERR_OTHER },
-		{ "25P02", COPY_ERR_OTHER }, { "25006", COPY_ERR_UNAVAILABLE },
-		{ "25001", COPY_ERR_OTHER }, { "", COPY_ERR_OTHER },
-		{ "22", COPY_ERR_OTHER }, { "220011", COPY_ERR_OTHER },
-		{ NULL, COPY_ERR_OTHER },
-	};
-	size_t i;
-
-	for (i = 0; i < FERRY_ARRAY_LEN(t); i++)
-		cr_assert_eq(copy_error_class(t[i].state), t[i].want, "%s",
-		    t[i].state ? t[i].state : "NULL");
 }
 
 static double

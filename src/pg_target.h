@@ -1,0 +1,80 @@
+/* pg_target.h - what the PostgreSQL sink writes into: a target is one
+ * table a queue writes (its quoted name, its columns resolved against the
+ * table, the SQL generated for them), and ferry_batches, the table of one
+ * row per batch that makes redelivery harmless (DESIGN.md, "PostgreSQL
+ * sink"). Also the start checks of ferryd and `ferryctl init-db`. */
+#ifndef FERRY_PG_TARGET_H
+#define FERRY_PG_TARGET_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "copy.h"
+#include "pg_conn.h"
+
+/* How a target's rows go in. Only insert exists; upsert and update
+ * (issue 17) add their modes here, and their SQL (a staging table LIKE
+ * the target, INSERT ... SELECT ... ON CONFLICT) to struct pg_target,
+ * generated in pg_target_describe beside copy_sql. */
+enum pg_target_mode {
+	PG_TARGET_INSERT,        /* COPY every row into the table */
+};
+
+struct pg_target {
+	const struct queue_config *q;
+	enum pg_target_mode mode;
+	char *quoted;            /* the table, schema and name quoted */
+	struct copy_columns cols;  /* what feeds each column */
+	char *copy_sql;          /* COPY quoted (columns) FROM STDIN; NULL
+	                          * until described */
+};
+
+/* A target for queue q's table, not yet described. */
+void pg_target_init(struct pg_target *t, const struct queue_config *q);
+void pg_target_free(struct pg_target *t);
+/* Resolve the columns against the table and generate the SQL. PG_FATAL
+ * when the table or a column is missing, PG_UNAVAILABLE when the query
+ * failed for another reason (the connection died, a timeout). */
+enum pg_status pg_target_describe(struct pg_target *t, PGconn *conn,
+    char *err, size_t errsize);
+
+/* ferry_batches where [ferryd] pg_batches_schema says (never by
+ * search_path), and the statements on it; each takes the batch key as $1. */
+struct pg_batches {
+	char name[80];           /* "schema".ferry_batches */
+	char insert_sql[160];    /* the batch's row, committed */
+	char fence_sql[160];     /* a fence row, unless the key has a row */
+	char state_sql[160];     /* the key's state and failed record */
+	char set_failed_sql[160];  /* $2: the failed record */
+};
+void pg_target_batches_init(struct pg_batches *b,
+    const struct ferry_config *cfg);
+/* Batch key's row: *state "committed", "fenced", or "" when there is
+ * none; *failed its record of failed jobs (job id -> message; NULL: none),
+ * to json_decref. False with f when the query failed, or the record does
+ * not parse (f unavailable: the batch must be kept, never retried). */
+bool pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
+    const char *key, char *state, size_t statesize, json_t **failed,
+    struct pg_failure *f);
+/* PG_FATAL when ferry_batches does not exist. */
+enum pg_status pg_target_batches_check(PGconn *conn,
+    const struct pg_batches *b, char *err, size_t errsize);
+
+/* A batch in one simple query, which the server abandons at the first
+ * error: BEGIN; the batch's row under key; the target's statements (the
+ * COPY); COMMIT. To free; NULL when libpq's escaping refused the key. */
+char *pg_target_fast_sql(const struct pg_target *t,
+    const struct pg_batches *b, PGconn *conn, const char *key);
+
+/* ferryctl init-db (create set) and ferryd's start check: connect, check
+ * the commit settings (only without create), create ferry_batches (create
+ * set), describe queue q's target and check ferry_batches. *existed (when
+ * not NULL): whether ferry_batches existed before, -1 unknown. */
+enum pg_status pg_target_check(const struct ferry_config *cfg,
+    const struct queue_config *q, bool create, int *existed, char *err,
+    size_t errsize);
+
+#endif
