@@ -1,0 +1,151 @@
+#!lua
+-- enqueue.lua - the one atomic enqueue of every producer (ferryctl enqueue,
+-- clients/python): each job checked the way a worker will read it (a JSON
+-- object of valid UTF-8, strict JSON as jansson reads it, no larger than
+-- max_job_bytes, not shaped like ferry's wrapper, an id and a cache_key of
+-- the right types), Redis' fullness checked against memory_refuse_percent,
+-- then the cache keys SET with their TTL and the jobs LPUSHed onto ready.
+-- All or nothing: every job is checked before the first write, and one bad
+-- job refuses the whole call, naming its index (from 1). No allow-oom: at
+-- maxmemory Redis refuses the script before it starts. `enqueued` is not
+-- counted here: fetch.lua counts it when a worker takes the job.
+-- KEYS: ready, then the cache keys the jobs name
+-- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
+--       checked), cache TTL in ms (0: no cache keys), then per job: the
+--       document, the index of its cache key in KEYS (0: none), its value
+--       ("" without a key)
+-- Returns {jobs pushed, "" or why the memory was not checked}.
+-- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
+local max_bytes, refuse, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if not max_bytes or not refuse or not ttl or ttl < 0 or (#ARGV - 3) % 3 ~= 0 then
+	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, then three per job')
+end
+local WRAPPER_HEAD = '{"ferry":1,'
+local JANSSON_MAX_DEPTH = 2048
+local ID_MAX, CACHE_KEY_MAX = 128, 512
+
+-- What strict JSON refuses but cjson accepts, between the tokens: "1." and
+-- "1.e5", numbers beyond a double. nil when none.
+local function between_strings(seg)
+	if string.find(seg, '%.[^%d]') or string.sub(seg, -1) == '.' then
+		return 'a number with no digit after its "."'
+	end
+	for num in string.gmatch(seg, '%-?%d[%d%.eE+%-]*') do
+		local v = tonumber(num)
+		if v == math.huge or v == -math.huge then return 'real number overflow: ' .. num end
+	end
+	return nil
+end
+
+-- What cjson accepts but a worker refuses: invalid UTF-8, raw control
+-- characters and \u0000 in strings, and the above. Only for text cjson
+-- decoded, so its strings are well formed (utf8_len: common.lua).
+local function strict(s)
+	local i, n = 1, #s
+	while i <= n do
+		local q = string.find(s, '"', i, true) or n + 1
+		local why = between_strings(string.sub(s, i, q - 1))
+		if why then return why end
+		local j = q + 1
+		while q <= n do
+			local p = string.find(s, '["\\%z\1-\31\128-\255]', j)
+			if not p then return nil end
+			local b = string.byte(s, p)
+			if b == 34 then
+				i = p + 1
+				break
+			elseif b == 92 then
+				if string.sub(s, p + 1, p + 5) == 'u0000' then return 'the string escape \\u0000 (NUL)' end
+				j = p + 2
+			elseif b < 32 then
+				return 'control character ' .. b .. ' at byte ' .. p .. ' inside a string'
+			else
+				local len = utf8_len(s, p, n + 1)
+				if not len then return 'invalid UTF-8 at byte ' .. p end
+				j = p + len
+			end
+		end
+		if q > n then break end
+	end
+	return nil
+end
+
+-- Why the document can never be processed, or nil.
+local function refusal(doc)
+	if string.sub(doc, 1, #WRAPPER_HEAD) == WRAPPER_HEAD then
+		return 'it starts with {"ferry":1, the prefix of ferry\'s own wrapper format (doc/formats.md), which producers may not use: push the job\'s document itself'
+	end
+	if #doc == 0 then return 'empty job' end
+	if max_bytes > 0 and #doc > max_bytes then
+		return 'job is ' .. #doc .. ' bytes, over max_job_bytes ' .. max_bytes
+	end
+	cjson.decode_invalid_numbers(false)
+	cjson.decode_max_depth(JANSSON_MAX_DEPTH)
+	local ok, v = pcall(cjson.decode, doc)
+	if not ok then
+		return 'malformed JSON: ' .. string.gsub(tostring(v), '^.-: ', '', 1)
+	end
+	local why = strict(doc)
+	if why then return 'malformed JSON: ' .. why end
+	if type(v) ~= 'table' or not string.find(doc, '^[ \t\n\r]*{') then return 'job is not a JSON object' end
+	local id = v['id']
+	if type(id) == 'string' and #id > ID_MAX then
+		return 'job id is longer than ' .. ID_MAX .. ' bytes'
+	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or id ~= math.floor(id) or id >= 2^63 or id < -2^63) then
+		return 'job id is not a string or integer'
+	end
+	local ck = v['cache_key']
+	if ck ~= nil and (type(ck) ~= 'string' or #ck == 0 or string.find(ck, '%z')) then
+		return 'cache_key is not a non-empty string'
+	elseif ck ~= nil and #ck > CACHE_KEY_MAX then
+		return 'cache_key is longer than ' .. CACHE_KEY_MAX .. ' bytes'
+	end
+	return nil
+end
+
+-- The size of a cache value as the worker hands it on: a JSON string.
+local function cache_json_len(value)
+	local _, quotes = string.gsub(value, '["\\]', '')
+	return #value + 2 + quotes
+end
+
+local jobs = {}
+for a = 4, #ARGV, 3 do
+	local index = #jobs + 1
+	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
+	if not k or k < 0 or k ~= math.floor(k) or k == 1 or k > #KEYS or (k > 0 and ttl == 0) then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or 2..' .. #KEYS .. ' (with a cache TTL)')
+	end
+	local why = refusal(doc)
+	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
+		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
+	end
+	if why then return ferry_error('INVALID', index .. ' ' .. why) end
+	jobs[index] = doc
+end
+
+local unchecked = ''
+if refuse > 0 then
+	local info = redis.pcall('INFO', 'memory')
+	if type(info) == 'table' and info.err then
+		unchecked = 'INFO failed: ' .. info.err
+	else
+		local used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)'))
+		local max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)'))
+		if used and max and max > 0 then
+			local pct = math.floor(used * 100 / max)
+			if pct >= refuse then
+				return ferry_error('FULL', pct .. ' ' .. refuse .. ' redis is ' .. pct .. '% full (memory_refuse_percent ' .. refuse .. '): not enqueueing; drain the queue or raise maxmemory')
+			end
+		end
+	end
+end
+
+for a = 4, #ARGV, 3 do
+	local k = tonumber(ARGV[a + 1])
+	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl) end
+end
+for from = 1, #jobs, 1000 do
+	redis.call('LPUSH', KEYS[1], unpack(jobs, from, math.min(from + 999, #jobs)))
+end
+return { #jobs, unchecked }
