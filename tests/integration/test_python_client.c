@@ -49,7 +49,7 @@ Test(python_client, pytest_suite_and_rows_in_postgres)
 	char *text = h_read_file(out);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "pytest failed (%s):\n%s", python, text);
-	cr_assert(strstr(text, "15 passed") != NULL, "%s", text);
+	cr_assert(strstr(text, "16 passed") != NULL, "%s", text);
 	free(text);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4300);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 4300,

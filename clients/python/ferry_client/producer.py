@@ -7,6 +7,7 @@ script is the copy shipped in this package, or the installed one
 
 import hashlib
 import os
+import warnings
 from importlib import resources
 
 import redis
@@ -49,6 +50,7 @@ class Producer:
         self.wait_timeout_ms = int(wait_timeout_ms)
         self.script = load_script(script_path)
         self.sha = hashlib.sha1(self.script).hexdigest()
+        self._said_unchecked = False
 
     def enqueue(self, queue, job_or_jobs, cache=None, cache_ttl=None,
                 chunk_rows=None, id=None):
@@ -87,9 +89,15 @@ class Producer:
             k += e.key is not None
             args += [e.element, k if e.key else 0, e.value]
         try:
-            self._run(keys, args)
+            reply = self._run(keys, args)
         except redis.exceptions.ResponseError as err:
             raise _error(str(err), call, pushed) from None
+        if reply[1] and not self._said_unchecked:
+            self._said_unchecked = True     # as ferryctl: said once
+            why = reply[1].decode(errors="replace")
+            warnings.warn("ferry_client: %s; memory_refuse_percent not "
+                          "checked (Redis still refuses at maxmemory)" % why,
+                          RuntimeWarning, stacklevel=3)
 
     def _run(self, keys, args):
         try:

@@ -7,8 +7,10 @@ import hashlib
 import json
 import os
 import time
+import warnings
 
 import pytest
+import redis
 
 import ferry_client
 from ferry_client import InvalidJobError, Producer, QueueFullError
@@ -130,3 +132,23 @@ def test_rows_reach_postgres(r):
     assert int(r.hget("ferry:{pg}:stats", "enqueued")) == 2505
     assert r.llen("ferry:{pg}:dead") == 0
     assert r.exists("ferry:{pg}:cache:cached") == 0   # deleted with the ack
+
+
+def test_without_info_in_the_acl_it_warns_once_and_pushes(r):
+    r.delete(READY)
+    r.acl_setuser("producer", enabled=True, passwords=["+pw"],
+                  keys=["ferry:{py}:ready"], commands=["-@all", "+evalsha",
+                                                        "+eval", "+lpush"])
+    try:
+        port = r.connection_pool.connection_kwargs["port"]
+        p = Producer(redis.Redis(host="127.0.0.1", port=port,
+                                 username="producer", password="pw"))
+        with pytest.warns(RuntimeWarning, match="INFO failed: .*"
+                          "memory_refuse_percent not checked"):
+            assert p.enqueue("py", {"id": "w1"}) == ["w1"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert p.enqueue("py", {"id": "w2"}) == ["w2"]
+        assert r.llen(READY) == 2
+    finally:
+        r.acl_deluser("producer")
