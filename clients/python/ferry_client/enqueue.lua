@@ -37,21 +37,38 @@ local function between_strings(seg)
 	return nil
 end
 
+-- A member name as written (quotes included), decoded.
+local function key_text(raw)
+	if not string.find(raw, '\\', 1, true) then return string.sub(raw, 2, -2) end
+	local ok, k = pcall(cjson.decode, raw)
+	return ok and k or nil
+end
+
 -- What cjson accepts but a worker refuses: invalid UTF-8, raw control
 -- characters and \u0000 in strings, and the above. Only for text cjson
--- decoded, so its strings are well formed (utf8_len: common.lua).
+-- decoded, so its strings are well formed (utf8_len: common.lua). Also
+-- returns the text of the top-level "id" when it is a number (the last
+-- one, as jansson reads it): cjson reads 1.0 and 1e2 as integers.
 local function strict(s)
-	local i, n = 1, #s
+	local i, n, depth, key, id_text = 1, #s, 0, nil, nil
 	while i <= n do
 		local q = string.find(s, '"', i, true) or n + 1
-		local why = between_strings(string.sub(s, i, q - 1))
+		local seg = string.sub(s, i, q - 1)
+		local why = between_strings(seg)
 		if why then return why end
+		local colon, num = string.match(seg, '^[ \t\n\r]*(:)[ \t\n\r]*([%-%d.eE+]*)')
+		if key == 'id' and colon then id_text = num end
+		local _, opens = string.gsub(seg, '[{%[]', '')
+		local _, closes = string.gsub(seg, '[}%]]', '')
+		depth = depth + opens - closes
+		key = nil
 		local j = q + 1
 		while q <= n do
 			local p = string.find(s, '["\\%z\1-\31\128-\255]', j)
 			if not p then return nil end
 			local b = string.byte(s, p)
 			if b == 34 then
+				if depth == 1 then key = key_text(string.sub(s, q, p)) end
 				i = p + 1
 				break
 			elseif b == 92 then
@@ -67,7 +84,15 @@ local function strict(s)
 		end
 		if q > n then break end
 	end
-	return nil
+	return nil, id_text
+end
+
+-- Is this number's text an integer that fits 64 bits (as jansson reads it)?
+local function int64_text(t)
+	if not t or not string.find(t, '^%-?%d+$') then return false end
+	local digits = string.gsub(t, '^%-', '')
+	local limit = string.sub(t, 1, 1) == '-' and '9223372036854775808' or '9223372036854775807'
+	return #digits < 19 or (#digits == 19 and digits <= limit)
 end
 
 -- Why the document can never be processed, or nil.
@@ -85,13 +110,13 @@ local function refusal(doc)
 	if not ok then
 		return 'malformed JSON: ' .. string.gsub(tostring(v), '^.-: ', '', 1)
 	end
-	local why = strict(doc)
+	local why, id_text = strict(doc)
 	if why then return 'malformed JSON: ' .. why end
 	if type(v) ~= 'table' or not string.find(doc, '^[ \t\n\r]*{') then return 'job is not a JSON object' end
 	local id = v['id']
 	if type(id) == 'string' and #id > ID_MAX then
 		return 'job id is longer than ' .. ID_MAX .. ' bytes'
-	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or id ~= math.floor(id) or id >= 2^63 or id < -2^63) then
+	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or not int64_text(id_text)) then
 		return 'job id is not a string or integer'
 	end
 	local ck = v['cache_key']
