@@ -24,16 +24,61 @@ local WRAPPER_HEAD = '{"ferry":1,'
 local JANSSON_MAX_DEPTH = 2048
 local ID_MAX, CACHE_KEY_MAX = 128, 512
 
--- What strict JSON refuses but cjson accepts, between the tokens: "1." and
--- "1.e5", numbers beyond a double. nil when none.
-local function between_strings(seg)
-	if string.find(seg, '%.[^%d]') or string.sub(seg, -1) == '.' then
-		return 'a number with no digit after its "."'
+-- The document with its escapes blanked (\\ and \" as __), and that
+-- with every string emptied: what lies between the strings.
+local function blank_strings(s)
+	local t = string.gsub(string.gsub(s, '\\\\', '__'), '\\"', '__')
+	return t, (string.gsub(t, '"[^"]*"', '""'))
+end
+
+-- Does a decoded value hold a number beyond a double (1e400, read as inf)?
+local function overflows(v)
+	if type(v) == 'number' then return v == math.huge or v == -math.huge end
+	if type(v) ~= 'table' then return false end
+	for _, x in pairs(v) do
+		if overflows(x) then return true end
 	end
-	for num in string.gmatch(seg, '%-?%d[%d%.eE+%-]*') do
-		local v = tonumber(num)
-		if v == math.huge or v == -math.huge then return 'real number overflow: ' .. num end
+	return false
+end
+
+-- What cjson accepts but a worker (jansson) refuses, in document s that
+-- cjson decoded into v (so its strings are well formed): control
+-- characters (raw tabs and line breaks inside strings too), invalid UTF-8
+-- (utf8_len: common.lua), the escape \u0000, "1." and "1.e5", numbers
+-- beyond a double. Lua patterns cost tens of ns a byte, so each rule runs
+-- only when a cheaper look finds what it is about.
+local function strict(s, v)
+	if string.find(s, '[^\32-\126]') then
+		if string.find(s, '%c') then
+			if string.find(s, '[%z\1-\8\11\12\14-\31]') then return 'a control character inside a string' end
+			local t, between = blank_strings(s)
+			if select(2, string.gsub(t, '[\t\n\r]', '')) ~= select(2, string.gsub(between, '[\t\n\r]', '')) then
+				return 'a control character (tab or line break) inside a string'
+			end
+		end
+		local p = string.find(s, '[\128-\255]')
+		while p do
+			local len = utf8_len(s, p, #s + 1)
+			if not len then return 'invalid UTF-8 at byte ' .. p end
+			p = string.find(s, '[\128-\255]', p + len)
+		end
 	end
+	if string.find(s, 'u0000', 1, true) and string.find(string.gsub(s, '\\\\', '__'), '\\u0000', 1, true) then
+		return 'the string escape \\u0000 (NUL)'
+	end
+	local dot = string.find(s, '.', 1, true)
+	while dot do
+		local b = string.byte(s, dot + 1)
+		if not b or b < 48 or b > 57 then
+			local _, between = blank_strings(s)
+			if string.find(between, '%.%D') or string.sub(between, -1) == '.' then
+				return 'a number with no digit after its "."'
+			end
+			break
+		end
+		dot = string.find(s, '.', dot + 1, true)
+	end
+	if overflows(v) then return 'real number overflow' end
 	return nil
 end
 
@@ -44,47 +89,40 @@ local function key_text(raw)
 	return ok and k or nil
 end
 
--- What cjson accepts but a worker refuses: invalid UTF-8, raw control
--- characters and \u0000 in strings, and the above. Only for text cjson
--- decoded, so its strings are well formed (utf8_len: common.lua). Also
--- returns the text of the top-level "id" when it is a number (the last
--- one, as jansson reads it): cjson reads 1.0 and 1e2 as integers.
-local function strict(s)
-	local i, n, depth, key, id_text = 1, #s, 0, nil, nil
+-- The text of the top-level "id" member's value as written (the last one,
+-- as jansson reads it; "" when not a number): cjson reads 1.0 and 1e2 as
+-- integers. At once when it is the only "id" and comes first.
+local function id_text(s)
+	local first = string.find(s, '"id"', 1, true)
+	if first and not string.find(s, '"id"', first + 1, true) and not string.find(s, '\\u', 1, true) then
+		local num = string.match(s, '^[ \t\n\r]*{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*([%-%d.eE+]+)')
+		if num then return num end
+	end
+	local i, n, depth, key, text = 1, #s, 0, nil, nil
 	while i <= n do
 		local q = string.find(s, '"', i, true) or n + 1
 		local seg = string.sub(s, i, q - 1)
-		local why = between_strings(seg)
-		if why then return why end
 		local colon, num = string.match(seg, '^[ \t\n\r]*(:)[ \t\n\r]*([%-%d.eE+]*)')
-		if key == 'id' and colon then id_text = num end
+		if key == 'id' and colon then text = num end
 		local _, opens = string.gsub(seg, '[{%[]', '')
 		local _, closes = string.gsub(seg, '[}%]]', '')
 		depth = depth + opens - closes
 		key = nil
+		if q > n then break end
 		local j = q + 1
-		while q <= n do
-			local p = string.find(s, '["\\%z\1-\31\128-\255]', j)
-			if not p then return nil end
-			local b = string.byte(s, p)
-			if b == 34 then
+		while true do
+			local p = string.find(s, '["\\]', j)
+			if not p then return text end
+			if string.byte(s, p) == 92 then
+				j = p + 2
+			else
 				if depth == 1 then key = key_text(string.sub(s, q, p)) end
 				i = p + 1
 				break
-			elseif b == 92 then
-				if string.sub(s, p + 1, p + 5) == 'u0000' then return 'the string escape \\u0000 (NUL)' end
-				j = p + 2
-			elseif b < 32 then
-				return 'control character ' .. b .. ' at byte ' .. p .. ' inside a string'
-			else
-				local len = utf8_len(s, p, n + 1)
-				if not len then return 'invalid UTF-8 at byte ' .. p end
-				j = p + len
 			end
 		end
-		if q > n then break end
 	end
-	return nil, id_text
+	return text
 end
 
 -- Is this number's text an integer that fits 64 bits (as jansson reads it)?
@@ -104,19 +142,17 @@ local function refusal(doc)
 	if max_bytes > 0 and #doc > max_bytes then
 		return 'job is ' .. #doc .. ' bytes, over max_job_bytes ' .. max_bytes
 	end
-	cjson.decode_invalid_numbers(false)
-	cjson.decode_max_depth(JANSSON_MAX_DEPTH)
 	local ok, v = pcall(cjson.decode, doc)
 	if not ok then
 		return 'malformed JSON: ' .. string.gsub(tostring(v), '^.-: ', '', 1)
 	end
-	local why, id_text = strict(doc)
+	local why = strict(doc, v)
 	if why then return 'malformed JSON: ' .. why end
 	if type(v) ~= 'table' or not string.find(doc, '^[ \t\n\r]*{') then return 'job is not a JSON object' end
 	local id = v['id']
 	if type(id) == 'string' and #id > ID_MAX then
 		return 'job id is longer than ' .. ID_MAX .. ' bytes'
-	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or not int64_text(id_text)) then
+	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or not int64_text(id_text(doc))) then
 		return 'job id is not a string or integer'
 	end
 	local ck = v['cache_key']
@@ -134,6 +170,8 @@ local function cache_json_len(value)
 	return #value + 2 + quotes
 end
 
+cjson.decode_invalid_numbers(false)
+cjson.decode_max_depth(JANSSON_MAX_DEPTH)
 local jobs = {}
 for a = 4, #ARGV, 3 do
 	local index = #jobs + 1
