@@ -42,6 +42,11 @@ bool ctl_reply_ok(const redisReply *r);
  * is refused: Redis still refuses at maxmemory), else CTL_EX_TEMPFAIL (or
  * CTL_EX_UNAVAILABLE), after a message. */
 int ctl_memory_allows(struct ctl *c);
+/* The message of a refusal at pct% (CTL_EX_TEMPFAIL), and of a memory
+ * check not made because INFO was refused (once; why: "INFO failed: ..."),
+ * for the checks made by ctl_memory_allows and by enqueue.lua. */
+int ctl_memory_full(struct ctl *c, int pct);
+void ctl_memory_unchecked(struct ctl *c, const char *why);
 
 /* Many jobs pushed in chunks (src/ctl_push.c): enqueue and dead restore
  * add their jobs one by one and send each chunk their own way. */

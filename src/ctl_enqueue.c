@@ -1,9 +1,9 @@
 /* ctl_enqueue.c - ferryctl enqueue: check every job the way a worker will
  * (job_parse), so that one bad line pushes nothing; split big "data"
- * arrays and move data into cache keys (chunk.c); then SET the cache keys
- * and LPUSH the jobs in pipelined MULTI transactions, one per chunk of
- * ctl_push.c (which refuses while Redis is above memory_refuse_percent),
- * and print ids. A transaction goes in whole or not at all. */
+ * arrays and move data into cache keys (chunk.c); then send each chunk of
+ * ctl_push.c through src/lua/enqueue.lua (the producers' one enqueue: the
+ * same checks again, memory_refuse_percent, the cache keys SET with their
+ * TTL and the LPUSH), and print ids. A chunk goes in whole or not at all. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +15,8 @@
 #include "chunk.h"
 #include "ctl.h"
 #include "job.h"
+#include "lua_scripts.h"
+#include "queue.h"
 #include "util.h"
 #include "wrapper.h"
 
@@ -211,106 +213,96 @@ validate(struct input *in, const struct ctl *c, const struct queue_config *q,
 	return bad;
 }
 
-/* The first error among a transaction's n replies (MULTI, SETs, LPUSH,
- * EXEC and the results inside EXEC), or NULL. An OOM refusal is
- * preferred: it explains the EXECABORT that follows it. */
-static const char *
-chunk_error(redisReply **r, int n)
-{
-	const char *first = NULL;
-
-	for (int i = 0; i < n; i++) {
-		if (r[i]->type == REDIS_REPLY_ERROR &&
-		    strncmp(r[i]->str, "OOM", 3) == 0)
-			return r[i]->str;
-		if (r[i]->type == REDIS_REPLY_ERROR && first == NULL)
-			first = r[i]->str;
-		if (i == n - 1 && r[i]->type != REDIS_REPLY_ARRAY && first == NULL)
-			first = "transaction aborted";
-		for (size_t e = 0; i == n - 1 && r[i]->type == REDIS_REPLY_ARRAY &&
-		    e < r[i]->elements; e++)
-			if (r[i]->element[e]->type == REDIS_REPLY_ERROR &&
-			    first == NULL)
-				first = r[i]->element[e]->str;
-	}
-	return first;
-}
-
-/* Read the n replies of one transaction; *lost is set when the connection
- * failed, so whether it went in is unknown. */
+/* What enqueue.lua said about one chunk: 0, or the exit code after a
+ * message. The checks it makes again were made here already, so INVALID
+ * means the two disagree (a bug: say what it refused). */
 static int
-chunk_replies(struct ctl *c, int n, bool *lost)
+chunk_result(struct ctl *c, redisReply *r, bool *lost)
 {
-	redisReply **r = xcalloc((size_t)n, sizeof(*r));
-	const char *err;
-	int got = 0, rc = 0;
+	int pct;
 
-	while (got < n && redisGetReply(c->rc, (void **)&r[got]) == REDIS_OK)
-		got++;
-	if (got < n) {
+	if (r == NULL) {
 		*lost = true;
-		rc = ctl_redis_fail(c, "LPUSH of the jobs", NULL);
-	} else if ((err = chunk_error(r, n)) != NULL) {
-		bool oom = strncmp(err, "OOM", 3) == 0;
-		fprintf(stderr, "ferryctl: redis at %s: LPUSH of the jobs failed: "
-		    "%s%s\n", c->addr, err, oom ? " (redis is full: drain the "
-		    "queue or raise maxmemory)" : "");
-		rc = oom ? CTL_EX_TEMPFAIL : CTL_EX_UNAVAILABLE;
+		return ctl_redis_fail(c, "LPUSH of the jobs", NULL);
 	}
-	for (int i = 0; i < got; i++)
-		freeReplyObject(r[i]);
-	free(r);
-	return rc;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING) {
+		if (r->element[1]->len > 0)
+			ctl_memory_unchecked(c, r->element[1]->str);
+		freeReplyObject(r);
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    sscanf(r->str, "FULL %d ", &pct) == 1) {
+		freeReplyObject(r);
+		return ctl_memory_full(c, pct);
+	}
+	bool oom = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) == 0;
+	bool invalid = r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "INVALID", 7) == 0;
+	fprintf(stderr, "ferryctl: redis at %s: LPUSH of the jobs failed: %s%s\n",
+	    c->addr, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply "
+	    "from enqueue.lua", oom ? " (redis is full: drain the queue or raise "
+	    "maxmemory)" : invalid ? " (enqueue.lua refused a job ferryctl "
+	    "accepted: please report it)" : "");
+	freeReplyObject(r);
+	return oom ? CTL_EX_TEMPFAIL : invalid ? CTL_EX_DATAERR :
+	    CTL_EX_UNAVAILABLE;
 }
 
-/* SET key value PX ttl for each job of [from, to) that has a cache key;
- * returns how many. */
-static int
-append_sets(struct ctl *c, const struct input *in, size_t from, size_t to,
-    long ttl_ms)
-{
-	char px[24];
-	int n = 0;
+struct script_args {
+	const char **v;
+	size_t *len;
+	size_t n;
+};
 
-	snprintf(px, sizeof(px), "%ld", ttl_ms);
-	for (size_t i = from; i < to; i++) {
+static void
+arg(struct script_args *a, const char *p, size_t len)
+{
+	a->v[a->n] = p;
+	a->len[a->n++] = len;
+}
+
+/* Jobs [from, to) through enqueue.lua, in one atomic step (the same checks
+ * again, the memory check, the cache keys SET with their TTL, the LPUSH).
+ * KEYS: ready, the cache keys; ARGV: max_job_bytes, memory_refuse_percent,
+ * TTL, then per job: element, index of its key in KEYS (0: none), value. */
+static int
+push_chunk(struct ctl *c, const struct queue_config *q,
+    const struct queue_keys *k, const struct input *in, size_t from,
+    size_t to, long ttl_ms, bool *lost)
+{
+	size_t n = to - from, nkeys = 1;
+	struct script_args a = { xmalloc((4 * n + 4) * sizeof(*a.v)),
+	    xmalloc((4 * n + 4) * sizeof(*a.len)), 0 };
+	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
+	redisReply *r;
+
+	arg(&a, k->ready, strlen(k->ready));
+	for (size_t i = from; i < to; i++)
+		if (in->jobs.v[i].key != NULL)
+			arg(&a, in->jobs.v[i].key, strlen(in->jobs.v[i].key));
+	nkeys = a.n;
+	snprintf(num[0], sizeof(num[0]), "%ld", q->max_job_bytes);
+	snprintf(num[1], sizeof(num[1]), "%d", c->cfg->memory_refuse_percent);
+	snprintf(num[2], sizeof(num[2]), "%ld", ttl_ms);
+	for (int i = 0; i < 3; i++)
+		arg(&a, num[i], strlen(num[i]));
+	for (size_t i = from, key = 1; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
-		if (j->key == NULL)
-			continue;
-		const char *argv[] = { "SET", j->key, j->cache, "PX", px };
-		size_t lens[] = { 3, strlen(j->key), j->cache_len, 2,
-		    strlen(px) };
-		redisAppendCommandArgv(c->rc, 5, argv, lens);
-		n++;
-	}
-	return n;
-}
-
-static int
-push_chunk(struct ctl *c, const struct queue_keys *k, const struct input *in,
-    size_t from, size_t to, long ttl_ms, bool *lost)
-{
-	size_t n = to - from;
-	const char **argv = xmalloc((n + 2) * sizeof(*argv));
-	size_t *lens = xmalloc((n + 2) * sizeof(*lens));
-	int sets;
-
-	argv[0] = "LPUSH";
-	argv[1] = k->ready;
-	lens[0] = 5;
-	lens[1] = strlen(k->ready);
-	for (size_t i = 0; i < n; i++) {
-		argv[i + 2] = in->jobs.v[from + i].el;
-		lens[i + 2] = in->jobs.v[from + i].el_len;
+		char *index = num[3 + i - from];
+		snprintf(index, sizeof(num[0]), "%zu", j->key != NULL ? ++key : 0);
+		arg(&a, j->el, j->el_len);
+		arg(&a, index, strlen(index));
+		arg(&a, j->cache != NULL ? j->cache : "", j->cache_len);
 	}
 	/* no counter here: fetch.lua counts `enqueued` for every producer */
-	redisAppendCommand(c->rc, "MULTI");
-	sets = append_sets(c, in, from, to, ttl_ms);
-	redisAppendCommandArgv(c->rc, (int)n + 2, argv, lens);
-	redisAppendCommand(c->rc, "EXEC");
-	free(argv);
-	free(lens);
-	return chunk_replies(c, 3 + sets, lost);
+	r = queue_script(c->rc, LUA_ENQUEUE, (int)nkeys, (int)a.n,
+	    a.v, a.len);
+	free(a.v);
+	free(a.len);
+	free(num);
+	return chunk_result(c, r, lost);
 }
 
 /* With redis_wait_replicas: WAIT until that many replicas have the jobs.
@@ -347,6 +339,7 @@ replicated(struct ctl *c, const struct queue_config *q, size_t total)
 /* What the chunks of push_all send: the jobs from `from` on. */
 struct enqueue_chunk {
 	struct ctl *c;
+	const struct queue_config *q;
 	const struct queue_keys *k;
 	const struct input *in;
 	const struct options *o;
@@ -360,8 +353,8 @@ send_chunk(void *arg, size_t n, long long *went)
 {
 	struct enqueue_chunk *s = arg;
 	size_t from = s->from, to = from + n;
-	int rc = push_chunk(s->c, s->k, s->in, from, to, s->o->cache_ttl_ms,
-	    &s->lost);
+	int rc = push_chunk(s->c, s->q, s->k, s->in, from, to,
+	    s->o->cache_ttl_ms, &s->lost);
 
 	if (rc != 0)
 		return rc;
@@ -378,7 +371,7 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 {
 	size_t total = in->jobs.n;
 	struct queue_keys k;
-	struct enqueue_chunk s = { c, &k, in, o, 0, false };
+	struct enqueue_chunk s = { c, q, &k, in, o, 0, false };
 	struct ctl_push p = { .c = c, .verb = "pushed", .total = (long long)total,
 	    .progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet) };
 	int rc = 0;

@@ -50,29 +50,48 @@ ctl_push_end(const struct ctl_push *p)
 		fputc('\n', stderr);
 }
 
+static bool memory_unchecked;   /* said so once */
+
+int
+ctl_memory_full(struct ctl *c, int pct)
+{
+	fprintf(stderr, "ferryctl: redis at %s is %d%% full "
+	    "(memory_refuse_percent %d): not enqueueing; drain the queue or "
+	    "raise maxmemory\n", c->addr, pct, c->cfg->memory_refuse_percent);
+	return CTL_EX_TEMPFAIL;
+}
+
+void
+ctl_memory_unchecked(struct ctl *c, const char *why)
+{
+	if (memory_unchecked)
+		return;
+	fprintf(stderr, "ferryctl: redis at %s: %s; memory_refuse_percent not "
+	    "checked\n", c->addr, why);
+	memory_unchecked = true;
+}
+
 /* Backpressure: EX_TEMPFAIL when Redis is at or above
  * memory_refuse_percent of maxmemory (no limit: never). Where INFO is
  * refused (ACL), say so once and push anyway: Redis still refuses (OOM). */
 int
 ctl_memory_allows(struct ctl *c)
 {
-	static bool refused;
 	struct redis_memory m;
 	char err[256];
 	int pct;
 
-	if (refused)
+	if (memory_unchecked)
 		return 0;
 	if (memory_fetch(c->rc, &m, false, err, sizeof(err)) == -1) {
-		fprintf(stderr, "ferryctl: redis at %s: %s%s\n", c->addr, err,
-		    c->rc->err ? "" : "; memory_refuse_percent not checked");
-		refused = c->rc->err == 0;
-		return refused ? 0 : CTL_EX_UNAVAILABLE;
+		if (c->rc->err) {
+			fprintf(stderr, "ferryctl: redis at %s: %s\n", c->addr, err);
+			return CTL_EX_UNAVAILABLE;
+		}
+		ctl_memory_unchecked(c, err);
+		return 0;
 	}
 	if ((pct = memory_percent(&m)) < c->cfg->memory_refuse_percent)
 		return 0;
-	fprintf(stderr, "ferryctl: redis at %s is %d%% full "
-	    "(memory_refuse_percent %d): not enqueueing; drain the queue or "
-	    "raise maxmemory\n", c->addr, pct, c->cfg->memory_refuse_percent);
-	return CTL_EX_TEMPFAIL;
+	return ctl_memory_full(c, pct);
 }

@@ -14,11 +14,12 @@ enum lua_script {
 	LUA_DEAD_TRIM,
 	LUA_HEARTBEAT,
 	LUA_RESTORE,
+	LUA_ENQUEUE,
 	LUA_SCRIPT_COUNT,
 };
 
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
-	dead_trim heartbeat restore
+	dead_trim heartbeat restore enqueue
 
 /* common.lua as joined into every script: one line */
 extern const char lua_common_source[];

@@ -1,0 +1,156 @@
+"""producer.py - Producer.enqueue: a caller's jobs through ferry's
+enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs), in calls
+of at most CALL_JOBS jobs and CALL_BYTES bytes, each all or nothing, then
+WAIT for replicas when asked (after the script, as ferryctl does). The
+script is the copy shipped in this package, or the installed one
+(script_path, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua)."""
+
+import hashlib
+import os
+import warnings
+from importlib import resources
+
+import redis
+
+from . import jobs as jobs_mod
+from .errors import FerryError, InvalidJobError, NotReplicatedError, \
+    QueueFullError
+
+CALL_JOBS = 1000               # src/ctl.h CTL_CHUNK
+CALL_BYTES = 16 << 20          # src/ctl.h CTL_CHUNK_BYTES
+TTL_MAX_S = 365 * 86400        # as ferryctl enqueue --cache-ttl
+
+
+def load_script(path=None):
+    """The bytes of enqueue.lua: path, $FERRY_ENQUEUE_LUA, else this
+    package's copy (kept equal to the build's by make check)."""
+    path = path or os.environ.get("FERRY_ENQUEUE_LUA")
+    if path:
+        with open(path, "rb") as f:
+            return f.read()
+    return resources.files(__package__).joinpath("enqueue.lua").read_bytes()
+
+
+class Producer:
+    """Enqueues for ferry on one Redis connection (redis.Redis). The limits
+    are the queue's in ferryd.ini: max_job_bytes, [ferryd]
+    memory_refuse_percent, chunk_rows, cache_ttl (seconds), redis_prefix,
+    redis_wait_replicas / redis_wait_timeout (ms)."""
+
+    def __init__(self, client, prefix="ferry", max_job_bytes=1048576,
+                 memory_refuse_percent=90, chunk_rows=1000, cache_ttl=86400,
+                 wait_replicas=0, wait_timeout_ms=1000, script_path=None):
+        self.redis = client
+        self.prefix = prefix
+        self.max_job_bytes = int(max_job_bytes)
+        self.memory_refuse_percent = int(memory_refuse_percent)
+        self.chunk_rows = _positive("chunk_rows", chunk_rows, 1000000)
+        self.cache_ttl = _positive("cache_ttl", cache_ttl, TTL_MAX_S)
+        self.wait_replicas = int(wait_replicas)
+        self.wait_timeout_ms = int(wait_timeout_ms)
+        self.script = load_script(script_path)
+        self.sha = hashlib.sha1(self.script).hexdigest()
+        self._said_unchecked = False
+
+    def enqueue(self, queue, job_or_jobs, cache=None, cache_ttl=None,
+                chunk_rows=None, id=None):
+        """Push one job (a dict, or JSON text pushed as it is) or a list of
+        them onto `queue`; returns the ids, as ferryctl enqueue prints them.
+        cache=True (or a cache_ttl in seconds) moves each job's data into a
+        cache key with that TTL; chunk_rows splits bigger "data" arrays into
+        jobs ID:INDEX; id names a single job."""
+        single = not isinstance(job_or_jobs, (list, tuple))
+        docs = [job_or_jobs] if single else list(job_or_jobs)
+        if id is not None and not single:
+            raise ValueError("id= names a single job; give each job of a "
+                             "list its own \"id\"")
+        rows = _positive("chunk_rows", chunk_rows or self.chunk_rows, 1000000)
+        ttl_s = _positive("cache_ttl", cache_ttl or self.cache_ttl, TTL_MAX_S)
+        cached = bool(cache) or cache_ttl is not None
+        tag = "%s:{%s}:" % (self.prefix, queue)
+        elements = []
+        for i, doc in enumerate(docs):
+            elements += jobs_mod.build(doc, i, tag + "cache:" if cached
+                                       else None, rows,
+                                       id if single else None)
+        pushed = []
+        for call in _calls(elements):
+            self._push(tag + "ready", call, ttl_s * 1000 if cached else 0,
+                       pushed)
+            pushed += [e.id for e in call]
+        self._replicated(queue, pushed)
+        return pushed
+
+    def _push(self, ready, call, ttl_ms, pushed):
+        keys = [ready] + [e.key for e in call if e.key]
+        args = [self.max_job_bytes, self.memory_refuse_percent, ttl_ms]
+        k = 1
+        for e in call:
+            k += e.key is not None
+            args += [e.element, k if e.key else 0, e.value]
+        try:
+            reply = self._run(keys, args)
+        except redis.exceptions.ResponseError as err:
+            raise _error(str(err), call, pushed) from None
+        if reply[1] and not self._said_unchecked:
+            self._said_unchecked = True     # as ferryctl: said once
+            why = reply[1].decode(errors="replace")
+            warnings.warn("ferry_client: %s; memory_refuse_percent not "
+                          "checked (Redis still refuses at maxmemory)" % why,
+                          RuntimeWarning, stacklevel=3)
+
+    def _run(self, keys, args):
+        try:
+            return self.redis.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            return self.redis.eval(self.script, len(keys), *keys, *args)
+
+    def _replicated(self, queue, pushed):
+        if self.wait_replicas <= 0 or not pushed:
+            return
+        got = self.redis.execute_command("WAIT", self.wait_replicas,
+                                         self.wait_timeout_ms)
+        if got < self.wait_replicas:
+            raise NotReplicatedError(
+                "%d jobs are in queue %s, but reached %d of %d replicas "
+                "within %d ms: a failover now would lose them. Not pushed "
+                "again (that could enqueue them twice): check the replicas"
+                % (len(pushed), queue, got, self.wait_replicas,
+                   self.wait_timeout_ms), pushed, got, self.wait_replicas)
+
+
+def _positive(name, value, most):
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not 1 <= value <= most:
+        raise ValueError("%s must be a whole number from 1 to %d, not %r"
+                         % (name, most, value))
+    return value
+
+
+def _calls(elements):
+    """Calls of at most CALL_JOBS jobs and CALL_BYTES bytes (a bigger job is
+    a call of its own), as ferryctl's chunks (src/ctl_push.c)."""
+    call, size = [], 0
+    for e in elements:
+        n = len(e.element) + len(e.value)
+        if call and (len(call) == CALL_JOBS or size + n > CALL_BYTES):
+            yield call
+            call, size = [], 0
+        call.append(e)
+        size += n
+    if call:
+        yield call
+
+
+def _error(message, call, pushed):
+    """The exception for enqueue.lua's error reply (src/lua/enqueue.lua)."""
+    code, _, rest = message.partition(" ")
+    if code == "INVALID":
+        at, _, reason = rest.partition(" ")
+        return InvalidJobError(call[int(at) - 1].index, reason, pushed)
+    if code == "FULL":
+        return QueueFullError(rest.split(" ", 2)[2], pushed)
+    if "OOM" in message and "maxmemory" in message:
+        return QueueFullError("redis is full (%s): drain the queue or raise "
+                              "maxmemory" % message, pushed)
+    return FerryError("enqueue.lua failed: %s" % message, pushed)

@@ -1,0 +1,327 @@
+/* test_enqueue_script.c - enqueue.lua, the producers' one enqueue, on a
+ * real redis-server, held to ferryctl's own checks in C (wrapper_looks_like
+ * and job_parse, as src/ctl_enqueue.c applies them): the same hostile
+ * documents (invalid UTF-8, non-objects, forged wrappers, too large, too
+ * deep, what cjson accepts but strict JSON does not) get the same verdict
+ * from both; a refused job pushes nothing, names its index, and takes its
+ * whole call with it; cache keys get their TTL in the same step; the memory
+ * refusal says what ferryctl says. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "job.h"
+#include "lua_scripts.h"
+#include "queue.h"
+#include "wrapper.h"
+
+#define READY "ferry:{q}:ready"
+#define CACHE "ferry:{q}:cache:"
+#define BIG (1L << 20)
+
+static struct ferryd d;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(enqueue_script, .fini = teardown, .timeout = 120);
+
+/* enqueue.lua with these documents (no cache keys). */
+static redisReply *
+enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
+    const size_t *lens)
+{
+	const char **argv = calloc((size_t)(4 + 3 * n), sizeof(*argv));
+	size_t *len = calloc((size_t)(4 + 3 * n), sizeof(*len));
+	char max[24], pct[24];
+	int a = 0;
+
+	snprintf(max, sizeof(max), "%ld", max_bytes);
+	snprintf(pct, sizeof(pct), "%d", refuse_pct);
+	argv[a] = READY, len[a++] = strlen(READY);
+	argv[a] = max, len[a++] = strlen(max);
+	argv[a] = pct, len[a++] = strlen(pct);
+	argv[a] = "0", len[a++] = 1;
+	for (int i = 0; i < n; i++) {
+		argv[a] = docs[i], len[a++] = lens[i];
+		argv[a] = "0", len[a++] = 1;
+		argv[a] = "", len[a++] = 0;
+	}
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, a, argv, len);
+	cr_assert_not_null(r, "enqueue.lua: %s", d.rc->errstr);
+	free(argv);
+	free(len);
+	return r;
+}
+
+/* ferryctl's verdict in C: NULL (valid) or why not, into why. */
+static const char *
+c_refusal(const char *doc, size_t len, long max_bytes, char *why,
+    size_t size)
+{
+	struct job j;
+
+	if (wrapper_looks_like(doc, len))
+		return snprintf(why, size, "wrapper"), why;
+	job_parse(&j, doc, len, max_bytes);
+	if (j.invalid != NULL)
+		snprintf(why, size, "%s", j.invalid);
+	job_free(&j);
+	return j.invalid != NULL ? why : NULL;
+}
+
+/* Both say the same of doc; the script's reason is returned (or NULL). */
+static char *
+agree(const char *doc, size_t len, long max_bytes)
+{
+	char why[300];
+	const char *c = c_refusal(doc, len, max_bytes, why, sizeof(why));
+	long long before = h_redis_int(&d, "LLEN " READY);
+	redisReply *r = enqueue_n(max_bytes, 0, 1, &doc, &len);
+	char *lua = NULL;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		cr_assert(strncmp(r->str, "INVALID 1 ", 10) == 0,
+		    "%.80s: not an INVALID refusal: %s", doc, r->str);
+		lua = strdup(r->str + 10);
+	} else {
+		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%.80s", doc);
+		cr_assert_eq(r->element[0]->integer, 1);
+	}
+	freeReplyObject(r);
+	cr_assert_eq(c != NULL, lua != NULL, "%.80s (%zu bytes): C says %s, "
+	    "enqueue.lua says %s", doc, len, c ? c : "valid",
+	    lua ? lua : "valid");
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), before + (lua == NULL));
+	return lua;
+}
+
+static void
+agree_s(const char *doc)
+{
+	free(agree(doc, strlen(doc), BIG));
+}
+
+/* {"a":[[...]]} nested depth deep in all (the object counts) */
+static char *
+deep(int depth)
+{
+	size_t n = 5 + 2 * (size_t)depth + 1;
+	char *s = malloc(n + 1), *p = s;
+
+	p += sprintf(p, "{\"a\":");
+	for (int i = 1; i < depth; i++)
+		*p++ = '[';
+	for (int i = 1; i < depth; i++)
+		*p++ = ']';
+	*p++ = '}';
+	*p = '\0';
+	return s;
+}
+
+Test(enqueue_script, invalid_utf8_as_c)
+{
+	static const char *const docs[] = {
+		"{\"a\":\"\xff\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}",
+		"{\"a\":\"\xe2\x82\"}", "{\"a\":\"\xf8\x88\x80\x80\x80\"}",
+		"{\"a\":\"\xf4\x90\x80\x80\"}", "{\"\xff\":1}", "{\"a\":\"\x80\"}",
+		"{\"a\":\"\xe0\x80\xaf\"}", "{\"a\":\"caf\xc3\xa9\"}",
+		"{\"a\":\"\xf0\x9f\x98\x80\"}", "{\"a\":\"\xef\xbf\xbf\"}",
+		"\xef\xbb\xbf{\"a\":1}", "{\"a\":1}\xff",
+	};
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(*docs); i++)
+		agree_s(docs[i]);
+	/* the three valid ones went in */
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 3);
+	h_stop(&d);
+}
+
+Test(enqueue_script, non_objects_and_strict_json_as_c)
+{
+	static const char *const docs[] = {
+		"[]", "[1,2]", "1", "\"s\"", "null", "true", " [ {} ]", "   ",
+		"{}", " \t{\"a\":1}\r\n", "{\"a\":\"x\ty\"}", "{\"a\":\"x\\ty\"}",
+		"{\"a\":1.}", "{\"a\":1.e5}", "{\"a\":1.5e5}", "{\"a\":1e400}",
+		"{\"a\":-1e400}", "{\"a\":1e-400}", "{\"a\":\"\\u0000\"}",
+		"{\"a\":\"\\\\u0000\"}", "{\"a\":\"\\ud800\"}",
+		"{\"a\":\"\\ud83d\\ude00\"}", "{\"a\":0x10}", "{\"a\":NaN}",
+		"{\"a\":Infinity}", "{\"a\":[1,]}", "{\"a\":1,}", "{\"a\":1}x",
+		"{\"a\":1}{}", "{\"a\":01}", "{\"a\":-0}", "{\"a\":1,\"a\":2}",
+		"{'a':1}", "{\"a\":\"\\x\"}", "{\"a\":\"\x01\"}", "{\"a\":1 ",
+		"{\"a\":123456789012345678901234567890}", "{\"a\":\"1.\"}",
+		"{\"id\":\"x\"}", "{\"id\":7}", "{\"id\":-7}", "{\"id\":1.5}",
+		"{\"id\":null}", "{\"id\":[1]}", "{\"id\":true}",
+		"{\"id\":1.0}", "{\"id\":1e2}", "{\"id\" : 1E2 }",
+		"{\"id\":-1.5e3}", "{\"a\":{\"id\":1.0},\"id\":2}",
+		"{\"id\":1.0,\"id\":\"x\"}", "{\"id\":\"x\",\"id\":1.0}",
+		"{\"\\u0069d\":1.0}", "{\"\\u0069d\":3}", "[{\"id\":1.0}]",
+		"{\"id\":9007199254740993}", "{\"id\":9223372036854775807}",
+		"{\"id\":9223372036854775808}", "{\"id\":12345678901234567890}",
+		"{\"id\":-9223372036854775808}", "{\"b\":[\"id\",1.5],\"id\":4}",
+		"{\"a\":\"x\\\"y\ty\"}", "{\"a\":\"\\\\\",\t\"b\":1}",
+		"{\"a\":\"\\\"\",\n\"b\":\"c\"}", "{\"a\":\"x\\\"\n\"}",
+		"{\"a\":\"1.\",\"b\":1.}", "{\"a\":\"\\\\\\u0000\"}",
+		"{\"x\":\"e999\",\"a\":1}", "{\"a\":\"1e999 12345678901234567890\"}",
+		"{\"a\":1E+999}", "{\"a\":1e0400}", "{\"a\":1e-0400}",
+		"{\n\"id\":1.0\n}", "{\"a\":1,\"id\":1.0}", "{\"a\":1,\"id\":10}",
+		"{\"a\":\"\\\"id\\\":1.0\",\"id\":3}", "{\"a\":\"\\u00e9\",\"id\":1e1}",
+		"{\"a\":\"caf\xc3\xa9\",\"b\":\"\\u0000\"}",
+		"{\"cache_key\":\"\"}", "{\"cache_key\":5}", "{\"cache_key\":\"k\"}",
+		"{\"cache_key\":\"a\\u0000b\"}",
+	};
+	char id[300], ck[600];
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(*docs); i++)
+		agree_s(docs[i]);
+	snprintf(id, sizeof(id), "{\"id\":\"%0128d\"}", 0);
+	agree_s(id);
+	snprintf(id, sizeof(id), "{\"id\":\"%0129d\"}", 0);
+	agree_s(id);
+	snprintf(ck, sizeof(ck), "{\"cache_key\":\"%0512d\"}", 0);
+	agree_s(ck);
+	snprintf(ck, sizeof(ck), "{\"cache_key\":\"%0513d\"}", 0);
+	agree_s(ck);
+	char *why = agree("[1]", 3, BIG);
+	cr_assert_str_eq(why, "job is not a JSON object");
+	free(why);
+	h_stop(&d);
+}
+
+Test(enqueue_script, forged_wrappers_as_c)
+{
+	static const char *const docs[] = {
+		"{\"ferry\":1,\"recoveries\":1,\"attempts\":0,\"stamps\":"
+		"[\"w1:x:2\"],\"job\":{\"n\":9}}",
+		"{\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{}}",
+		"{\"ferry\":1,}", "{\"ferry\":1,\"x\":2}",
+		" {\"ferry\":1,\"recoveries\":0,\"attempts\":0,\"job\":{}}",
+		"{\"ferry\":2,\"job\":{}}", "{\"ferry\":1}",
+		"{\"reason\":\"x\",\"attempts\":0,\"recoveries\":0,\"time\":1,"
+		"\"worker\":\"w\",\"job\":{}}",
+	};
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(*docs); i++)
+		agree_s(docs[i]);
+	char *why = agree(docs[1], strlen(docs[1]), BIG);
+	cr_assert(strstr(why, "the prefix of ferry's own wrapper format") != NULL,
+	    "%s", why);
+	free(why);
+	h_stop(&d);
+}
+
+Test(enqueue_script, sizes_and_depths_as_c)
+{
+	char doc[80];
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	/* exactly max_job_bytes, and one more */
+	snprintf(doc, sizeof(doc), "{\"a\":\"%056d\"}", 0);
+	cr_assert_eq(strlen(doc), 64);
+	free(agree(doc, 64, 64));
+	char *why = agree(doc, 64, 63);
+	cr_assert_str_eq(why, "job is 64 bytes, over max_job_bytes 63");
+	free(why);
+	free(agree("", 0, 64));
+	static const int depths[] = { 2, 64, 65, 1000, 1001, 2047, 2048, 2049,
+	    2050, 5000, 100000 };
+	for (size_t i = 0; i < sizeof(depths) / sizeof(*depths); i++) {
+		char *s = deep(depths[i]);
+		free(agree(s, strlen(s), BIG));
+		free(s);
+	}
+	h_stop(&d);
+}
+
+/* One bad job among good ones: nothing is pushed, and it is named. */
+Test(enqueue_script, all_or_nothing)
+{
+	const char *docs[] = { "{\"a\":1}", "{\"a\":2}", "{\"a\":", "{}" };
+	size_t lens[] = { 7, 7, 5, 2 };
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	redisReply *r = enqueue_n(BIG, 0, 4, docs, lens);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strncmp(r->str, "INVALID 3 malformed JSON: ", 26) == 0, "%s",
+	    r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
+	r = enqueue_n(BIG, 0, 2, docs, lens);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->element[0]->integer, 2);
+	freeReplyObject(r);
+	/* in order, as LPUSH of both: the first at the right end */
+	r = h_redis(&d, "LRANGE " READY " 0 -1");
+	cr_assert_eq(r->elements, 2);
+	cr_assert_str_eq(r->element[1]->str, "{\"a\":1}");
+	freeReplyObject(r);
+	/* nothing counted at enqueue: fetch.lua counts `enqueued` */
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:stats"), 0);
+	h_stop(&d);
+}
+
+/* The cache key is SET with its TTL in the same step as the push. */
+Test(enqueue_script, cache_keys_get_their_ttl)
+{
+	const char *argv[] = { READY, CACHE "j1", "1048576", "90", "60000",
+	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1\"}", "2", "[[1,2]]",
+	    "{\"id\":\"j2\"}", "0", "" };
+	size_t n = sizeof(argv) / sizeof(*argv);
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->element[0]->integer, 2);
+	cr_assert_str_eq(r->element[1]->str, "");
+	freeReplyObject(r);
+	long long ttl = h_redis_int(&d, "PTTL " CACHE "j1");
+	cr_assert(ttl > 50000 && ttl <= 60000, "PTTL %lld", ttl);
+	r = h_redis(&d, "GET " CACHE "j1");
+	cr_assert_str_eq(r->str, "[[1,2]]");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
+	/* a key index without a TTL is refused, before anything is written */
+	argv[4] = "0";
+	argv[1] = CACHE "j3";
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " CACHE "j3"), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
+	h_stop(&d);
+}
+
+/* Above memory_refuse_percent: FULL, with ferryctl's words. */
+Test(enqueue_script, refuses_above_memory_refuse_percent)
+{
+	static const char *const maxmem[] = { "--maxmemory", "20mb", NULL };
+	const char *doc = "{\"a\":1}";
+	size_t len = 7;
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", maxmem);
+	redisReply *r = enqueue_n(BIG, 1, 1, &doc, &len);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	int pct, limit;
+	cr_assert_eq(sscanf(r->str, "FULL %d %d ", &pct, &limit), 2, "%s",
+	    r->str);
+	cr_assert_eq(limit, 1);
+	cr_assert(strstr(r->str, "% full (memory_refuse_percent 1): not "
+	    "enqueueing; drain the queue or raise maxmemory") != NULL, "%s",
+	    r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
+	r = enqueue_n(BIG, 90, 1, &doc, &len);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 1);
+	h_stop(&d);
+}
