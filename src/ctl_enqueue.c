@@ -266,15 +266,16 @@ arg(struct script_args *a, const char *p, size_t len)
 /* Jobs [from, to) through enqueue.lua, in one atomic step (the same checks
  * again, the memory check, the cache keys SET with their TTL, the LPUSH).
  * KEYS: ready, the cache keys; ARGV: max_job_bytes, memory_refuse_percent,
- * TTL, then per job: element, index of its key in KEYS (0: none), value. */
+ * TTL, "checked", then per job: element, index of its key in KEYS (0:
+ * none), value. */
 static int
 push_chunk(struct ctl *c, const struct queue_config *q,
     const struct queue_keys *k, const struct input *in, size_t from,
     size_t to, long ttl_ms, bool *lost)
 {
 	size_t n = to - from, nkeys = 1;
-	struct script_args a = { xmalloc((4 * n + 4) * sizeof(*a.v)),
-	    xmalloc((4 * n + 4) * sizeof(*a.len)), 0 };
+	struct script_args a = { xmalloc((4 * n + 5) * sizeof(*a.v)),
+	    xmalloc((4 * n + 5) * sizeof(*a.len)), 0 };
 	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
 	redisReply *r;
 
@@ -288,6 +289,9 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	snprintf(num[2], sizeof(num[2]), "%ld", ttl_ms);
 	for (int i = 0; i < 3; i++)
 		arg(&a, num[i], strlen(num[i]));
+	/* every job was parsed here as a worker will (validate): the script
+	 * need not decode it again (6 us a job of Redis' time) */
+	arg(&a, "checked", 7);
 	for (size_t i = from, key = 1; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
 		char *index = num[3 + i - from];

@@ -268,6 +268,38 @@ Test(enqueue_script, all_or_nothing)
 	h_stop(&d);
 }
 
+/* ferryctl has parsed every job as a worker will and says "checked":
+ * the script runs only its cheap checks (a forged wrapper and the size are
+ * still refused), not the JSON ones. */
+Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
+{
+	const char *argv[] = { READY, "100", "0", "0", "checked", "{\"a\":",
+	    "0", "", "{\"ferry\":1,\"job\":{}}", "0", "" };
+	size_t n = sizeof(argv) / sizeof(argv[0]);
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	/* a forged wrapper: refused even so, and nothing pushed */
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n, argv, NULL);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strncmp(r->str, "INVALID 2 it starts with {\"ferry\":1,", 36)
+	    == 0, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
+	/* the JSON is not looked at: the worker will refuse this one */
+	r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n - 3, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->element[0]->integer, 1);
+	freeReplyObject(r);
+	/* a word other than "checked" there is refused */
+	argv[4] = "trusted";
+	r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n - 3, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
+	freeReplyObject(r);
+	h_stop(&d);
+}
+
 /* The cache key is SET with its TTL in the same step as the push. */
 Test(enqueue_script, cache_keys_get_their_ttl)
 {
