@@ -8,7 +8,8 @@
 
 const { createClient } = require('redis');
 const { Producer, loadScript } = require('./lib/producer');
-const errors = require('./lib/errors');
+const { FerryError, InvalidJobError, QueueFullError, NotReplicatedError } =
+  require('./lib/errors');
 
 let defaultProducer = null;
 
@@ -38,4 +39,7 @@ async function close() {
   await (await pending).redis.quit();
 }
 
-module.exports = { Producer, enqueue, close, loadScript, ...errors };
+// Named one by one, so that `import { QueueFullError } from 'ferry-client'`
+// finds them too (Node reads a CommonJS module's names from this line).
+module.exports = { Producer, enqueue, close, loadScript, FerryError,
+  InvalidJobError, QueueFullError, NotReplicatedError };
