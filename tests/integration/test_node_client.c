@@ -16,7 +16,7 @@
 #include "harness.h"
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
-#define NODE_TESTS 19
+#define NODE_TESTS 20
 
 static struct ferryd d;
 

@@ -124,6 +124,21 @@ for (const [bad, reason] of badJobs) {
   });
 }
 
+test('refused before any call: text to cache, an id for an array', async () => {
+  await redis();
+  const p = new Producer(r);
+  await assert.rejects(p.enqueue('node', ['{"n":1}'], { cache: true }),
+    (e) => e instanceof InvalidJobError && e.index === 0 &&
+      e.reason.includes('pushed as it is: pass an object to cache it'));
+  await assert.rejects(p.enqueue('node', [{ n: 1 }], { id: 'x' }),
+    /id names a single job/);
+  await assert.rejects(p.enqueue('node', '{"n":1,"id":9007199254740993}'),
+    (e) => e instanceof InvalidJobError && e.reason.includes('beyond 2^53'));
+  await assert.rejects(p.enqueue('node', { n: 1 }, { chunkRows: 0 }),
+    RangeError);
+  assert.equal(await r.lLen(READY), 0);
+});
+
 test('refused above memory_refuse_percent', async () => {
   await redis();
   const info = await r.info('memory');
