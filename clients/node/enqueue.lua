@@ -1,0 +1,229 @@
+#!lua
+local STR_MAX = 4096 local function ferry_error(code, msg) return redis.error_reply(code .. ' ' .. msg) end local function utf8_len(s, j, stop) local b = string.byte(s, j) local n, lo, hi = 0, 128, 191 if b >= 194 and b <= 223 then n = 2 elseif b >= 224 and b <= 239 then n = 3 elseif b >= 240 and b <= 244 then n = 4 else return nil end if j + n - 1 > stop - 1 then return nil end if b == 224 then lo = 160 elseif b == 237 then hi = 159 elseif b == 240 then lo = 144 elseif b == 244 then hi = 143 end local b1 = string.byte(s, j + 1) if b1 < lo or b1 > hi then return nil end for k = 2, n - 1 do local bk = string.byte(s, j + k) if bk < 128 or bk > 191 then return nil end end return n end local function lit(s, i, stop, l) if i and i + #l - 1 <= stop - 1 and string.sub(s, i, i + #l - 1) == l then return i + #l end return nil end local function number(s, i, stop, maxd) if not i then return nil end local a, e = string.find(s, '^%d+', i) if not a or e >= stop or e - a + 1 > maxd then return nil end if e > a and string.byte(s, a) == 48 then return nil end return e + 1, tonumber(string.sub(s, a, e)) end local function str(s, i, stop) if not i or i >= stop or string.byte(s, i) ~= 34 then return nil end local j = i + 1 while true do local _, e = string.find(s, '^[^"\\%z\1-\31\128-\255]+', j) if e then if e >= stop then return nil end j = e + 1 end if j >= stop then return nil end local b = string.byte(s, j) if b == 34 then break end if b == 92 then if j + 1 > stop - 1 then return nil end local x = string.sub(s, j + 1, j + 1) if string.find('"\\/bfnrt', x, 1, true) then j = j + 2 elseif x == 'u' and j + 5 <= stop - 1 and string.find(s, '^%x%x%x%x', j + 2) then local v = tonumber(string.sub(s, j + 2, j + 5), 16) if not ((v >= 1 and v <= 31) or v == 127) then return nil end j = j + 6 else return nil end elseif b < 32 then return nil else local n = utf8_len(s, j, stop) if not n then return nil end j = j + n end if j - i > STR_MAX then return nil end end if j - i + 1 > STR_MAX then return nil end return j + 1, string.sub(s, i, j) end local function opt_str(s, i, stop, member) local at = lit(s, i, stop, member) if not at then return i, nil end return str(s, at, stop) end local function stamps(s, i, stop, out) local at = lit(s, i, stop, ',"stamps":[') if not at then return i end local close = lit(s, at, stop, ']') if close then return close end while true do local tok at, tok = str(s, at, stop) if not at then return nil end out[#out + 1] = tok close = lit(s, at, stop, ']') if close then return close end at = lit(s, at, stop, ',') if not at then return nil end end end local function job_doc(s, i, stop) local at = lit(s, i, stop, ',"job":') if not at then return nil end return string.sub(s, at, stop - 1) end local function parse_wrapper(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local m, i = { stamps = {} }, nil i, m.recoveries = number(s, lit(s, 1, stop, '{"ferry":1,"recoveries":'), stop, 9) if not i then return nil end i, m.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i = stamps(s, i, stop, m.stamps) if not i then return nil end i, m.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, m.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end local at = lit(s, i, stop, ',"seq":') if at then i, m.seq = number(s, at, stop, 15) if not i then return nil end end m.doc = job_doc(s, i, stop) if not m.doc then return nil end return m end local function parse_dead(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local d, i = { stamps = {} }, nil i, d.reason = str(s, lit(s, 1, stop, '{"reason":'), stop) if not i then return nil end i, d.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i, d.recoveries = number(s, lit(s, i, stop, ',"recoveries":'), stop, 9) if not i then return nil end i, d.time = number(s, lit(s, i, stop, ',"time":'), stop, 15) if not i then return nil end i, d.worker = str(s, lit(s, i, stop, ',"worker":'), stop) if not i then return nil end i, d.id = opt_str(s, i, stop, ',"id":') if not i then return nil end i = stamps(s, i, stop, d.stamps) if not i then return nil end i, d.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, d.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end d.doc = job_doc(s, i, stop) if not d.doc then return nil end return d end local function fresh(doc) return { recoveries = 0, attempts = 0, stamps = {}, doc = doc } end local function str_token(x) local out, j, n = {}, 1, #x if n > 600 then n = 600 end while j <= n do local _, e = string.find(x, '^[\1-\127]+', j) if e then if e > n then e = n end out[#out + 1] = string.sub(x, j, e) j = e + 1 elseif j <= n then local k = utf8_len(x, j, n + 1) if k then out[#out + 1] = string.sub(x, j, j + k - 1) j = j + k else out[#out + 1] = '?' j = j + 1 end end end return cjson.encode(table.concat(out)) end local function add_stamp(m, key) local tok = str_token(key) for _, t in ipairs(m.stamps) do if t == tok then return end end m.stamps[#m.stamps + 1] = tok end local function stamps_text(m) if #m.stamps == 0 then return '' end return ',"stamps":[' .. table.concat(m.stamps, ',') .. ']' end local function wrap(m) local parts = { '{"ferry":1,"recoveries":', string.format('%d', m.recoveries), ',"attempts":', string.format('%d', m.attempts), stamps_text(m) } if m.first_error then parts[#parts + 1] = ',"first_error":' .. m.first_error end if m.last_error then parts[#parts + 1] = ',"last_error":' .. m.last_error end if m.seq then parts[#parts + 1] = ',"seq":' .. string.format('%d', m.seq) end parts[#parts + 1] = ',"job":' parts[#parts + 1] = m.doc parts[#parts + 1] = '}' return table.concat(parts) end local function dead_entry(m, reason, id, worker, now) local e = { '{"reason":', str_token(reason), ',"attempts":', string.format('%d', m.attempts), ',"recoveries":', string.format('%d', m.recoveries), ',"time":', string.format('%d', now), ',"worker":', str_token(worker) } if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. str_token(id) end e[#e + 1] = stamps_text(m) if m.first_error then e[#e + 1] = ',"first_error":' .. m.first_error end if m.last_error then e[#e + 1] = ',"last_error":' .. m.last_error end e[#e + 1] = ',"job":' e[#e + 1] = m.doc e[#e + 1] = '}' return table.concat(e) end local function now_ms() local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end local function batch_of(bkeys, wid) local v = redis.call('HGET', bkeys, wid) if not v then return 'r', nil end return string.sub(v, 1, 1), string.sub(v, 3) end local function held_job(kind, el) if kind == 'w' then return parse_wrapper(el) end return fresh(el) end local function push_all(cmd, key, vals) for i = 1, #vals, 1000 do redis.call(cmd, key, unpack(vals, i, math.min(i + 999, #vals))) end end local BURY_MARGIN = 3 local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump) local jobs = redis.call('LRANGE', proc, 0, -1) local kind, batch = batch_of(bkeys, wid) local uncounted = 0 if not batch then uncounted = #jobs end local now = now_ms() local back, buried = {}, {} for i = #jobs, 1, -1 do local m = held_job(kind, jobs[i]) if not m then buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now) else if batch then add_stamp(m, batch) end if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end if bump and m.recoveries > max_recoveries + BURY_MARGIN then m.last_error = str_token('worker died while processing') m.first_error = m.first_error or m.last_error buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now) else back[#back + 1] = wrap(m) end end end push_all('RPUSH', requeue, back) push_all('LPUSH', dead, buried) redis.call('DEL', proc) redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now)) redis.call('HDEL', bkeys, wid) if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end return { #back, #buried } end -- enqueue.lua - the one atomic enqueue of every producer (ferryctl enqueue,
+-- clients/python): each job checked the way a worker will read it (a JSON
+-- object of valid UTF-8, strict JSON as jansson reads it, no larger than
+-- max_job_bytes, not shaped like ferry's wrapper, an id and a cache_key of
+-- the right types), Redis' fullness checked against memory_refuse_percent,
+-- then the cache keys SET with their TTL and the jobs LPUSHed onto ready.
+-- All or nothing: every job is checked before the first write, and one bad
+-- job refuses the whole call, naming its index (from 1). No allow-oom: at
+-- maxmemory Redis refuses the script before it starts. `enqueued` is not
+-- counted here: fetch.lua counts it when a worker takes the job.
+-- KEYS: ready, then the cache keys the jobs name
+-- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
+--       checked), cache TTL in ms (0: no cache keys), then per job: the
+--       document, the index of its cache key in KEYS (0: none), its value
+--       ("" without a key)
+--       ARGV[4] may be "checked" (then the jobs follow from ARGV[5]): the
+--       caller (ferryctl) has parsed every document as a worker will, so
+--       only the cheap checks run here (wrapper prefix, empty, size), not
+--       the JSON ones, which cost ~6 us a job of Redis' time. Nothing is
+--       trusted by this: a worker parses every job again (the trust
+--       boundary is the worker, not this script).
+-- Returns {jobs pushed, "" or why the memory was not checked}.
+-- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
+local max_bytes, refuse, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local checked = (#ARGV - 3) % 3 == 1 and ARGV[4] == 'checked'
+if not max_bytes or not refuse or not ttl or ttl < 0 or ((#ARGV - 3) % 3 ~= 0 and not checked) then
+	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, ["checked",] then three per job')
+end
+local WRAPPER_HEAD = '{"ferry":1,'
+local JANSSON_MAX_DEPTH = 2048
+local ID_MAX, CACHE_KEY_MAX = 128, 512
+
+-- The document with its escapes blanked (\\ and \" as __), and that
+-- with every string emptied: what lies between the strings.
+local function blank_strings(s)
+	local t = string.gsub(string.gsub(s, '\\\\', '__'), '\\"', '__')
+	return t, (string.gsub(t, '"[^"]*"', '""'))
+end
+
+-- Does a decoded value hold a number beyond a double (1e400, read as inf)?
+local function overflows(v)
+	if type(v) == 'number' then return v == math.huge or v == -math.huge end
+	if type(v) ~= 'table' then return false end
+	for _, x in pairs(v) do
+		if overflows(x) then return true end
+	end
+	return false
+end
+
+-- What cjson accepts but a worker (jansson) refuses, in document s that
+-- cjson decoded into v (so its strings are well formed): control
+-- characters (raw tabs and line breaks inside strings too), invalid UTF-8
+-- (utf8_len: common.lua), the escape \u0000, "1." and "1.e5", numbers
+-- beyond a double. Lua patterns cost tens of ns a byte, so each rule runs
+-- only when a cheaper look finds what it is about.
+local function strict(s, v)
+	if string.find(s, '[^\32-\126]') then
+		if string.find(s, '%c') then
+			if string.find(s, '[%z\1-\8\11\12\14-\31]') then return 'a control character inside a string' end
+			local t, between = blank_strings(s)
+			if select(2, string.gsub(t, '[\t\n\r]', '')) ~= select(2, string.gsub(between, '[\t\n\r]', '')) then
+				return 'a control character (tab or line break) inside a string'
+			end
+		end
+		local p = string.find(s, '[\128-\255]')
+		while p do
+			local len = utf8_len(s, p, #s + 1)
+			if not len then return 'invalid UTF-8 at byte ' .. p end
+			p = string.find(s, '[\128-\255]', p + len)
+		end
+	end
+	if string.find(s, 'u0000', 1, true) and string.find(string.gsub(s, '\\\\', '__'), '\\u0000', 1, true) then
+		return 'the string escape \\u0000 (NUL)'
+	end
+	local dot = string.find(s, '.', 1, true)
+	while dot do
+		local b = string.byte(s, dot + 1)
+		if not b or b < 48 or b > 57 then
+			local _, between = blank_strings(s)
+			if string.find(between, '%.%D') or string.sub(between, -1) == '.' then
+				return 'a number with no digit after its "."'
+			end
+			break
+		end
+		dot = string.find(s, '.', dot + 1, true)
+	end
+	if overflows(v) then return 'real number overflow' end
+	return nil
+end
+
+-- A member name as written (quotes included), decoded.
+local function key_text(raw)
+	if not string.find(raw, '\\', 1, true) then return string.sub(raw, 2, -2) end
+	local ok, k = pcall(cjson.decode, raw)
+	return ok and k or nil
+end
+
+-- The text of the top-level "id" member's value as written (the last one,
+-- as jansson reads it; "" when not a number): cjson reads 1.0 and 1e2 as
+-- integers. At once when it is the only "id" and comes first.
+local function id_text(s)
+	local first = string.find(s, '"id"', 1, true)
+	if first and not string.find(s, '"id"', first + 1, true) and not string.find(s, '\\u', 1, true) then
+		local num = string.match(s, '^[ \t\n\r]*{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*([%-%d.eE+]+)')
+		if num then return num end
+	end
+	local i, n, depth, key, text = 1, #s, 0, nil, nil
+	while i <= n do
+		local q = string.find(s, '"', i, true) or n + 1
+		local seg = string.sub(s, i, q - 1)
+		local colon, num = string.match(seg, '^[ \t\n\r]*(:)[ \t\n\r]*([%-%d.eE+]*)')
+		if key == 'id' and colon then text = num end
+		local _, opens = string.gsub(seg, '[{%[]', '')
+		local _, closes = string.gsub(seg, '[}%]]', '')
+		depth = depth + opens - closes
+		key = nil
+		if q > n then break end
+		local j = q + 1
+		while true do
+			local p = string.find(s, '["\\]', j)
+			if not p then return text end
+			if string.byte(s, p) == 92 then
+				j = p + 2
+			else
+				if depth == 1 then key = key_text(string.sub(s, q, p)) end
+				i = p + 1
+				break
+			end
+		end
+	end
+	return text
+end
+
+-- Is this number's text an integer that fits 64 bits (as jansson reads it)?
+local function int64_text(t)
+	if not t or not string.find(t, '^%-?%d+$') then return false end
+	local digits = string.gsub(t, '^%-', '')
+	local limit = string.sub(t, 1, 1) == '-' and '9223372036854775808' or '9223372036854775807'
+	return #digits < 19 or (#digits == 19 and digits <= limit)
+end
+
+-- Why the document can never be processed, by what costs nothing to see,
+-- or nil.
+local function cheap_refusal(doc)
+	if string.sub(doc, 1, #WRAPPER_HEAD) == WRAPPER_HEAD then
+		return 'it starts with {"ferry":1, the prefix of ferry\'s own wrapper format (doc/formats.md), which producers may not use: push the job\'s document itself'
+	end
+	if #doc == 0 then return 'empty job' end
+	if max_bytes > 0 and #doc > max_bytes then
+		return 'job is ' .. #doc .. ' bytes, over max_job_bytes ' .. max_bytes
+	end
+	return nil
+end
+
+-- Why the document can never be processed, or nil.
+local function refusal(doc)
+	local cheap = cheap_refusal(doc)
+	if cheap then return cheap end
+	local ok, v = pcall(cjson.decode, doc)
+	if not ok then
+		return 'malformed JSON: ' .. string.gsub(tostring(v), '^.-: ', '', 1)
+	end
+	local why = strict(doc, v)
+	if why then return 'malformed JSON: ' .. why end
+	if type(v) ~= 'table' or not string.find(doc, '^[ \t\n\r]*{') then return 'job is not a JSON object' end
+	local id = v['id']
+	if type(id) == 'string' and #id > ID_MAX then
+		return 'job id is longer than ' .. ID_MAX .. ' bytes'
+	elseif id ~= nil and type(id) ~= 'string' and (type(id) ~= 'number' or not int64_text(id_text(doc))) then
+		return 'job id is not a string or integer'
+	end
+	local ck = v['cache_key']
+	if ck ~= nil and (type(ck) ~= 'string' or #ck == 0 or string.find(ck, '%z')) then
+		return 'cache_key is not a non-empty string'
+	elseif ck ~= nil and #ck > CACHE_KEY_MAX then
+		return 'cache_key is longer than ' .. CACHE_KEY_MAX .. ' bytes'
+	end
+	return nil
+end
+
+-- The size of a cache value as the worker hands it on: a JSON string.
+local function cache_json_len(value)
+	local _, quotes = string.gsub(value, '["\\]', '')
+	return #value + 2 + quotes
+end
+
+cjson.decode_invalid_numbers(false)
+cjson.decode_max_depth(JANSSON_MAX_DEPTH)
+local jobs = {}
+for a = checked and 5 or 4, #ARGV, 3 do
+	local index = #jobs + 1
+	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
+	if not k or k < 0 or k ~= math.floor(k) or k == 1 or k > #KEYS or (k > 0 and ttl == 0) then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or 2..' .. #KEYS .. ' (with a cache TTL)')
+	end
+	local why = checked and cheap_refusal(doc) or not checked and refusal(doc) or nil
+	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
+		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
+	end
+	if why then return ferry_error('INVALID', index .. ' ' .. why) end
+	jobs[index] = doc
+end
+
+local unchecked = ''
+if refuse > 0 then
+	local info = redis.pcall('INFO', 'memory')
+	if type(info) == 'table' and info.err then
+		unchecked = 'INFO failed: ' .. info.err
+	else
+		local used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)'))
+		local max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)'))
+		if used and max and max > 0 then
+			local pct = math.floor(used * 100 / max)
+			if pct >= refuse then
+				return ferry_error('FULL', pct .. ' ' .. refuse .. ' redis is ' .. pct .. '% full (memory_refuse_percent ' .. refuse .. '): not enqueueing; drain the queue or raise maxmemory')
+			end
+		end
+	end
+end
+
+for a = checked and 5 or 4, #ARGV, 3 do
+	local k = tonumber(ARGV[a + 1])
+	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl) end
+end
+for from = 1, #jobs, 1000 do
+	redis.call('LPUSH', KEYS[1], unpack(jobs, from, math.min(from + 999, #jobs)))
+end
+return { #jobs, unchecked }

@@ -1,0 +1,89 @@
+// index.d.ts - the types of ferry-client (index.js, lib/*.js).
+import type { RedisClientType } from 'redis';
+
+/** A job: an object (encoded, can be split or cached) or JSON text
+ * (a string or Buffer, pushed byte for byte). */
+export type Job = Record<string, unknown> | string | Uint8Array;
+
+export interface ProducerOptions {
+  /** redis_prefix (default "ferry"). */
+  prefix?: string;
+  /** The queue's max_job_bytes (default 1048576; 0: no limit). */
+  maxJobBytes?: number;
+  /** [ferryd] memory_refuse_percent (default 90; 0: not checked). */
+  memoryRefusePercent?: number;
+  /** The queue's chunk_rows (default 1000). */
+  chunkRows?: number;
+  /** The queue's cache_ttl in seconds (default 86400). */
+  cacheTtl?: number;
+  /** redis_wait_replicas (default 0: no WAIT). */
+  waitReplicas?: number;
+  /** redis_wait_timeout in ms (default 1000). */
+  waitTimeoutMs?: number;
+  /** enqueue.lua to run instead of the package's copy (else
+   * $FERRY_ENQUEUE_LUA, else the copy). */
+  scriptPath?: string;
+}
+
+export interface EnqueueOptions {
+  /** Move each job's data (or the whole job without "data") into a cache
+   * key PREFIX:{QUEUE}:cache:ID with the cache TTL. */
+  cache?: boolean;
+  /** The cache key TTL in seconds (implies cache). */
+  cacheTtl?: number;
+  /** Split a "data" array of more rows into jobs ID:INDEX. */
+  chunkRows?: number;
+  /** The id of a single job (not of an array). */
+  id?: string | number;
+}
+
+export class Producer {
+  constructor(client: RedisClientType<any, any, any>, options?: ProducerOptions);
+  readonly prefix: string;
+  readonly maxJobBytes: number;
+  readonly memoryRefusePercent: number;
+  readonly chunkRows: number;
+  readonly cacheTtl: number;
+  readonly waitReplicas: number;
+  readonly waitTimeoutMs: number;
+  /** The script's SHA-1, as EVALSHA takes it. */
+  readonly sha: string;
+  /** Resolves to the ids pushed, as ferryctl enqueue prints them. */
+  enqueue(queue: string, jobOrJobs: Job | Job[],
+    options?: EnqueueOptions): Promise<string[]>;
+}
+
+/** Producer#enqueue on options.producer, else on a shared client to
+ * $FERRY_REDIS_URL (default redis://localhost:6379/0). */
+export function enqueue(queue: string, jobOrJobs: Job | Job[],
+  options?: EnqueueOptions & { producer?: Producer }): Promise<string[]>;
+
+/** Closes the shared client enqueue() opened, if any. */
+export function close(): Promise<void>;
+
+/** The bytes of enqueue.lua: path, $FERRY_ENQUEUE_LUA, else the package's
+ * copy. */
+export function loadScript(path?: string): Buffer;
+
+/** Any failure of enqueue; pushed lists the ids that did go in. */
+export class FerryError extends Error {
+  readonly pushed: string[];
+}
+
+/** Job index (from 0, in the caller's array) can never be processed;
+ * nothing of that script call went in. */
+export class InvalidJobError extends FerryError {
+  readonly index: number;
+  readonly reason: string;
+}
+
+/** Redis is at or above memory_refuse_percent of maxmemory, or at
+ * maxmemory; nothing of that script call went in. */
+export class QueueFullError extends FerryError {}
+
+/** The jobs are in the queue but fewer than wanted replicas had them in
+ * time; they are not pushed again. */
+export class NotReplicatedError extends FerryError {
+  readonly reached: number;
+  readonly wanted: number;
+}

@@ -1,0 +1,165 @@
+'use strict';
+// jobs.js - the list elements one caller's job becomes, as ferryctl enqueue
+// builds them (src/chunk.c) and clients/python does (jobs.py): a "data"
+// array of more than chunkRows rows is split into jobs
+// {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a cache, each
+// job's data (or, without "data", the whole document) becomes the value of
+// PREFIX:{QUEUE}:cache:ID and the job names it. Built from the caller's
+// objects; a job given as JSON text (a string or a Buffer) is pushed byte
+// for byte. ID is the job's "id", else the SHA-1 of its document (as
+// ferryctl prints it).
+
+const crypto = require('node:crypto');
+const { InvalidJobError } = require('./errors');
+
+const ID_MAX = 128;   // src/job.h JOB_ID_MAX
+const OWN_KEYS = new Set(['id', 'data', 'cache_key']);
+
+// JSON.stringify writes NaN and Infinity as null; Python's json and
+// jansson refuse them, and so does this.
+function finiteOnly(key, value) {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new TypeError(`${value} is not valid JSON`);
+  }
+  return value;
+}
+
+/** Compact JSON, UTF-8 as it is (what a worker reads back). */
+function encode(value) {
+  const text = JSON.stringify(value, finiteOnly);
+  if (text === undefined) throw new TypeError('it has no JSON form');
+  return text;
+}
+
+function sha1(raw) {
+  return crypto.createHash('sha1').update(raw).digest('hex');
+}
+
+function isIdValue(id) {
+  return typeof id === 'string' || Number.isInteger(id);
+}
+
+function name(docId, raw) {
+  return docId === undefined || docId === null || docId === ''
+    ? sha1(raw) : String(docId);
+}
+
+function isText(doc) {
+  return typeof doc === 'string' || doc instanceof Uint8Array;
+}
+
+// The top-level "id" of a text job when it is an integer written first:
+// JavaScript reads integers beyond 2^53 inexactly, ferryctl does not.
+function leadingIntegerId(text) {
+  const m = /^[ \t\n\r]*\{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*(-?\d+)[ \t\n\r]*[,}]/
+    .exec(text);
+  return m ? m[1] : null;
+}
+
+function textJob(doc, index, cachePrefix, givenId, chunkRows) {
+  const raw = typeof doc === 'string' ? doc : Buffer.from(doc);
+  if (cachePrefix || givenId !== undefined) {
+    throw new InvalidJobError(index, 'a job given as JSON text is pushed as ' +
+      'it is: pass an object to cache it or give it an id');
+  }
+  const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+  let parsed = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    parsed = null;       // enqueue.lua says what is wrong with it
+  }
+  const isObject = parsed !== null && typeof parsed === 'object' &&
+    !Array.isArray(parsed);
+  let docId = isObject && isIdValue(parsed.id) ? parsed.id : undefined;
+  if (typeof docId === 'number' && !Number.isSafeInteger(docId)) {
+    docId = leadingIntegerId(text);
+    if (docId === null) {
+      throw new InvalidJobError(index, 'its integer "id" is beyond 2^53, ' +
+        'which JavaScript cannot read exactly unless it is the first ' +
+        'member: write it first or as a string');
+    }
+  }
+  const data = isObject ? parsed.data : undefined;
+  if (Array.isArray(data) && data.length > chunkRows) {
+    throw new InvalidJobError(index, `its "data" has ${data.length} rows, ` +
+      `over chunk_rows ${chunkRows}: pass it as an object to split it`);
+  }
+  return [{ element: raw, id: name(docId, raw), index, key: null,
+    value: '' }];
+}
+
+function element(index, jobId, others, rows, cachePrefix) {
+  if (!cachePrefix) {
+    return { element: encode({ id: jobId, ...others, data: rows }),
+      id: jobId, index, key: null, value: '' };
+  }
+  const key = cachePrefix + jobId;
+  return { element: encode({ id: jobId, ...others, cache_key: key }), id: jobId, index, key,
+    value: encode(rows) };
+}
+
+/** The elements ({element, id, index, key, value}) of job `doc` (the
+ * caller's `index`). cachePrefix is "PREFIX:{QUEUE}:cache:" with a cache,
+ * else null. */
+function build(doc, index, cachePrefix, chunkRows, givenId) {
+  if (isText(doc)) return textJob(doc, index, cachePrefix, givenId, chunkRows);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new InvalidJobError(index, 'job is not a JSON object');
+  }
+  const has = (k) => Object.prototype.hasOwnProperty.call(doc, k);
+  if (givenId !== undefined) {
+    if (has('id') && doc.id !== givenId) {
+      throw new InvalidJobError(index, `id=${JSON.stringify(givenId)} but ` +
+        `the job's "id" is ${JSON.stringify(doc.id)}`);
+    }
+    const { id: _ignored, ...rest } = doc;
+    doc = { id: givenId, ...rest };
+  }
+  const docId = doc.id;
+  if (docId !== undefined && docId !== null && !isIdValue(docId)) {
+    throw new InvalidJobError(index, 'job id is not a string or integer');
+  }
+  let raw;
+  try {
+    raw = encode(doc);
+  } catch (e) {
+    throw new InvalidJobError(index, `cannot be written as JSON: ${e.message}`);
+  }
+  const jobName = name(docId, raw);
+  const data = doc.data;
+  const split = Array.isArray(data) && data.length > chunkRows;
+  if (has('cache_key') && (cachePrefix || split)) {
+    throw new InvalidJobError(index, 'the job names a cache_key already: ' +
+      'it cannot be ' + (cachePrefix ? 'cached again (cache: true)'
+      : 'split into chunks (its key would be shared)'));
+  }
+  const others = {};
+  for (const k of Object.keys(doc)) {
+    if (!OWN_KEYS.has(k)) others[k] = doc[k];
+  }
+  if (split) {
+    const last = `${jobName}:${Math.floor(data.length / chunkRows)}`;
+    if (Buffer.byteLength(last) > ID_MAX) {
+      throw new InvalidJobError(index, 'the job id is too long to number ' +
+        `its chunks ("${jobName}:N" must fit in ${ID_MAX} bytes)`);
+    }
+    const out = [];
+    for (let i = 0, at = 0; at < data.length; i++, at += chunkRows) {
+      out.push(element(index, `${jobName}:${i}`, others,
+        data.slice(at, at + chunkRows), cachePrefix));
+    }
+    return out;
+  }
+  if (cachePrefix) {
+    if (data !== undefined) {
+      return [element(index, jobName, others, data, cachePrefix)];
+    }
+    const key = cachePrefix + jobName;    // the whole document, as it is
+    return [{ element: encode({ id: jobName, cache_key: key }), id: jobName,
+      index, key, value: raw }];
+  }
+  return [{ element: raw, id: jobName, index, key: null, value: '' }];
+}
+
+module.exports = { build, encode, sha1, ID_MAX };

@@ -1,0 +1,206 @@
+'use strict';
+// producer.js - Producer#enqueue: a caller's jobs through ferry's
+// enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs, every
+// check on), in script calls of at most CALL_JOBS jobs and CALL_BYTES
+// bytes, each all or nothing, then WAIT for replicas when asked (after the
+// script, as ferryctl does). EVALSHA first, EVAL when Redis does not have
+// the script yet. The script is the copy shipped in this package
+// (enqueue.lua, kept equal to the build's by make check), or the installed
+// one (scriptPath, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua).
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { ErrorReply } = require('redis');
+const jobs = require('./jobs');
+const { FerryError, InvalidJobError, NotReplicatedError, QueueFullError } =
+  require('./errors');
+
+const CALL_JOBS = 1000;          // src/ctl.h CTL_CHUNK
+const CALL_BYTES = 16 << 20;     // src/ctl.h CTL_CHUNK_BYTES
+const TTL_MAX_S = 365 * 86400;   // as ferryctl enqueue --cache-ttl
+const CHUNK_ROWS_MAX = 1000000;
+
+/** The text of enqueue.lua: scriptPath, $FERRY_ENQUEUE_LUA, else this
+ * package's copy. */
+function loadScript(scriptPath) {
+  const file = scriptPath || process.env.FERRY_ENQUEUE_LUA ||
+    path.join(__dirname, '..', 'enqueue.lua');
+  return fs.readFileSync(file);
+}
+
+function positive(what, value, most) {
+  if (!Number.isInteger(value) || value < 1 || value > most) {
+    throw new RangeError(`${what} must be a whole number from 1 to ${most}, ` +
+      `not ${JSON.stringify(value) ?? String(value)}`);
+  }
+  return value;
+}
+
+function wholeNumber(what, value) {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new RangeError(`${what} must be a whole number from 0, not ` +
+      `${JSON.stringify(value) ?? String(value)}`);
+  }
+  return value;
+}
+
+/** Calls of at most CALL_JOBS jobs and CALL_BYTES bytes (a bigger job is a
+ * call of its own), as ferryctl's chunks (src/ctl_push.c). */
+function calls(elements) {
+  const out = [];
+  let call = [];
+  let size = 0;
+  for (const e of elements) {
+    const n = Buffer.byteLength(e.element) + Buffer.byteLength(e.value);
+    if (call.length && (call.length === CALL_JOBS || size + n > CALL_BYTES)) {
+      out.push(call);
+      call = [];
+      size = 0;
+    }
+    call.push(e);
+    size += n;
+  }
+  if (call.length) out.push(call);
+  return out;
+}
+
+/** The error for enqueue.lua's error reply (src/lua/enqueue.lua). */
+function scriptError(message, call, pushed) {
+  const space = message.indexOf(' ');
+  const code = space < 0 ? message : message.slice(0, space);
+  const rest = space < 0 ? '' : message.slice(space + 1);
+  if (code === 'INVALID') {
+    const at = rest.indexOf(' ');
+    return new InvalidJobError(call[Number(rest.slice(0, at)) - 1].index,
+      rest.slice(at + 1), pushed);
+  }
+  if (code === 'FULL') {
+    return new QueueFullError(rest.split(' ').slice(2).join(' '), pushed);
+  }
+  if (message.includes('OOM') && message.includes('maxmemory')) {
+    return new QueueFullError(`redis is full (${message}): drain the queue ` +
+      'or raise maxmemory', pushed);
+  }
+  return new FerryError(`enqueue.lua failed: ${message}`, pushed);
+}
+
+/** Enqueues for ferry on one node-redis v4 client (connected). The limits
+ * are the queue's in ferryd.ini: maxJobBytes (max_job_bytes), [ferryd]
+ * memoryRefusePercent, chunkRows, cacheTtl (seconds), prefix
+ * (redis_prefix), waitReplicas / waitTimeoutMs (redis_wait_replicas,
+ * redis_wait_timeout). */
+class Producer {
+  constructor(client, options = {}) {
+    if (!client || typeof client.evalSha !== 'function') {
+      throw new TypeError('Producer needs a node-redis v4 client ' +
+        '(require("redis").createClient(), connected)');
+    }
+    this.redis = client;
+    this.prefix = options.prefix ?? 'ferry';
+    this.maxJobBytes = wholeNumber('maxJobBytes',
+      options.maxJobBytes ?? 1048576);
+    this.memoryRefusePercent = wholeNumber('memoryRefusePercent',
+      options.memoryRefusePercent ?? 90);
+    this.chunkRows = positive('chunkRows', options.chunkRows ?? 1000,
+      CHUNK_ROWS_MAX);
+    this.cacheTtl = positive('cacheTtl', options.cacheTtl ?? 86400,
+      TTL_MAX_S);
+    this.waitReplicas = wholeNumber('waitReplicas', options.waitReplicas ?? 0);
+    this.waitTimeoutMs = wholeNumber('waitTimeoutMs',
+      options.waitTimeoutMs ?? 1000);
+    this.script = loadScript(options.scriptPath);
+    this.sha = jobs.sha1(this.script);
+    this.saidUnchecked = false;
+  }
+
+  /** Push one job (an object, or JSON text pushed as it is) or an array of
+   * them onto `queue`; resolves to the ids, as ferryctl enqueue prints
+   * them. cache: true (or a cacheTtl in seconds) moves each job's data
+   * into a cache key with that TTL; chunkRows splits bigger "data" arrays
+   * into jobs ID:INDEX; id names a single job. */
+  async enqueue(queue, jobOrJobs, options = {}) {
+    const single = !Array.isArray(jobOrJobs);
+    const docs = single ? [jobOrJobs] : jobOrJobs;
+    const { cache, cacheTtl, chunkRows, id } = options;
+    if (id !== undefined && !single) {
+      throw new TypeError('id names a single job; give each job of an ' +
+        'array its own "id"');
+    }
+    if (typeof queue !== 'string' || queue === '') {
+      throw new TypeError('queue must be a non-empty string (a [queue NAME] ' +
+        'of ferryd.ini)');
+    }
+    const rows = positive('chunkRows', chunkRows ?? this.chunkRows,
+      CHUNK_ROWS_MAX);
+    const ttlS = positive('cacheTtl', cacheTtl ?? this.cacheTtl, TTL_MAX_S);
+    const cached = Boolean(cache) || cacheTtl !== undefined;
+    const tag = `${this.prefix}:{${queue}}:`;
+    const elements = [];
+    docs.forEach((doc, i) => {
+      for (const e of jobs.build(doc, i, cached ? `${tag}cache:` : null, rows,
+        single ? id : undefined)) {
+        elements.push(e);
+      }
+    });
+    const pushed = [];
+    for (const call of calls(elements)) {
+      await this._push(`${tag}ready`, call, cached ? ttlS * 1000 : 0, pushed);
+      for (const e of call) pushed.push(e.id);
+    }
+    await this._replicated(queue, pushed);
+    return pushed;
+  }
+
+  async _push(ready, call, ttlMs, pushed) {
+    const keys = [ready];
+    const args = [String(this.maxJobBytes), String(this.memoryRefusePercent),
+      String(ttlMs)];
+    for (const e of call) {
+      if (e.key !== null) keys.push(e.key);
+      args.push(e.element, e.key !== null ? String(keys.length) : '0',
+        e.value);
+    }
+    let reply;
+    try {
+      reply = await this._run(keys, args);
+    } catch (err) {
+      if (err instanceof ErrorReply) {
+        throw scriptError(err.message, call, pushed);
+      }
+      throw err;
+    }
+    if (reply[1] && !this.saidUnchecked) {
+      this.saidUnchecked = true;     // as ferryctl: said once
+      process.emitWarning(`ferry-client: ${reply[1]}; memory_refuse_percent ` +
+        'not checked (Redis still refuses at maxmemory)',
+      { type: 'FerryWarning', code: 'FERRY_MEMORY_UNCHECKED' });
+    }
+  }
+
+  async _run(keys, args) {
+    try {
+      return await this.redis.evalSha(this.sha, { keys, arguments: args });
+    } catch (err) {
+      if (!(err instanceof ErrorReply) || !err.message.startsWith('NOSCRIPT')) {
+        throw err;
+      }
+      return this.redis.eval(this.script.toString('utf8'),
+        { keys, arguments: args });
+    }
+  }
+
+  async _replicated(queue, pushed) {
+    if (this.waitReplicas <= 0 || pushed.length === 0) return;
+    const got = Number(await this.redis.sendCommand(['WAIT',
+      String(this.waitReplicas), String(this.waitTimeoutMs)]));
+    if (got < this.waitReplicas) {
+      throw new NotReplicatedError(`${pushed.length} jobs are in queue ` +
+        `${queue}, but reached ${got} of ${this.waitReplicas} replicas ` +
+        `within ${this.waitTimeoutMs} ms: a failover now would lose them. ` +
+        'Not pushed again (that could enqueue them twice): check the ' +
+        'replicas', pushed, got, this.waitReplicas);
+    }
+  }
+}
+
+module.exports = { Producer, loadScript, CALL_JOBS, CALL_BYTES };
