@@ -3,7 +3,9 @@
  * arrays and move data into cache keys (chunk.c); then send each chunk of
  * ctl_push.c through src/lua/enqueue.lua (the producers' one enqueue: the
  * same checks again, memory_refuse_percent, the cache keys SET with their
- * TTL and the LPUSH), and print ids. A chunk goes in whole or not at all. */
+ * TTL and the LPUSH), and print ids. A chunk goes in whole or not at all.
+ * --delay and --at (due_time.c) pass a due marker: enqueue.lua keeps jobs
+ * not yet due in the scheduled set, by the Redis clock. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "cache.h"
 #include "chunk.h"
 #include "ctl.h"
+#include "due_time.h"
 #include "job.h"
 #include "lua_scripts.h"
 #include "queue.h"
@@ -40,6 +43,7 @@ struct options {
 	bool quiet;
 	int chunk_rows;         /* 0: the queue's */
 	long cache_ttl_ms;      /* 0: no cache keys */
+	char due[32];           /* "delay=MS" or "at=MS" (enqueue.lua); "" */
 };
 
 static void
@@ -265,21 +269,23 @@ arg(struct script_args *a, const char *p, size_t len)
 
 /* Jobs [from, to) through enqueue.lua, in one atomic step (the same checks
  * again, the memory check, the cache keys SET with their TTL, the LPUSH).
- * KEYS: ready, the cache keys; ARGV: max_job_bytes, memory_refuse_percent,
- * TTL, "checked", then per job: element, index of its key in KEYS (0:
+ * KEYS: ready, [scheduled,] the cache keys; ARGV: max_job_bytes,
+ * memory_refuse_percent, TTL, "checked", [the due marker,] then per job: element, index of its key in KEYS (0:
  * none), value. */
 static int
 push_chunk(struct ctl *c, const struct queue_config *q,
     const struct queue_keys *k, const struct input *in, size_t from,
-    size_t to, long ttl_ms, bool *lost)
+    size_t to, long ttl_ms, const char *due, bool *lost)
 {
 	size_t n = to - from, nkeys = 1;
-	struct script_args a = { xmalloc((4 * n + 5) * sizeof(*a.v)),
-	    xmalloc((4 * n + 5) * sizeof(*a.len)), 0 };
+	struct script_args a = { xmalloc((4 * n + 7) * sizeof(*a.v)),
+	    xmalloc((4 * n + 7) * sizeof(*a.len)), 0 };
 	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
 	redisReply *r;
 
 	arg(&a, k->ready, strlen(k->ready));
+	if (*due != '\0')
+		arg(&a, k->scheduled, strlen(k->scheduled));
 	for (size_t i = from; i < to; i++)
 		if (in->jobs.v[i].key != NULL)
 			arg(&a, in->jobs.v[i].key, strlen(in->jobs.v[i].key));
@@ -292,7 +298,10 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	/* every job was parsed here as a worker will (validate): the script
 	 * need not decode it again (6 us a job of Redis' time) */
 	arg(&a, "checked", 7);
-	for (size_t i = from, key = 1; i < to; i++) {
+	if (*due != '\0')
+		arg(&a, due, strlen(due));
+	/* the cache keys follow ready (and scheduled) in KEYS */
+	for (size_t i = from, key = *due != '\0' ? 2 : 1; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
 		char *index = num[3 + i - from];
 		snprintf(index, sizeof(num[0]), "%zu", j->key != NULL ? ++key : 0);
@@ -358,7 +367,7 @@ send_chunk(void *arg, size_t n, long long *went)
 	struct enqueue_chunk *s = arg;
 	size_t from = s->from, to = from + n;
 	int rc = push_chunk(s->c, s->q, s->k, s->in, from, to,
-	    s->o->cache_ttl_ms, &s->lost);
+	    s->o->cache_ttl_ms, s->o->due, &s->lost);
 
 	if (rc != 0)
 		return rc;
@@ -421,8 +430,12 @@ parse_args(struct ctl *c, int argc, char **argv, struct options *o)
 		{ "cache", no_argument, NULL, 'C' },
 		{ "cache-ttl", required_argument, NULL, 't' },
 		{ "chunk-rows", required_argument, NULL, 'r' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "at", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[256];
+	long long ms;
 	long v;
 	int ch;
 
@@ -436,6 +449,18 @@ parse_args(struct ctl *c, int argc, char **argv, struct options *o)
 			o->cache_ttl_ms = v * 1000;
 		else if (ch == 'r' && (v = positive(optarg, 1000000)) > 0)
 			o->chunk_rows = (int)v;
+		else if ((ch == 'd' || ch == 'a') && o->due[0] != '\0') {
+			fprintf(stderr, "ferryctl: give one of --delay and --at, "
+			    "once\n");
+			return -1;
+		} else if ((ch == 'd' || ch == 'a') && (ch == 'd' ?
+		    due_time_parse_delay(optarg, &ms, err, sizeof(err)) :
+		    due_time_parse_at(optarg, &ms, err, sizeof(err))) == -1) {
+			fprintf(stderr, "ferryctl: %s\n", err);
+			return -1;
+		} else if (ch == 'd' || ch == 'a')
+			snprintf(o->due, sizeof(o->due), "%s=%lld",
+			    ch == 'd' ? "delay" : "at", ms);
 		else
 			return -1;
 	}
@@ -482,7 +507,7 @@ check_and_push(struct ctl *c, const struct queue_config *q,
 }
 
 /* ferryctl enqueue [-q] [--cache | --cache-ttl S] [--chunk-rows N]
- * QUEUE JSON|- */
+ * [--delay DURATION | --at TIME] QUEUE JSON|- */
 int
 ctl_enqueue(struct ctl *c, int argc, char **argv)
 {
@@ -493,7 +518,8 @@ ctl_enqueue(struct ctl *c, int argc, char **argv)
 
 	if (first < 0) {
 		fprintf(stderr, "usage: ferryctl enqueue [-q] [--cache | "
-		    "--cache-ttl SECONDS] [--chunk-rows N] QUEUE JSON|-\n");
+		    "--cache-ttl SECONDS] [--chunk-rows N] [--delay DURATION | "
+		    "--at TIME] QUEUE JSON|-\n");
 		return CTL_EX_USAGE;
 	}
 	if ((q = ctl_queue(c, argv[first])) == NULL)

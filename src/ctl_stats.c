@@ -38,7 +38,7 @@ struct proc_info {
 
 struct queue_stats {
 	const char *name;
-	long long ready, requeued, delayed, dead, processing;
+	long long ready, requeued, delayed, scheduled, dead, processing;
 	long long counters[NCOUNTERS];
 	size_t nprocs;
 	struct proc_info *procs;
@@ -135,7 +135,9 @@ stats_lengths(struct ctl *c, const struct queue_keys *k,
 	if ((rc = reply_int(c, "LLEN of the requeue list",
 	    redisCommand(c->rc, "LLEN %s", k->requeue), &st->requeued)) != 0 ||
 	    (rc = reply_int(c, "ZCARD of the delayed set",
-	    redisCommand(c->rc, "ZCARD %s", k->delayed), &st->delayed)) != 0)
+	    redisCommand(c->rc, "ZCARD %s", k->delayed), &st->delayed)) != 0 ||
+	    (rc = reply_int(c, "ZCARD of the scheduled set",
+	    redisCommand(c->rc, "ZCARD %s", k->scheduled), &st->scheduled)) != 0)
 		return rc;
 	return reply_int(c, "LLEN of the dead list",
 	    redisCommand(c->rc, "LLEN %s", k->dead), &st->dead);
@@ -176,6 +178,7 @@ stats_print(const struct queue_stats *st)
 	printf("  %-12s %lld\n", "ready", st->ready);
 	printf("  %-12s %lld\n", "requeued", st->requeued);
 	printf("  %-12s %lld\n", "delayed", st->delayed);
+	printf("  %-12s %lld\n", "scheduled", st->scheduled);
 	printf("  %-12s %lld\n", "dead", st->dead);
 	printf("  %-12s %lld\n", "processing", st->processing);
 	for (size_t i = 0; i < st->nprocs; i++) {
@@ -223,10 +226,11 @@ stats_json(const struct queue_stats *st)
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		json_object_set_new(counters, counter_names[i],
 		    json_integer(st->counters[i]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
 	    "ready", (json_int_t)st->ready,
 	    "requeued", (json_int_t)st->requeued,
 	    "delayed", (json_int_t)st->delayed,
+	    "scheduled", (json_int_t)st->scheduled,
 	    "dead", (json_int_t)st->dead,
 	    "processing", (json_int_t)st->processing,
 	    "workers", procs, "counters", counters);

@@ -35,7 +35,7 @@ struct metrics {
 	int64_t used_memory, maxmemory, memory_ms;   /* INFO memory */
 };
 
-enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_DEAD, ASK_STATS, ASK_OWNERS, ASK_PROC,
+enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_SCHEDULED, ASK_DEAD, ASK_STATS, ASK_OWNERS, ASK_PROC,
     ASK_COUNT };
 
 struct figures_ask {
@@ -132,6 +132,7 @@ figures_store(struct master *m, struct figures_round *fr, int what,
 	switch (what) {
 	case ASK_READY: fr->v.ready = rep->integer; break;
 	case ASK_DELAYED: fr->v.delayed = rep->integer; break;
+	case ASK_SCHEDULED: fr->v.scheduled = rep->integer; break;
 	case ASK_REQUEUED: fr->v.requeued = rep->integer; break;
 	case ASK_DEAD: fr->v.dead = rep->integer; break;
 	case ASK_PROC: fr->v.processing += rep->integer; break;
@@ -177,6 +178,7 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 		fr->asks[i] = (struct figures_ask){ fr, i };
 	const char *ready[] = { "LLEN", fr->k.ready };
 	const char *delayed[] = { "ZCARD", fr->k.delayed };
+	const char *scheduled[] = { "ZCARD", fr->k.scheduled };
 	const char *requeued[] = { "LLEN", fr->k.requeue };
 	const char *dead[] = { "LLEN", fr->k.dead };
 	const char *stats[] = { "HGETALL", fr->k.stats };
@@ -184,6 +186,7 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 	fr->outstanding = 1;    /* hold it until every ask is sent */
 	ask(m, fr, ASK_READY, 2, ready);
 	ask(m, fr, ASK_DELAYED, 2, delayed);
+	ask(m, fr, ASK_SCHEDULED, 2, scheduled);
 	ask(m, fr, ASK_REQUEUED, 2, requeued);
 	ask(m, fr, ASK_DEAD, 2, dead);
 	ask(m, fr, ASK_STATS, 2, stats);

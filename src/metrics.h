@@ -58,7 +58,7 @@ void metrics_view_free(struct metrics_view *v);
 /* What Redis said about a queue at the last refresh: list lengths on every
  * host, and the counters of its stats hash. */
 struct metrics_figures {
-	int64_t ready, requeued, processing, delayed, dead;
+	int64_t ready, requeued, processing, delayed, scheduled, dead;
 	int64_t enqueued, done, retried, deadlettered, recovered, cache_missing;
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
 };

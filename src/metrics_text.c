@@ -81,11 +81,12 @@ status_queue(const struct metrics *mt, const struct metrics_view *v,
 		return;
 	}
 	buf_printf(o, " ready=%lld requeued=%lld processing=%lld "
-	    "delayed=%lld "
+	    "delayed=%lld scheduled=%lld "
 	    "dead=%lld done=%lld retried=%lld deadlettered=%lld recovered=%lld "
 	    "cache_missing=%lld age_ms=%lld\n", (long long)f->ready,
 	    (long long)f->requeued,
-	    (long long)f->processing, (long long)f->delayed, (long long)f->dead,
+	    (long long)f->processing, (long long)f->delayed,
+	    (long long)f->scheduled, (long long)f->dead,
 	    (long long)f->done, (long long)f->retried,
 	    (long long)f->deadlettered, (long long)f->recovered,
 	    (long long)f->cache_missing,
@@ -170,6 +171,9 @@ static const struct {
 	    "on every host.", offsetof(struct metrics_figures, processing) },
 	{ "ferry_queue_delayed", "gauge", "Jobs waiting for their retry time.",
 	    offsetof(struct metrics_figures, delayed) },
+	{ "ferry_queue_scheduled", "gauge", "Producers' delayed jobs waiting "
+	    "for their due time (enqueue --delay/--at).",
+	    offsetof(struct metrics_figures, scheduled) },
 	{ "ferry_queue_dead", "gauge", "Entries in the dead-letter list.",
 	    offsetof(struct metrics_figures, dead) },
 };

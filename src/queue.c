@@ -18,6 +18,8 @@ queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 	snprintf(k->ready, sizeof(k->ready), "%s:{%s}:ready", prefix, queue);
 	snprintf(k->requeue, sizeof(k->requeue), "%s:{%s}:requeue", prefix, queue);
 	snprintf(k->delayed, sizeof(k->delayed), "%s:{%s}:delayed", prefix, queue);
+	snprintf(k->scheduled, sizeof(k->scheduled), "%s:{%s}:scheduled", prefix,
+	    queue);
 	snprintf(k->dead, sizeof(k->dead), "%s:{%s}:dead", prefix, queue);
 	snprintf(k->stats, sizeof(k->stats), "%s:{%s}:stats", prefix, queue);
 	snprintf(k->owners, sizeof(k->owners), "%s:{%s}:owners", prefix, queue);

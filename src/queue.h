@@ -27,7 +27,8 @@ bool queue_role_changed(const redisReply *r);
 struct queue_keys {
 	char ready[QUEUE_KEY_MAX];      /* producers' documents */
 	char requeue[QUEUE_KEY_MAX];    /* ferry's wrappers: taken first */
-	char delayed[QUEUE_KEY_MAX];
+	char delayed[QUEUE_KEY_MAX];     /* ferry's retries (wrappers) */
+	char scheduled[QUEUE_KEY_MAX];   /* producers' delayed documents */
 	char dead[QUEUE_KEY_MAX];
 	char stats[QUEUE_KEY_MAX];
 	char owners[QUEUE_KEY_MAX];

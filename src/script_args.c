@@ -127,9 +127,12 @@ sargs_promote(struct sargs *a, const char *prefix, const char *queue,
     int limit)
 {
 	start(a, LUA_PROMOTE, prefix, queue);
-	put(a, a->k.delayed);           /* KEYS: delayed, requeue */
+	/* KEYS: delayed, requeue, scheduled, ready */
+	put(a, a->k.delayed);
 	put(a, a->k.requeue);
-	a->nkeys = 2;
+	put(a, a->k.scheduled);
+	put(a, a->k.ready);
+	a->nkeys = 4;
 	put(a, num(a, 0, limit));       /* ARGV: at most this many */
 }
 

@@ -45,7 +45,8 @@ void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
 /* reap.lua: dead hosts' lists of queue, judged by the clock hash. */
 void sargs_reap(struct sargs *a, const char *prefix, const char *queue,
     int max_recoveries, long heartbeat_ttl_ms);
-/* promote.lua: at most limit due retries to requeue. */
+/* promote.lua: at most limit due retries to requeue, and at most limit
+ * due scheduled documents to ready. */
 void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
     int limit);
 /* dead_retry.lua: replay the dead entry el (len bytes). */

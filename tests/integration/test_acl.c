@@ -1,7 +1,7 @@
 /* test_acl.c - ferry under Redis 6+ ACLs: a Redis whose default user is off,
  * ferry's own user with exactly the README's ACL line, the producers' user
- * with the README's producer lines; refused credentials at start and while
- * running. */
+ * with the README's producer lines (ready, cache keys, scheduled); refused
+ * credentials at start and while running. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -73,7 +73,7 @@ setup(const char *ferryd_extra)
 {
 	h_setup(&d, ferryd_extra, QUEUE);
 	cr_assert_eq(readme_acl("ACL SETUSER ferry ", ">" FERRY_PW), 1);
-	cr_assert_eq(readme_acl("ACL SETUSER producer ", ">producer-pw"), 2);
+	cr_assert_eq(readme_acl("ACL SETUSER producer ", ">producer-pw"), 3);
 	freeReplyObject(h_redis(&d, "ACL SETUSER admin on >admin-pw ~* &* "
 	    "+@all"));
 	freeReplyObject(h_redis(&d, "AUTH admin admin-pw"));
@@ -174,6 +174,11 @@ Test(acl, producer_pushes_onto_ready_only)
 	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER, "%s",
 	    r != NULL ? r->str : c->errstr);
 	freeReplyObject(r);
+	/* delayed jobs by hand: the producers' scheduled set, nothing else */
+	r = redisCommand(c, "ZADD ferry:{q}:scheduled 0 {\"n\":2}");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER, "%s",
+	    r != NULL ? r->str : c->errstr);
+	freeReplyObject(r);
 	r = redisCommand(c, "SET ferry:{q}:cache:1 x");
 	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "%s",
 	    r != NULL ? r->str : c->errstr);
@@ -185,6 +190,8 @@ Test(acl, producer_pushes_onto_ready_only)
 		"SET ferry:{q}:ready x", "LPUSH other:list x",
 		"EXPIRE ferry:{q}:ready 1", "LPUSH ferry:{q}:cache:2 x",
 		"GET ferry:{q}:cache:1", "EVAL return 1 0",
+		"ZADD ferry:{q}:delayed 0 x", "LPUSH ferry:{q}:scheduled x",
+		"ZADD ferry:{q}:ready 0 x", "ZREM ferry:{q}:scheduled x",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		r = redisCommand(c, refused[i]);

@@ -17,7 +17,7 @@ _default = None
 
 
 def enqueue(queue, job_or_jobs, cache=None, cache_ttl=None, chunk_rows=None,
-            id=None, producer=None):
+            id=None, delay=None, run_at=None, producer=None):
     """Producer.enqueue on `producer`, else on a Producer with ferry's
     defaults connected to $FERRY_REDIS_URL."""
     global _default
@@ -27,4 +27,5 @@ def enqueue(queue, job_or_jobs, cache=None, cache_ttl=None, chunk_rows=None,
                 "FERRY_REDIS_URL", "redis://localhost:6379/0")))
         producer = _default
     return producer.enqueue(queue, job_or_jobs, cache=cache,
-                            cache_ttl=cache_ttl, chunk_rows=chunk_rows, id=id)
+                            cache_ttl=cache_ttl, chunk_rows=chunk_rows, id=id,
+                            delay=delay, run_at=run_at)

@@ -5,6 +5,7 @@ WAIT for replicas when asked (after the script, as ferryctl does). The
 script is the copy shipped in this package, or the installed one
 (script_path, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua)."""
 
+import datetime
 import hashlib
 import os
 import warnings
@@ -19,6 +20,7 @@ from .errors import FerryError, InvalidJobError, NotReplicatedError, \
 CALL_JOBS = 1000               # src/ctl.h CTL_CHUNK
 CALL_BYTES = 16 << 20          # src/ctl.h CTL_CHUNK_BYTES
 TTL_MAX_S = 365 * 86400        # as ferryctl enqueue --cache-ttl
+DELAY_MAX_MS = 3650 * 86400 * 1000   # as ferryctl enqueue --delay (due_time.h)
 
 
 def load_script(path=None):
@@ -53,12 +55,15 @@ class Producer:
         self._said_unchecked = False
 
     def enqueue(self, queue, job_or_jobs, cache=None, cache_ttl=None,
-                chunk_rows=None, id=None):
+                chunk_rows=None, id=None, delay=None, run_at=None):
         """Push one job (a dict, or JSON text pushed as it is) or a list of
         them onto `queue`; returns the ids, as ferryctl enqueue prints them.
         cache=True (or a cache_ttl in seconds) moves each job's data into a
         cache key with that TTL; chunk_rows splits bigger "data" arrays into
-        jobs ID:INDEX; id names a single job."""
+        jobs ID:INDEX; id names a single job. delay (seconds, or a
+        datetime.timedelta) or run_at (an aware datetime, or Unix seconds)
+        holds the jobs in the queue's scheduled set until then, by the Redis
+        clock (ferryctl enqueue --delay / --at)."""
         single = not isinstance(job_or_jobs, (list, tuple))
         docs = [job_or_jobs] if single else list(job_or_jobs)
         if id is not None and not single:
@@ -67,6 +72,7 @@ class Producer:
         rows = _positive("chunk_rows", chunk_rows or self.chunk_rows, 1000000)
         ttl_s = _positive("cache_ttl", cache_ttl or self.cache_ttl, TTL_MAX_S)
         cached = bool(cache) or cache_ttl is not None
+        due = _due_marker(delay, run_at)
         tag = "%s:{%s}:" % (self.prefix, queue)
         elements = []
         for i, doc in enumerate(docs):
@@ -75,16 +81,20 @@ class Producer:
                                        id if single else None)
         pushed = []
         for call in _calls(elements):
-            self._push(tag + "ready", call, ttl_s * 1000 if cached else 0,
+            self._push(tag, call, ttl_s * 1000 if cached else 0, due,
                        pushed)
             pushed += [e.id for e in call]
         self._replicated(queue, pushed)
         return pushed
 
-    def _push(self, ready, call, ttl_ms, pushed):
-        keys = [ready] + [e.key for e in call if e.key]
-        args = [self.max_job_bytes, self.memory_refuse_percent, ttl_ms]
-        k = 1
+    def _push(self, tag, call, ttl_ms, due, pushed):
+        """One call of enqueue.lua: KEYS ready, [scheduled,] the cache
+        keys; ARGV the limits, [the due marker,] three per job."""
+        keys = [tag + "ready"] + ([tag + "scheduled"] if due else []) + \
+            [e.key for e in call if e.key]
+        args = [self.max_job_bytes, self.memory_refuse_percent, ttl_ms] + \
+            ([due] if due else [])
+        k = len(keys) - sum(1 for e in call if e.key)
         for e in call:
             k += e.key is not None
             args += [e.element, k if e.key else 0, e.value]
@@ -125,6 +135,35 @@ def _positive(name, value, most):
         raise ValueError("%s must be a whole number from 1 to %d, not %r"
                          % (name, most, value))
     return value
+
+
+def _due_marker(delay, run_at):
+    """enqueue.lua's due marker: "delay=MS" (from now by the Redis clock)
+    or "at=MS" (Unix ms), or None."""
+    if delay is not None and run_at is not None:
+        raise ValueError("give one of delay= and run_at=, not both")
+    if delay is not None:
+        if isinstance(delay, datetime.timedelta):
+            delay = delay.total_seconds()
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) \
+                or not 0 <= delay * 1000 <= DELAY_MAX_MS:
+            raise ValueError("delay must be seconds (a number or a "
+                             "timedelta) from 0 to 3650 days, not %r"
+                             % (delay,))
+        return "delay=%d" % round(delay * 1000)
+    if run_at is not None:
+        if isinstance(run_at, datetime.datetime):
+            if run_at.tzinfo is None:
+                raise ValueError("run_at must be an aware datetime (with "
+                                 "tzinfo, e.g. datetime.timezone.utc): a "
+                                 "naive one names no instant")
+            run_at = run_at.timestamp()
+        if isinstance(run_at, bool) or \
+                not isinstance(run_at, (int, float)) or run_at < 0:
+            raise ValueError("run_at must be a datetime or Unix seconds, "
+                             "not %r" % (run_at,))
+        return "at=%d" % round(run_at * 1000)
+    return None
 
 
 def _calls(elements):

@@ -3,6 +3,7 @@ chunks and cache keys of ferryctl enqueue, refusals as exception classes
 with nothing pushed, and jobs that arrive as rows in PostgreSQL (queue
 "pg"; the driver, tests/integration/test_python_client.c, counts them)."""
 
+import datetime
 import hashlib
 import json
 import os
@@ -152,3 +153,72 @@ def test_without_info_in_the_acl_it_warns_once_and_pushes(r):
         assert r.llen(READY) == 2
     finally:
         r.acl_deluser("producer")
+
+
+SCHEDULED = "ferry:{py}:scheduled"
+
+
+def redis_ms(r):
+    sec, usec = r.time()
+    return sec * 1000 + usec // 1000
+
+
+def scheduled(r):
+    """(due ms, document) of the scheduled set, the member's prefix cut."""
+    return [(int(score), m.split(b":", 1)[1])
+            for m, score in r.zrange(SCHEDULED, 0, -1, withscores=True)]
+
+
+def test_delay_holds_jobs_in_scheduled_by_the_redis_clock(r):
+    r.delete(READY, SCHEDULED)
+    p = Producer(r)
+    t0 = redis_ms(r)
+    p.enqueue("py", [{"n": 1}, {"n": 1}], delay=2.5, cache=True)
+    p.enqueue("py", {"n": 2}, delay=datetime.timedelta(minutes=1))
+    assert r.llen(READY) == 0
+    got = scheduled(r)
+    assert len(got) == 3            # identical documents stay distinct
+    assert all(t0 + 2500 <= due <= t0 + 2500 + 2000 for due, _ in got[:2])
+    assert t0 + 60000 <= got[2][0] <= t0 + 62000
+    # cached: the documents name their cache keys, which outlive the delay
+    doc = json.loads(got[0][1])
+    assert r.pttl(doc["cache_key"]) > 86400 * 1000
+    p.enqueue("py", {"n": 3}, run_at=datetime.datetime(
+        2100, 1, 1, tzinfo=datetime.timezone.utc))
+    assert scheduled(r)[-1] == (4102444800000, b'{"n":3}')
+    # due already: straight onto ready
+    p.enqueue("py", {"n": 4}, run_at=time.time() - 60)
+    p.enqueue("py", {"n": 5}, delay=0)
+    assert ready(r) == [{"n": 4}, {"n": 5}]
+    assert r.zcard(SCHEDULED) == 4
+
+
+@pytest.mark.parametrize("kw", [
+    {"delay": -1}, {"delay": "30s"}, {"delay": True},
+    {"delay": 3651 * 86400}, {"run_at": datetime.datetime(2030, 1, 1)},
+    {"run_at": "tomorrow"}, {"delay": 1, "run_at": 1},
+])
+def test_bad_delays_are_refused_before_redis(r, kw):
+    r.delete(READY, SCHEDULED)
+    with pytest.raises(ValueError):
+        Producer(r).enqueue("py", {"n": 1}, **kw)
+    assert r.exists(READY, SCHEDULED) == 0
+
+
+def test_delayed_rows_reach_postgres_when_due(r):
+    """After test_rows_reach_postgres (2,505 jobs done in queue pg)."""
+    done = "ferry:{pg}:stats"
+    before = int(r.hget(done, "done") or 0)
+    t0 = redis_ms(r)
+    Producer(r).enqueue("pg", [{"n": 30000 + i} for i in range(100)],
+                        delay=1.5)
+    while redis_ms(r) < t0 + 1500:
+        seen = int(r.hget(done, "done") or 0)     # read before the clock
+        if redis_ms(r) < t0 + 1500:
+            assert seen == before, "a delayed job ran before it was due"
+        time.sleep(0.02)
+    end = time.time() + 20
+    while int(r.hget(done, "done") or 0) < before + 100 and time.time() < end:
+        time.sleep(0.05)
+    assert int(r.hget(done, "done")) == before + 100
+    assert r.exists("ferry:{pg}:scheduled") == 0
