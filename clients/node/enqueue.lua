@@ -9,24 +9,49 @@ local STR_MAX = 4096 local function ferry_error(code, msg) return redis.error_re
 -- job refuses the whole call, naming its index (from 1). No allow-oom: at
 -- maxmemory Redis refuses the script before it starts. `enqueued` is not
 -- counted here: fetch.lua counts it when a worker takes the job.
--- KEYS: ready, then the cache keys the jobs name
+-- KEYS: ready, [scheduled (with a due marker),] then the cache keys the
+--       jobs name
 -- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
---       checked), cache TTL in ms (0: no cache keys), then per job: the
---       document, the index of its cache key in KEYS (0: none), its value
---       ("" without a key)
---       ARGV[4] may be "checked" (then the jobs follow from ARGV[5]): the
---       caller (ferryctl) has parsed every document as a worker will, so
---       only the cheap checks run here (wrapper prefix, empty, size), not
---       the JSON ones, which cost ~6 us a job of Redis' time. Nothing is
---       trusted by this: a worker parses every job again (the trust
---       boundary is the worker, not this script).
+--       checked), cache TTL in ms (0: no cache keys), then at most two
+--       markers, then per job: the document, the index of its cache key
+--       in KEYS (0: none), its value ("" without a key)
+--       A marker "checked": the caller (ferryctl) has parsed every
+--       document as a worker will, so only the cheap checks run here
+--       (wrapper prefix, empty, size), not the JSON ones, which cost ~6 us
+--       a job of Redis' time. Nothing is trusted by this: a worker parses
+--       every job again (the trust boundary is the worker, not this script).
+--       A due marker "delay=MS" (from now, by the Redis clock) or "at=MS"
+--       (Unix ms, by the Redis clock; KEYS[2] is then the scheduled zset):
+--       jobs not yet due go into scheduled, scored by their due ms, each
+--       member "<us>-<n>:<document>" (us: Redis TIME in microseconds, n:
+--       the job's index, raised past any member already there, so that
+--       identical documents stay distinct; promote.lua strips the prefix
+--       and LPUSHes the document onto ready). Their cache keys live the
+--       TTL past the due time. Due already: pushed onto ready at once.
 -- Returns {jobs pushed, "" or why the memory was not checked}.
 -- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
 local max_bytes, refuse, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local checked = (#ARGV - 3) % 3 == 1 and ARGV[4] == 'checked'
-if not max_bytes or not refuse or not ttl or ttl < 0 or ((#ARGV - 3) % 3 ~= 0 and not checked) then
-	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, ["checked",] then three per job')
+local nmarkers = (#ARGV - 3) % 3
+local checked, due_kind, due_arg = false, nil, nil
+local markers_ok = true
+for a = 4, 3 + nmarkers do
+	local kind, v = string.match(ARGV[a], '^(%a+)=(%d+)$')
+	if ARGV[a] == 'checked' and not checked then
+		checked = true
+	elseif (kind == 'delay' or kind == 'at') and not due_kind and #v <= 15 then
+		due_kind, due_arg = kind, tonumber(v)
+	else
+		markers_ok = false
+	end
 end
+if not max_bytes or not refuse or not ttl or ttl < 0 or not markers_ok or (due_kind and #KEYS < 2) then
+	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, at most one of "checked" and one of "delay=MS" or "at=MS" (then KEYS[2] is the scheduled set), then three per job')
+end
+local first_job = 4 + nmarkers
+local first_cache = due_kind and 3 or 2
+local now = due_kind and now_ms() or 0
+local due = due_kind == 'delay' and now + due_arg or due_arg or 0
+local wait_ms = due > now and due - now or 0
 local WRAPPER_HEAD = '{"ferry":1,'
 local JANSSON_MAX_DEPTH = 2048
 local ID_MAX, CACHE_KEY_MAX = 128, 512
@@ -188,11 +213,11 @@ end
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
 local jobs = {}
-for a = checked and 5 or 4, #ARGV, 3 do
+for a = first_job, #ARGV, 3 do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
-	if not k or k < 0 or k ~= math.floor(k) or k == 1 or k > #KEYS or (k > 0 and ttl == 0) then
-		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or 2..' .. #KEYS .. ' (with a cache TTL)')
+	if not k or k < 0 or k ~= math.floor(k) or (k > 0 and k < first_cache) or k > #KEYS or (k > 0 and ttl == 0) then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or ' .. first_cache .. '..' .. #KEYS .. ' (with a cache TTL)')
 	end
 	local why = checked and cheap_refusal(doc) or not checked and refusal(doc) or nil
 	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
@@ -219,9 +244,20 @@ if refuse > 0 then
 	end
 end
 
-for a = checked and 5 or 4, #ARGV, 3 do
+for a = first_job, #ARGV, 3 do
 	local k = tonumber(ARGV[a + 1])
-	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl) end
+	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl + wait_ms) end
+end
+if wait_ms > 0 then
+	local t = redis.call('TIME')
+	local us = t[1] .. string.format('%06d', tonumber(t[2]))
+	for i, doc in ipairs(jobs) do
+		local n = i
+		while redis.call('ZADD', KEYS[2], 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
+			n = n + #jobs
+		end
+	end
+	return { #jobs, unchecked }
 end
 for from = 1, #jobs, 1000 do
 	redis.call('LPUSH', KEYS[1], unpack(jobs, from, math.min(from + 999, #jobs)))
