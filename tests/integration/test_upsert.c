@@ -376,3 +376,126 @@ Test(upsert_config, keys_are_checked_at_load)
 	cr_assert_str_eq(got, "");
 	free(got);
 }
+
+TestSuite(upsert_ferryd, .fini = teardown, .timeout = 600);
+
+/* Queue q upserting into profiles by k through ferryd; init-db run. */
+static void
+setup_ferryd(const char *ferryd_extra, const char *queue_extra)
+{
+	char global[512], queue[512];
+	struct h_run r;
+
+	h_setup(&d, NULL, "");
+	snprintf(global, sizeof(global), "%s%s", h_pg_start(&d), ferryd_extra);
+	snprintf(queue, sizeof(queue), "[queue q]\nhandler = postgres\n"
+	    "table = profiles\ncolumns = k, name, v\nmode = upsert\nkey = k\n%s",
+	    queue_extra);
+	h_config(&d, global, queue);
+	h_pg_exec(&d, PROFILES);
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 0, "%s%s",
+	    r.out, r.err);
+	h_run_free(&r);
+}
+
+/* Jobs i = 0..n-1, in queue order: {"k": i % keys, "name": "n<i>",
+ * "v": i}. */
+static void
+push_profiles(int n, int keys)
+{
+	freeReplyObject(h_redis(&d, "PING"));
+	for (int i = 0; i < n; i++)
+		redisAppendCommand(d.rc, "LPUSH ferry:{q}:ready "
+		    "{\"k\":%d,\"name\":\"n%d\",\"v\":%d}", i % keys, i, i);
+	for (int i = 0; i < n; i++) {
+		redisReply *r;
+		cr_assert_eq(redisGetReply(d.rc, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+}
+
+/* One row per key, each holding the last job of its key, n jobs in all. */
+static void
+assert_last_of_each_key(int n, int keys)
+{
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM profiles"), keys);
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM profiles WHERE v = "
+	    "%d - %d + k AND name = 'n' || v", n, keys);
+	cr_assert_eq(h_pg_int(&d, sql), keys, "a key does not hold its last "
+	    "job");
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+}
+
+/* 20,000 jobs over 500 keys, 4 workers, one killed with SIGKILL every
+ * 300 ms (each apply made 10 ms longer so that kills land inside
+ * transactions and between COMMIT and ack): with version, every key ends
+ * with its last job, whatever order the workers committed in. */
+Test(upsert_ferryd, newest_value_survives_killed_workers)
+{
+	pid_t pids[H_MAX_PIDS];
+	int kills = 0;
+
+	setup_ferryd("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
+	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n"
+	    "version = v\n");
+	h_pg_exec(&d, "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql "
+	    "AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER slow AFTER INSERT ON profiles "
+	    "FOR EACH STATEMENT EXECUTE FUNCTION slow()");
+	push_profiles(20000, 500);
+	h_start(&d, 4);
+	srandom(7);
+	long long end = h_now_ms() + 300000;
+	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 20000 &&
+	    h_now_ms() < end) {
+		h_sleep_ms(300);
+		int n = h_children(d.pid, pids, H_MAX_PIDS);
+		if (n > 0) {
+			kill(pids[random() % n], SIGKILL);
+			kills++;
+		}
+	}
+	h_wait_redis_int(&d, 20000, "HGET ferry:{q}:stats done");
+	cr_assert_geq(kills, 10, "only %d kills: the run was too short", kills);
+	assert_last_of_each_key(20000, 500);
+	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&d);
+}
+
+/* The worker dies right after the first batch's COMMIT, before the ack
+ * (test hook): its jobs come back stamped, the fence finds the batch
+ * committed, and they are acked without being applied again (no version:
+ * a re-applied batch would leave older values, or, before the later
+ * batches, apply a job's row twice, which a trigger records). */
+Test(upsert_ferryd, death_between_commit_and_ack_applies_nothing_again)
+{
+	char hook[400], env[450];
+
+	setup_ferryd("", "workers = 1\nbatch_size = 100\n");
+	h_pg_exec(&d, "CREATE TABLE applied (v bigint)");
+	h_pg_exec(&d, "CREATE FUNCTION record() RETURNS trigger LANGUAGE "
+	    "plpgsql AS $$ BEGIN INSERT INTO applied VALUES (NEW.v); RETURN "
+	    "NULL; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER record AFTER INSERT OR UPDATE ON profiles "
+	    "FOR EACH ROW EXECUTE FUNCTION record()");
+	snprintf(hook, sizeof(hook), "%s/exit-after-commit", d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	push_profiles(300, 50);
+	h_start(&d, 1);
+	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
+	assert_last_of_each_key(300, 50);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) - count(DISTINCT v) FROM "
+	    "applied"), 0, "a job's row was applied twice");
+	cr_assert_geq(h_pg_int(&d, "SELECT count(*) FROM applied"), 150);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&d);
+}
