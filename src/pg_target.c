@@ -165,7 +165,8 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
 		free(t->copy_sql);
 		t->copy_sql = copy_sql(conn, t->quoted, &t->cols);
 		if (t->mode == PG_TARGET_UPSERT)
-			st = pg_target_upsert_describe(t, conn, err, errsize);
+			st = pg_target_upsert_describe(t, conn, cols, err,
+			    errsize);
 	}
 	PQclear(cols);
 	return st;

@@ -48,9 +48,10 @@ enum pg_status pg_target_describe(struct pg_target *t, PGconn *conn,
 
 /* The upsert part of pg_target_describe: key, update_columns and version
  * against the columns written, key against the table's unique indexes;
- * the staging table's SQL. */
+ * the staging table's SQL. table_cols: the table's column names (column
+ * 0 of each row). */
 enum pg_status pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
-    char *err, size_t errsize);
+    PGresult *table_cols, char *err, size_t errsize);
 /* What a new connection needs before the target's statements run: the
  * staging table of upsert (nothing for insert). PG_FATAL when it cannot be
  * created (no TEMP privilege), PG_UNAVAILABLE when the server failed. */

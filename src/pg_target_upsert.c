@@ -161,13 +161,25 @@ check_unique(const struct pg_target *t, PGconn *conn,
 	return PG_OK;
 }
 
+/* ", ALTER COLUMN c what" */
+static void
+put_alter(struct buf *b, PGconn *conn, const char *column, const char *what)
+{
+	char *c = PQescapeIdentifier(conn, column, strlen(column));
+
+	buf_printf(b, ", ALTER COLUMN %s %s", c, what);
+	PQfreemem(c);
+}
+
 /* The staging table: the target's columns with their defaults and CHECK
  * constraints (so that a row a later one of its key replaces is still
  * checked, when COPYed), key and version NOT NULL (a NULL key would match
- * no row, a NULL version order nowhere: such a row is refused), and the
+ * no row, a NULL version order nowhere: such a row is refused), columns
+ * not written nullable (the table fills them itself: an identity column,
+ * which LIKE copies without its default, would refuse every row), and the
  * position of each row in the batch. Rows go at each commit. */
 static char *
-stage_sql(const struct pg_target *t, PGconn *conn,
+stage_sql(const struct pg_target *t, PGconn *conn, PGresult *table_cols,
     const struct name_list *notnull)
 {
 	struct buf b = BUF_INIT;
@@ -176,12 +188,12 @@ stage_sql(const struct pg_target *t, PGconn *conn,
 	    "DEFAULTS INCLUDING CONSTRAINTS) ON COMMIT DELETE ROWS;ALTER TABLE "
 	    STAGE " ADD COLUMN " POSITION " bigint GENERATED ALWAYS AS "
 	    "IDENTITY", t->quoted);
-	for (int i = 0; i < notnull->n; i++) {
-		char *c = PQescapeIdentifier(conn, notnull->names[i],
-		    strlen(notnull->names[i]));
-		buf_printf(&b, ", ALTER COLUMN %s SET NOT NULL", c);
-		PQfreemem(c);
-	}
+	for (int i = 0; i < notnull->n; i++)
+		put_alter(&b, conn, notnull->names[i], "SET NOT NULL");
+	for (int i = 0; i < PQntuples(table_cols); i++)
+		if (!written(t, PQgetvalue(table_cols, i, 0)))
+			put_alter(&b, conn, PQgetvalue(table_cols, i, 0),
+			    "DROP NOT NULL");
 	return buf_take(&b);
 }
 
@@ -286,8 +298,8 @@ check_names(const struct pg_target *t, const struct name_list *key,
 }
 
 enum pg_status
-pg_target_upsert_describe(struct pg_target *t, PGconn *conn, char *err,
-    size_t errsize)
+pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
+    PGresult *table_cols, char *err, size_t errsize)
 {
 	struct name_list key, update, version, notnull;
 	enum pg_status st;
@@ -306,7 +318,7 @@ pg_target_upsert_describe(struct pg_target *t, PGconn *conn, char *err,
 		free(t->stage_sql);
 		free(t->apply_sql);
 		free(t->copy_sql);
-		t->stage_sql = stage_sql(t, conn, &notnull);
+		t->stage_sql = stage_sql(t, conn, table_cols, &notnull);
 		t->apply_sql = apply_sql(t, conn, &key, &update,
 		    version.n == 1 ? version.names[0] : NULL);
 		t->copy_sql = stage_copy_sql(t, conn);

@@ -183,6 +183,38 @@ Test(upsert, replayed_batch_changes_nothing)
 	h_stop(&d);
 }
 
+/* The usual table of application state: an identity primary key the
+ * table fills, the upsert key a unique column; the staging table must not
+ * refuse rows for the identity column LIKE copies as NOT NULL. */
+Test(upsert, identity_column_not_written)
+{
+	static const char *const docs[] = {
+		"{\"email\":\"a@x\",\"name\":\"a\"}",
+		"{\"email\":\"b@x\",\"name\":\"b\"}",
+		"{\"email\":\"a@x\",\"name\":\"c\"}",
+	};
+	struct config_errors errs = { 0, NULL };
+
+	h_setup(&d, NULL, "");
+	h_config(&d, h_pg_start(&d), "[queue q]\nhandler = postgres\n"
+	    "table = users\ncolumns = email, name\nmode = upsert\n"
+	    "key = email\n");
+	h_pg_exec(&d, "CREATE TABLE users (id bigint GENERATED ALWAYS AS "
+	    "IDENTITY PRIMARY KEY, email text NOT NULL UNIQUE, name text, "
+	    "created timestamptz NOT NULL DEFAULT now())");
+	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
+	struct sink_pg *s = new_sink(&cfg.queues[0]);
+	run_ok(s, docs, 3, "w:1");
+	char *got = h_pg_text(&d, "SELECT string_agg(email || '=' || name, ',' "
+	    "ORDER BY email) FROM users");
+	cr_assert_str_eq(got, "a@x=c,b@x=b");
+	free(got);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM users WHERE id IS NOT "
+	    "NULL AND created IS NOT NULL"), 2);
+	sink_pg_free(s);
+	h_stop(&d);
+}
+
 /* A type error, a NULL key and a CHECK violation (in a row a later job of
  * its key would replace: still refused) are dead with their SQLSTATE; the
  * others commit in order; a replay of the batch says the same. */
@@ -246,8 +278,8 @@ Test(upsert, version_keeps_the_newest)
 	h_stop(&d);
 }
 
-/* ferryd's start (and init-db, the same check) refuse a key that no
- * unique index matches: a partial unique index does not count. */
+/* ferryd's start and init-db refuse a key that no unique index matches:
+ * a partial unique index does not count. */
 Test(upsert, key_without_unique_index_is_refused)
 {
 	char err[512], *out;
@@ -268,6 +300,12 @@ Test(upsert, key_without_unique_index_is_refused)
 	cr_assert(strstr(out, "key: \"k\" is not the primary key") != NULL,
 	    "%s", out);
 	free(out);
+	struct h_run r;
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 65, "%s%s",
+	    r.out, r.err);
+	cr_assert(strstr(r.err, "key: \"k\" is not the primary key") != NULL,
+	    "%s%s", r.out, r.err);
+	h_run_free(&r);
 	h_pg_exec(&d, "CREATE UNIQUE INDEX ON profiles (k)");
 	cr_assert_eq(pg_target_check(&cfg, q, false, NULL, err, sizeof(err)),
 	    PG_OK, "%s", err);
