@@ -32,6 +32,12 @@ enum config_handler {
 	CONFIG_HANDLER_POSTGRES, /* COPY each batch into `table` */
 };
 
+/* handler = postgres: how a batch's rows go into the table */
+enum config_pg_mode {
+	CONFIG_MODE_INSERT,      /* COPY every row */
+	CONFIG_MODE_UPSERT,      /* insert, or update the row with the key */
+};
+
 struct queue_config {
 	char name[CONFIG_QUEUE_NAME_MAX + 1];
 	int line;                /* line of the [queue NAME] header */
@@ -62,6 +68,13 @@ struct queue_config {
 	char *table;             /* "name" or "schema.name", checked */
 	char *columns;           /* copy_columns_parse spec, checked; "" =
 	                          * the table's own columns */
+	int mode;                /* enum config_pg_mode */
+	char *key;               /* mode = upsert: "col, col" (a unique index
+	                          * of the table: checked at start) */
+	char *update_columns;    /* mode = upsert: "col, col"; "" = every
+	                          * column written that is not in key */
+	char *version;           /* mode = upsert: a column; "" = none: a row
+	                          * is updated only by a greater version */
 	/* Per-queue PostgreSQL overrides: "" (or NULL) = use [ferryd]'s;
 	 * config_pg_conninfo merges them. */
 	char *pg_host;           /* one host, or several: "a, b" (libpq) */
@@ -252,5 +265,6 @@ const char *config_secret_exposed(const struct ferry_config *cfg,
 
 const char *config_handler_name(int handler);
 const char *config_log_level_name(int level);
+const char *config_mode_name(int mode);
 
 #endif

@@ -259,6 +259,43 @@ config_check_columns(const char *v, char *buf, size_t size)
 	return NULL;
 }
 
+/* One column (version); empty: none. */
+const char *
+config_check_column(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	return *v == '\0' || valid_ident(v, strlen(v)) ? NULL : "is not a "
+	    "valid column name (allowed: one name of 1..63 characters of A-Z "
+	    "a-z 0-9 _, not starting with a digit)";
+}
+
+/* key, update_columns: "col, col", no duplicates; empty: not set. */
+const char *
+config_check_column_list(const char *v, char *buf, size_t size)
+{
+	const char *cur = v, *item, *prev, *pitem;
+	size_t len, plen;
+
+	while (config_list_next(&cur, &item, &len)) {
+		if (!valid_ident(item, len)) {
+			snprintf(buf, size, "\"%.*s\" is not a valid column name "
+			    "(allowed: names separated by commas, each 1..63 "
+			    "characters of A-Z a-z 0-9 _, not starting with a digit)",
+			    (int)len, item);
+			return buf;
+		}
+		for (prev = v; config_list_next(&prev, &pitem, &plen) &&
+		    pitem < item; )
+			if (plen == len && strncmp(pitem, item, len) == 0) {
+				snprintf(buf, size, "column \"%.*s\" is named twice "
+				    "(allowed: each column once)", (int)len, item);
+				return buf;
+			}
+	}
+	return NULL;
+}
+
 bool
 config_list_next(const char **cursor, const char **item, size_t *len)
 {

@@ -45,6 +45,9 @@ static const char *const log_level_names[] = {
 static const char *const handler_names[] = {
 	"noop", "exec", "postgres", NULL
 };
+static const char *const mode_names[] = {
+	"insert", "upsert", NULL
+};
 
 #define F(field) offsetof(struct ferry_config, field)
 #define Q(field) offsetof(struct queue_config, field)
@@ -153,6 +156,11 @@ static const struct config_key config_keys[] = {
 	    config_check_cache_prefixes),
 	STR(S_QUEUE, "table", Q(table), "", config_check_table),
 	STR(S_QUEUE, "columns", Q(columns), "", config_check_columns),
+	ENUM(S_QUEUE, "mode", Q(mode), "insert", mode_names),
+	STR(S_QUEUE, "key", Q(key), "", config_check_column_list),
+	STR(S_QUEUE, "update_columns", Q(update_columns), "",
+	    config_check_column_list),
+	STR(S_QUEUE, "version", Q(version), "", config_check_column),
 	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
 	STR(S_QUEUE, "pg_port", Q(pg_port), "", config_check_pg_ports),
 	STR(S_QUEUE, "pg_database", Q(pg_database), "", NULL),
@@ -487,4 +495,12 @@ config_log_level_name(int level)
 	if (level < 0 || level >= (int)FERRY_ARRAY_LEN(log_level_names) - 1)
 		return "unknown";
 	return log_level_names[level];
+}
+
+const char *
+config_mode_name(int mode)
+{
+	if (mode < 0 || mode >= (int)FERRY_ARRAY_LEN(mode_names) - 1)
+		return "unknown";
+	return mode_names[mode];
 }

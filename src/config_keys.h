@@ -31,6 +31,8 @@ const char *config_check_abs_path(const char *v, char *buf, size_t size);
 const char *config_check_cache_prefixes(const char *v, char *buf, size_t size);
 const char *config_check_cluster(const char *v, char *buf, size_t size);
 const char *config_check_columns(const char *v, char *buf, size_t size);
+const char *config_check_column(const char *v, char *buf, size_t size);
+const char *config_check_column_list(const char *v, char *buf, size_t size);
 const char *config_check_listen(const char *v, char *buf, size_t size);
 const char *config_check_log(const char *v, char *buf, size_t size);
 const char *config_check_pg_ports(const char *v, char *buf, size_t size);

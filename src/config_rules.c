@@ -141,6 +141,35 @@ check_pg_hosts(struct loader *st, int queue, const char *host,
 		    label, port, nports, nhosts, nhosts == 1 ? "" : "s");
 }
 
+/* mode and the keys of mode = upsert, which only it uses. Whether key is
+ * a unique index of the table is for the start check (pg_target.c). */
+static void
+check_mode_keys(struct loader *st, int i)
+{
+	static const char *const upsert_keys[] = { "key", "update_columns",
+	    "version" };
+	const struct queue_config *q = &st->cfg->queues[i];
+	const char *values[] = { q->key, q->update_columns, q->version };
+
+	if (q->mode != CONFIG_MODE_INSERT && q->handler != CONFIG_HANDLER_POSTGRES)
+		config_error(st, blame_line(st, i, "mode", NULL), "[queue %s] mode: "
+		    "\"%s\" is set but handler = %s (only used with handler = "
+		    "postgres)", q->name, config_mode_name(q->mode),
+		    config_handler_name(q->handler));
+	if (q->mode == CONFIG_MODE_UPSERT && *q->key == '\0' &&
+	    key_line(st, i, "key") >= 0)
+		config_error(st, blame_line(st, i, "key", "mode"), "[queue %s] "
+		    "key: required when mode = upsert (allowed: the columns of a "
+		    "primary key or unique index of the table, such as key = id)",
+		    q->name);
+	for (size_t k = 0; k < FERRY_ARRAY_LEN(upsert_keys); k++)
+		if (q->mode != CONFIG_MODE_UPSERT && *values[k] != '\0')
+			config_error(st, blame_line(st, i, upsert_keys[k], NULL),
+			    "[queue %s] %s: \"%s\" is set but mode = %s (only used "
+			    "with mode = upsert)", q->name, upsert_keys[k], values[k],
+			    config_mode_name(q->mode));
+}
+
 static void
 check_queue(struct loader *st, int i)
 {
@@ -159,6 +188,7 @@ check_queue(struct loader *st, int i)
 	    "handler_timeout", q->handler_timeout_ms, "<", "job_timeout",
 	    q->job_timeout_ms);
 	check_cache_prefixes(st, i);
+	check_mode_keys(st, i);
 	if (q->handler == CONFIG_HANDLER_POSTGRES)
 		check_pg_hosts(st, i, *q->pg_host ? q->pg_host : st->cfg->pg_host,
 		    *q->pg_port ? q->pg_port : st->cfg->pg_port);

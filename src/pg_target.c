@@ -79,7 +79,8 @@ pg_target_init(struct pg_target *t, const struct queue_config *q)
 {
 	memset(t, 0, sizeof(*t));
 	t->q = q;
-	t->mode = PG_TARGET_INSERT;
+	t->mode = q->mode == CONFIG_MODE_UPSERT ? PG_TARGET_UPSERT :
+	    PG_TARGET_INSERT;
 }
 
 void
@@ -88,6 +89,8 @@ pg_target_free(struct pg_target *t)
 	copy_columns_free(&t->cols);
 	free(t->quoted);
 	free(t->copy_sql);
+	free(t->stage_sql);
+	free(t->apply_sql);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -161,6 +164,9 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
 	if ((st = resolve_columns(t, cols, err, errsize)) == PG_OK) {
 		free(t->copy_sql);
 		t->copy_sql = copy_sql(conn, t->quoted, &t->cols);
+		if (t->mode == PG_TARGET_UPSERT)
+			st = pg_target_upsert_describe(t, conn, cols, err,
+			    errsize);
 	}
 	PQclear(cols);
 	return st;
@@ -177,7 +183,9 @@ pg_target_fast_sql(const struct pg_target *t, const struct pg_batches *b,
 
 	if (k != NULL)
 		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
-		    "VALUES (%s, 'committed');%s;COMMIT", b->name, k, t->copy_sql);
+		    "VALUES (%s, 'committed');%s;%s%sCOMMIT", b->name, k,
+		    t->copy_sql, t->apply_sql ? t->apply_sql : "",
+		    t->apply_sql ? ";" : "");
 	PQfreemem(k);
 	return sql;
 }
@@ -308,6 +316,8 @@ describe(PGconn *conn, const struct queue_config *q,
 
 	pg_target_init(&t, q);
 	st = pg_target_describe(&t, conn, err, errsize);
+	if (st == PG_OK)
+		st = pg_target_prepare(&t, conn, err, errsize);
 	pg_target_free(&t);
 	return st != PG_OK ? st : pg_target_batches_check(conn, b, err, errsize);
 }

@@ -15,12 +15,12 @@
 #include "copy.h"
 #include "pg_conn.h"
 
-/* How a target's rows go in. Only insert exists; upsert and update
- * (issue 17) add their modes here, and their SQL (a staging table LIKE
- * the target, INSERT ... SELECT ... ON CONFLICT) to struct pg_target,
- * generated in pg_target_describe beside copy_sql. */
+/* How a target's rows go in ([queue] mode). update (issue 17) adds its
+ * mode here. */
 enum pg_target_mode {
 	PG_TARGET_INSERT,        /* COPY every row into the table */
+	PG_TARGET_UPSERT,        /* COPY into a staging table, then insert or
+	                          * update by key from it (pg_target_upsert.c) */
 };
 
 struct pg_target {
@@ -28,8 +28,13 @@ struct pg_target {
 	enum pg_target_mode mode;
 	char *quoted;            /* the table, schema and name quoted */
 	struct copy_columns cols;  /* what feeds each column */
-	char *copy_sql;          /* COPY quoted (columns) FROM STDIN; NULL
-	                          * until described */
+	char *copy_sql;          /* COPY quoted (columns) FROM STDIN (upsert:
+	                          * into the staging table); NULL until
+	                          * described */
+	/* upsert only, else NULL */
+	char *stage_sql;         /* creates the staging table: once per
+	                          * connection (pg_target_prepare) */
+	char *apply_sql;         /* the staged rows into the table */
 };
 
 /* A target for queue q's table, not yet described. */
@@ -40,6 +45,21 @@ void pg_target_free(struct pg_target *t);
  * failed for another reason (the connection died, a timeout). */
 enum pg_status pg_target_describe(struct pg_target *t, PGconn *conn,
     char *err, size_t errsize);
+
+/* The upsert part of pg_target_describe: key, update_columns and version
+ * against the columns written, key against the table's unique indexes;
+ * the staging table's SQL. table_cols: the table's column names (column
+ * 0 of each row). */
+enum pg_status pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
+    PGresult *table_cols, char *err, size_t errsize);
+/* What a new connection needs before the target's statements run: the
+ * staging table of upsert (nothing for insert). PG_FATAL when it cannot be
+ * created (no TEMP privilege), PG_UNAVAILABLE when the server failed. */
+enum pg_status pg_target_prepare(const struct pg_target *t, PGconn *conn,
+    char *err, size_t errsize);
+/* Empties the staging table inside a transaction (between the parts the
+ * slow path applies); ON COMMIT DELETE ROWS empties it at each commit. */
+#define PG_TARGET_CLEAR_STAGE_SQL "DELETE FROM pg_temp.ferry_stage"
 
 /* ferry_batches where [ferryd] pg_batches_schema says (never by
  * search_path), and the statements on it; each takes the batch key as $1. */
@@ -65,7 +85,7 @@ enum pg_status pg_target_batches_check(PGconn *conn,
 
 /* A batch in one simple query, which the server abandons at the first
  * error: BEGIN; the batch's row under key; the target's statements (the
- * COPY); COMMIT. To free; NULL when libpq's escaping refused the key. */
+ * COPY, and for upsert the apply_sql after it); COMMIT. To free; NULL when libpq's escaping refused the key. */
 char *pg_target_fast_sql(const struct pg_target *t,
     const struct pg_batches *b, PGconn *conn, const char *key);
 

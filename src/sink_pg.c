@@ -82,6 +82,8 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 		if (st == PG_OK)
 			st = pg_target_batches_check(s->conn, &s->batches, err,
 			    errsize);
+		if (st == PG_OK)
+			st = pg_target_prepare(&s->target, s->conn, err, errsize);
 		if (st == PG_FATAL && described)
 			st = PG_UNAVAILABLE;
 	}
@@ -231,18 +233,19 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	}
 	/* else the COPY did not start (a table renamed, a grant revoked):
 	 * r is its error, with the SQLSTATE that classifies it */
-	if (PQresultStatus(r) == PGRES_COMMAND_OK) {
-		PQclear(r);
-		while ((r = PQgetResult(s->conn)) != NULL)
-			PQclear(r);
-		return run(s, "RELEASE SAVEPOINT ferry_part", f);
-	}
-	pg_conn_failure(s->conn, r, f);
+	bool copied = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!copied)
+		pg_conn_failure(s->conn, r, f);
 	PQclear(r);
 	while ((r = PQgetResult(s->conn)) != NULL)
 		PQclear(r);
 	if (!sent)
 		pg_conn_lost(s->conn, f);
+	/* upsert: the part's rows from the staging table into the table */
+	if (copied && (s->target.apply_sql == NULL ||
+	    (run(s, s->target.apply_sql, f) &&
+	    run(s, PG_TARGET_CLEAR_STAGE_SQL, f))))
+		return run(s, "RELEASE SAVEPOINT ferry_part", f);
 	if (f->cls != PG_ERR_DATA)
 		return false;
 	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", f))
@@ -263,7 +266,9 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 
 /* A row refused only because of a row after it (a foreign key to a later
  * row of the batch, checked per part when halving) goes in once the others
- * are in: COPY the refused rows again while that lets some in. */
+ * are in: COPY the refused rows again while that lets some in. Not for
+ * upsert: a row applied after the later rows of its key would undo them
+ * (out of queue order), so there a refused row stays refused. */
 static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     struct pg_failure *f)
@@ -271,7 +276,7 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
 	bool ok = true;
 
-	for (still = -1; ok; ) {
+	for (still = -1; ok && s->target.mode != PG_TARGET_UPSERT; ) {
 		n = 0;
 		for (int k = 0; k < s->nidx; k++)
 			if (res[s->idx[k]].outcome == HANDLER_FAIL)
@@ -382,8 +387,9 @@ static enum fast_result
 write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f)
 {
-	/* the statements in the query string (pg_target_fast_sql), in order */
-	const int insert_stage = 1, copy_stage = 2, commit_stage = 3;
+	/* the statements in the query string (pg_target_fast_sql), in order:
+	 * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT */
+	const int insert_stage = 1, copy_stage = 2;
 	int stage = 0, failed_stage = -1;
 	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key);
 	PGresult *r;
@@ -427,9 +433,9 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	if (failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
 		return replay_results(s, key, jobs, res, n, f) ? FAST_DONE :
 		    FAST_FAILED;
-	/* a refused row, or a deferred constraint that failed at COMMIT */
-	if ((failed_stage == copy_stage || failed_stage == commit_stage) &&
-	    f->cls == PG_ERR_DATA)
+	/* a refused row (in the COPY or the apply), or a deferred constraint
+	 * that failed at COMMIT */
+	if (failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
 		return FAST_SLOW_PATH;
 	return FAST_FAILED;
 }

@@ -2,6 +2,7 @@
  * of one PostgreSQL client, to compare ferry's sink with.
  *
  *   copy_raw CONNINFO TABLE FILE ROWS_PER_TX [copy|insert]
+ *   copy_raw CONNINFO TABLE FILE ROWS_PER_TX upsert SETUP_SQL TX_SQL
  *
  * FILE holds rows in COPY text format (one line a row, columns separated by
  * tabs, as COPY TABLE FROM STDIN reads them). All rows are read into memory
@@ -13,6 +14,11 @@
  *   insert  one INSERT INTO TABLE VALUES ($1, $2, ...) per row (a prepared
  *           statement, parameters as text), ROWS_PER_TX rows a transaction;
  *           with 1, each INSERT commits alone (autocommit, pgbench-style)
+ *   upsert  SETUP_SQL once before the clock (a temporary staging table),
+ *           then per ROWS_PER_TX rows TX_SQL as one query string, e.g.
+ *           "BEGIN;COPY stage (a, b) FROM STDIN;INSERT INTO TABLE ...
+ *           SELECT ... FROM stage ON CONFLICT ...;COMMIT", the rows sent
+ *           at its COPY: two round trips, as ferry's upsert does
  *
  * Prints: rows seconds rows_per_second. Exit status 0 done, 1 a server
  * error, 2 usage.
@@ -45,6 +51,29 @@ fail(const char *what, PGresult *r)
 	exit(1);
 }
 
+/* TX_SQL with the rows [from, to) for its COPY; every result must be OK. */
+static void
+tx_with_copy(const char *tx_sql, const char *from, const char *to)
+{
+	PGresult *r;
+
+	if (PQsendQuery(conn, tx_sql) != 1)
+		fail("send", NULL);
+	while ((r = PQgetResult(conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st == PGRES_COPY_IN) {
+			PQclear(r);
+			if (PQputCopyData(conn, from, (int)(to - from)) != 1 ||
+			    PQputCopyEnd(conn, NULL) != 1)
+				fail("copy data", NULL);
+			continue;
+		}
+		if (st != PGRES_COMMAND_OK)
+			fail(tx_sql, r);
+		PQclear(r);
+	}
+}
+
 static void
 exec_ok(const char *sql)
 {
@@ -57,10 +86,14 @@ exec_ok(const char *sql)
 int
 main(int argc, char **argv)
 {
-	if (argc < 5 || argc > 6 || atol(argv[4]) < 1 || (argc == 6 &&
-	    strcmp(argv[5], "copy") != 0 && strcmp(argv[5], "insert") != 0)) {
+	int upsert = argc == 8 && strcmp(argv[5], "upsert") == 0;
+	if (argc < 5 || (argc > 6 && !upsert) || atol(argv[4]) < 1 ||
+	    (argc == 6 && strcmp(argv[5], "copy") != 0 &&
+	    strcmp(argv[5], "insert") != 0)) {
 		fprintf(stderr, "usage: copy_raw CONNINFO TABLE FILE ROWS_PER_TX "
-		    "[copy|insert]\n");
+		    "[copy|insert]\n"
+		    "       copy_raw CONNINFO TABLE FILE ROWS_PER_TX upsert "
+		    "SETUP_SQL TX_SQL\n");
 		return 2;
 	}
 	long per_tx = atol(argv[4]);
@@ -117,6 +150,12 @@ main(int argc, char **argv)
 	} else {
 		snprintf(sql, sqlsz, "COPY %s FROM STDIN", table);
 	}
+	if (upsert) {
+		PGresult *r = PQexec(conn, argv[6]);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail(argv[6], r);
+		PQclear(r);
+	}
 
 	double t0 = now_s();
 	for (long first = 0; first < nrows; first += per_tx) {
@@ -124,7 +163,9 @@ main(int argc, char **argv)
 		int tx = insert && per_tx > 1;
 		if (tx)
 			exec_ok("BEGIN");
-		if (insert) {
+		if (upsert) {
+			tx_with_copy(argv[7], line[first], line[end]);
+		} else if (insert) {
 			for (long i = first; i < end; i++) {
 				/* split the line in place: tabs and '\n' become NULs
 				 * (the rows are plain text, no COPY escapes) */
