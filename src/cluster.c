@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "queue.h"
+#include "redis_auth.h"
 
 static int first;           /* the seed asked first: answered last */
 
@@ -97,7 +97,7 @@ ask_seed(const struct ferry_config *cfg, int i, int slot, long timeout_ms,
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	char shost[CONFIG_HOST_MAX];
 	const char *auth[3];
-	int sport, nauth = queue_auth_argv(cfg, auth), rc = -1;
+	int sport, nauth = redis_auth_argv(cfg, auth), rc = -1;
 	redisContext *c;
 	redisReply *r = NULL;
 

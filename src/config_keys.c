@@ -4,7 +4,7 @@
 #include "config.h"
 #include "config_keys.h"
 #include "copy.h"
-#include "handler.h"
+#include "handler_env.h"
 #include "util.h"
 
 #include <arpa/inet.h>

@@ -58,18 +58,6 @@ struct handler_result {
 int handler_exec_run(const struct queue_config *q, struct job *jobs,
     struct handler_result *results, int n, char *err, size_t errsize);
 
-/* The environment of an exec handler (handler_env.c): PATH, LANG,
- * LC_ALL and TZ as ferryd has them, FERRY_QUEUE, and the queue's
- * handler_env: "NAME, NAME=VALUE, ..." (a bare NAME passes ferryd's value
- * on). Nothing else of ferryd's environment. */
-#define HANDLER_ENV_MAX 32          /* handler_env items */
-#define HANDLER_ENV_ITEM_MAX 190
-/* NULL when spec is a valid handler_env value, else why not (in buf). */
-const char *handler_env_check(const char *spec, char *buf, size_t size);
-/* A NULL-terminated environment for execve; free with handler_env_free. */
-char **handler_env_build(const struct queue_config *q);
-void handler_env_free(char **env);
-
 /* handler = noop: every valid job is done. */
 void handler_noop_run(struct job *jobs, struct handler_result *results, int n);
 

@@ -4,7 +4,7 @@
  * gets PATH, the locale and time zone (LANG, LC_ALL, TZ, as ferryd has
  * them), FERRY_QUEUE, and what the queue's handler_env names: a NAME
  * passes ferryd's own value on, NAME=VALUE sets one. */
-#include "handler.h"
+#include "handler_env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +111,7 @@ env_set(char **env, int *n, const char *name, size_t name_n,
 }
 
 char **
-handler_env_build(const struct queue_config *q)
+handler_env_build(const char *queue, const char *spec)
 {
 	char **env = xcalloc(HANDLER_ENV_MAX + FERRY_ARRAY_LEN(passed_on) + 3,
 	    sizeof(*env));
@@ -125,9 +125,9 @@ handler_env_build(const struct queue_config *q)
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(passed_on); i++)
 		if ((v = getenv(passed_on[i])) != NULL)
 			env_set(env, &n, passed_on[i], strlen(passed_on[i]), v);
-	env_set(env, &n, "FERRY_QUEUE", 11, q->name);
-	for (const char *s = q->handler_env != NULL && *q->handler_env != '\0' ?
-	    q->handler_env : NULL; s != NULL;) {
+	env_set(env, &n, "FERRY_QUEUE", 11, queue);
+	for (const char *s = spec != NULL && *spec != '\0' ? spec : NULL;
+	    s != NULL;) {
 		s = next_item(s, item, &len);
 		size_t name_n = name_len(item);
 		if (len > HANDLER_ENV_ITEM_MAX || name_n == 0)

@@ -20,6 +20,7 @@
 
 extern char **environ;
 
+#include "handler_env.h"
 #include "json_scan.h"
 #include "util.h"
 
@@ -602,7 +603,7 @@ handler_exec_run(const struct queue_config *q, struct job *jobs,
 	skip_settled(&r);
 	if (r.first_pending >= n)
 		return 0;               /* nothing to do: do not even start it */
-	char **envp = handler_env_build(q);
+	char **envp = handler_env_build(q->name, q->handler_env);
 	if ((argv = split_command(cmd, &buf, &why)) != NULL &&
 	    (e = spawn(&r, argv, envp)) != 0)
 		why = strerror(e);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "master_int.h"
 #include "queue.h"
+#include "redis_auth.h"
 #include "sentinel.h"
 #include "util.h"
 
@@ -338,7 +339,7 @@ connect_now(struct master_link *l)
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	const char *auth[3];
-	int nauth = queue_auth_argv(cfg, auth);
+	int nauth = redis_auth_argv(cfg, auth);
 	if (nauth > 0)
 		link_send(l, on_auth, NULL, nauth, auth);
 	if (sentinels(l)) {

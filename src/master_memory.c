@@ -20,6 +20,7 @@
 #include "master_redis.h"
 #include "memory_check.h"
 #include "queue.h"
+#include "redis_auth.h"
 #include "redis_replication.h"
 #include "util.h"
 
@@ -340,7 +341,7 @@ connect_now(struct master *m)
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	mm.ac = ac;
 	const char *auth[3];
-	int nauth = queue_auth_argv(cfg, auth);
+	int nauth = redis_auth_argv(cfg, auth);
 	if (nauth > 0)
 		redisAsyncCommandArgv(ac, on_reply, (void *)(intptr_t)ASK_COUNT,
 		    nauth, auth, NULL);

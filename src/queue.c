@@ -9,6 +9,7 @@
 
 #include "job.h"
 #include "cluster.h"
+#include "redis_auth.h"
 #include "sentinel.h"
 #include "util.h"
 
@@ -109,20 +110,6 @@ command_ok(redisContext *c, char *err, size_t errsize, const char *what,
 	return ok;
 }
 
-int
-queue_auth_argv(const struct ferry_config *cfg, const char *argv[3])
-{
-	int n = 0;
-
-	if (*cfg->redis_password == '\0')
-		return 0;       /* config_load refuses redis_user alone */
-	argv[n++] = "AUTH";
-	if (*cfg->redis_user != '\0')
-		argv[n++] = cfg->redis_user;
-	argv[n++] = cfg->redis_password;
-	return n;
-}
-
 bool
 queue_auth_refused(const redisReply *r)
 {
@@ -193,7 +180,7 @@ connect_to(const struct ferry_config *cfg, const char *host, int port,
 {
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	const char *auth[3];
-	int nauth = queue_auth_argv(cfg, auth);
+	int nauth = redis_auth_argv(cfg, auth);
 	char addr[CONFIG_HOST_MAX + 16];
 	redisContext *c;
 	redisReply *r;

@@ -64,10 +64,6 @@ redisContext *queue_connect_as(const struct ferry_config *cfg,
 redisContext *queue_connect_for(const struct ferry_config *cfg,
     const char *queue, long timeout_ms, bool *refused, char *err,
     size_t errsize);
-/* The AUTH command for cfg in argv: "AUTH user password" for a Redis 6+
- * ACL user (redis_user), "AUTH password" for the default user; returns
- * argc, 0 when no password is configured. */
-int queue_auth_argv(const struct ferry_config *cfg, const char *argv[3]);
 /* A reply that means "these credentials do not get in" (WRONGPASS, NOPERM,
  * NOAUTH, ERR AUTH ...): an outage the operator must fix, not a bug. */
 bool queue_auth_refused(const redisReply *r);

@@ -11,8 +11,7 @@ src=${CHAOS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/src
 
 # One known cycle a line: its modules, blank-separated (issue 17).
 known_cycles=(
-	"cluster queue"
-	"config config_keys handler"
+	"config config_keys"
 )
 
 # module -> module, one edge a line (self-includes dropped)

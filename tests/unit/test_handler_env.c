@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "handler.h"
+#include "handler_env.h"
 #include "util.h"
 
 TestSuite(handler_env, .timeout = 60);
@@ -86,7 +87,7 @@ Test(handler_env, only_what_is_named)
 	setenv("APP_TOKEN", "t0k", 1);
 	unsetenv("NOT_SET_ANYWHERE");
 
-	char **env = handler_env_build(&q);
+	char **env = handler_env_build(q.name, q.handler_env);
 	cr_assert_str_eq(lookup(env, "PATH"), "/usr/bin:/bin");
 	cr_assert_str_eq(lookup(env, "LANG"), "C.UTF-8");
 	cr_assert_str_eq(lookup(env, "FERRY_QUEUE"), "orders");
@@ -97,7 +98,7 @@ Test(handler_env, only_what_is_named)
 
 	q.handler_env = " APP_TOKEN, MODE=fast lane, PATH=/opt/app/bin, "
 	    "NOT_SET_ANYWHERE, EMPTY=";
-	env = handler_env_build(&q);
+	env = handler_env_build(q.name, q.handler_env);
 	cr_assert_str_eq(lookup(env, "APP_TOKEN"), "t0k");
 	cr_assert_str_eq(lookup(env, "MODE"), "fast lane");
 	cr_assert_str_eq(lookup(env, "PATH"), "/opt/app/bin");
@@ -109,7 +110,7 @@ Test(handler_env, only_what_is_named)
 
 	unsetenv("PATH");
 	q.handler_env = NULL;
-	env = handler_env_build(&q);
+	env = handler_env_build(q.name, q.handler_env);
 	cr_assert_str_eq(lookup(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");
 	handler_env_free(env);
 	setenv("PATH", "/usr/bin:/bin", 1);
