@@ -61,6 +61,10 @@ struct metrics_figures {
 	int64_t ready, requeued, processing, delayed, scheduled, dead;
 	int64_t enqueued, done, retried, deadlettered, recovered, cache_missing;
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
+	/* CLOCK_MONOTONIC by which the oldest job in ready had arrived (0:
+	 * ready empty), from the refreshes since this master started
+	 * (metrics.c: figures_arrivals) */
+	int64_t ready_since_ms;
 };
 
 /* Refresh the figures of every queue of view_fn's view and INFO memory
