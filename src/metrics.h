@@ -46,6 +46,8 @@ struct metrics_view {
 	const char *phase;        /* running, stopping, quitting */
 	int64_t started_ms;       /* CLOCK_MONOTONIC */
 	bool redis_up;
+	int memory_warn_percent, memory_refuse_percent;   /* [ferryd] */
+	long heartbeat_ttl_ms;
 	struct scoreboard *sb;
 	int nqueues;
 	struct metrics_queue_view *queues;

@@ -234,6 +234,18 @@ prom_redis(const struct metrics *mt, const struct metrics_view *v,
 	    "this ferryd started: an older job shows as that old).", true);
 }
 
+static const struct {
+	const char *name, *help;
+} marks[] = {
+	{ "ferry_redis_memory_warn_ratio", "memory_warn_percent / 100: the "
+	    "master warns at this used_memory / maxmemory." },
+	{ "ferry_redis_memory_refuse_ratio", "memory_refuse_percent / 100: "
+	    "enqueue refuses at this used_memory / maxmemory." },
+	{ "ferry_heartbeat_ttl_seconds", "heartbeat_ttl: other masters reap "
+	    "this one's jobs once Redis has had no heartbeat of it for this "
+	    "long." },
+};
+
 static void
 prom_memory(const struct metrics *mt, const struct metrics_view *v,
     struct buf *o)
@@ -254,6 +266,14 @@ prom_memory(const struct metrics *mt, const struct metrics_view *v,
 	if (memory_ms != 0 && maxmemory >= 0)
 		buf_printf(o, "ferry_redis_maxmemory_bytes %lld\n",
 		    (long long)maxmemory);
+	/* the configured marks, for alert rules to compare with */
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(marks); i++) {
+		double val[] = { v->memory_warn_percent / 100.,
+		    v->memory_refuse_percent / 100.,
+		    (double)v->heartbeat_ttl_ms / 1000. };
+		family(o, marks[i].name, "gauge", marks[i].help);
+		buf_printf(o, "%s %.15g\n", marks[i].name, val[i]);
+	}
 }
 
 /* Families of this host's workers, one line per queue. */

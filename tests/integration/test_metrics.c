@@ -1,7 +1,8 @@
 /* test_metrics.c - the Prometheus families the Grafana dashboard and the
  * alert rules (etc/grafana, etc/prometheus) read beyond the counters and
  * depths test_control.c checks: the age of the oldest job waiting in
- * ready, dated by the master's refreshes (metrics.c: figures_arrivals). */
+ * ready, dated by the master's refreshes (metrics.c: figures_arrivals),
+ * and the configured marks (memory, heartbeat_ttl). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,5 +103,17 @@ Test(metrics, oldest_ready_age_follows_the_oldest_job)
 	h_run_free(&r);
 	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
 	cr_assert_eq(oldest_after(0, 8, second), 0.);
+	h_stop(&d);
+}
+
+/* The configured marks the alert rules compare with, as configured. */
+Test(metrics, configured_marks)
+{
+	h_setup(&d, "memory_warn_percent = 70\nmemory_refuse_percent = 85\n"
+	    "heartbeat_ttl = 12s\n", "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	cr_assert_eq(metric("ferry_redis_memory_warn_ratio"), 0.70);
+	cr_assert_eq(metric("ferry_redis_memory_refuse_ratio"), 0.85);
+	cr_assert_eq(metric("ferry_heartbeat_ttl_seconds"), 12.);
 	h_stop(&d);
 }
