@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-# tests/grafana_check.py SRCDIR - run by tests/grafana_check.sh: every
-# metric and label that etc/grafana/ferry.json's queries and
+# tests/grafana_check.py SRCDIR [SCRAPE] - run by tests/grafana_check.sh:
+# every metric and label that etc/grafana/ferry.json's queries and
 # etc/prometheus/ferry-alerts.yml's expressions name is one ferryd exports
 # (read from src/metrics_text.c, where each family is written), the JSON
 # parses into a dashboard with its variables and a query in every panel,
-# and every alert has its summary, description and runbook. Fails naming
-# each panel or alert and what is wrong.
+# and every alert has its summary, description and runbook. With SCRAPE (a
+# real ferryd's /metrics, from tests/integration/test_metrics), the names
+# and labels are those of the scrape, and they must also be the source's.
+# Fails naming each panel or alert and what is wrong.
 import json
 import re
 import sys
@@ -32,6 +34,21 @@ def exported():
             found = {n + s for n in found for s in ("_bucket", "_sum", "_count")}
         names |= found
     labels = set(re.findall(r'[{,"]([a-z_]+)=\\"', text))
+    return names, labels
+
+
+def scraped(path):
+    """Metric names (of the # TYPE lines: every family is typed, even one
+    without a series yet) and labels of a Prometheus text exposition."""
+    names, labels = set(), set()
+    for line in open(path):
+        m = re.match(r"# TYPE (\S+) (\S+)", line)
+        if m and m.group(2) == "histogram":
+            names |= {m.group(1) + s for s in ("_bucket", "_sum", "_count")}
+        elif m:
+            names.add(m.group(1))
+        elif not line.startswith("#"):
+            labels |= set(re.findall(r'[{,]([a-zA-Z_][a-zA-Z0-9_]*)="', line))
     return names, labels
 
 
@@ -148,6 +165,13 @@ def check_rules(names, labels):
 names, labels = exported()
 if len(names) < 20 or "queue" not in labels:
     problems.append(f"src/metrics_text.c: read only {len(names)} metrics, labels {sorted(labels)}")
+if len(sys.argv) > 2:
+    s_names, s_labels = scraped(sys.argv[2])
+    for n in sorted(names ^ s_names):
+        problems.append(f"{n}: in {'src/metrics_text.c' if n in names else sys.argv[2]} only")
+    for n in sorted(labels ^ s_labels):
+        problems.append(f"label {n}: in {'src/metrics_text.c' if n in labels else sys.argv[2]} only")
+    names, labels = s_names, s_labels
 used = check_dashboard(names, labels) | check_rules(names, labels)
 for p in problems:
     print("grafana_check: " + p, file=sys.stderr)

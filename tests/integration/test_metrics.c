@@ -4,6 +4,7 @@
  * ready, dated by the master's refreshes (metrics.c: figures_arrivals),
  * and the configured marks (memory, heartbeat_ttl). */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,5 +116,40 @@ Test(metrics, configured_marks)
 	cr_assert_eq(metric("ferry_redis_memory_warn_ratio"), 0.70);
 	cr_assert_eq(metric("ferry_redis_memory_refuse_ratio"), 0.85);
 	cr_assert_eq(metric("ferry_heartbeat_ttl_seconds"), 12.);
+	h_stop(&d);
+}
+
+/* tests/grafana_check.py against a real scrape rather than the source:
+ * the dashboard and the rules name only what ferryd writes, and the
+ * source it reads otherwise names the same families and labels. */
+Test(metrics, dashboard_and_rules_match_a_scrape)
+{
+	struct h_run r;
+	char path[400], out[400], cmd[1600];
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
+	h_start(&d, 1);
+	snprintf(path, sizeof(path), "%s/metrics.txt", d.dir);
+	snprintf(out, sizeof(out), "%s/grafana_check.out", d.dir);
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	for (;;) {              /* every family with its series: the figures */
+		h_ctl(&r, d.config, NULL, "metrics", (const char *)NULL);
+		bool all = strstr(r.out, "\n" OLDEST " ") != NULL &&
+		    strstr(r.out, "\nferry_redis_used_memory_bytes ") != NULL;
+		if (all || h_now_ms() > end)
+			break;
+		h_run_free(&r);
+		h_sleep_ms(100);
+	}
+	h_write_file(path, "%s", r.out);
+	h_run_free(&r);
+	snprintf(cmd, sizeof(cmd), "python3 '%s/tests/grafana_check.py' '%s' "
+	    "'%s' >'%s' 2>&1", TEST_SRCDIR, TEST_SRCDIR, path, out);
+	int status = system(cmd);
+	char *said = h_read_file(out);
+	cr_assert_eq(status, 0, "%s: exit %d:\n%s", cmd, status, said);
+	cr_assert_not_null(strstr(said, "metrics ferryd exports, and no other"),
+	    "%s", said);
+	free(said);
 	h_stop(&d);
 }
