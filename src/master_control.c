@@ -55,6 +55,9 @@ master_control_view(struct master *m, struct metrics_view *v)
 		.redis_prefix = m->cfg->redis_prefix,
 		.phase = phase_name(m->phase), .started_ms = m->started_ms,
 		.redis_up = master_redis_up(m), .sb = &m->sb, .nqueues = n,
+		.memory_warn_percent = m->cfg->memory_warn_percent,
+		.memory_refuse_percent = m->cfg->memory_refuse_percent,
+		.heartbeat_ttl_ms = m->cfg->heartbeat_ttl_ms,
 		.queues = xcalloc((size_t)n + 1, sizeof(*v->queues)),
 	};
 	n = 0;

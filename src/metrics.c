@@ -16,6 +16,13 @@
 #include "util.h"
 
 #define METRICS_REFRESH_S 1.0
+/* Arrivals kept per queue: one a refresh at most, so an hour of them. */
+#define METRICS_ARRIVALS 3600
+
+/* Jobs that had ever arrived in ready (taken + still there) by ms. */
+struct arrival {
+	int64_t ms, count;
+};
 
 /* The Redis figures of one queue, kept by name: a queue may go away on
  * reload while the replies about it are still on their way. */
@@ -23,6 +30,10 @@ struct figures_entry {
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
 	struct metrics_figures v;
 	struct figures_entry *next;
+	/* a ring of the refreshes that saw the count of arrivals grow,
+	 * oldest at first: the history behind v.ready_since_ms */
+	int first, n;
+	struct arrival arrivals[METRICS_ARRIVALS];
 };
 
 struct metrics {
@@ -80,6 +91,52 @@ metrics_figures_of(const struct metrics *mt, const char *queue)
 	return e != NULL ? &e->v : NULL;
 }
 
+/* ready is a FIFO (LPUSH, RPOP): the oldest job in it is the one that
+ * arrived right after the `taken` jobs workers have had (stats
+ * `enqueued`), so it had arrived by the first refresh that counted more
+ * than `taken` arrivals. Arrivals are dated by the refresh that saw them
+ * (at most a refresh late: the age is never overstated by more than the
+ * two reads being apart); those older than the ring or than this master
+ * are dated by its oldest entry. A count that went down (ready deleted,
+ * stats reset) brings the history down with it. */
+static void
+figures_arrivals(struct figures_entry *e, int64_t now)
+{
+	struct metrics_figures *v = &e->v;
+	int64_t count = v->enqueued + v->ready;
+	int lo = 0, hi;
+
+	for (hi = e->n; hi > 0; hi--) {
+		struct arrival *a = &e->arrivals[(e->first + hi - 1) %
+		    METRICS_ARRIVALS];
+		if (a->count <= count)
+			break;
+		a->count = count;
+	}
+	if (e->n == 0 || e->arrivals[(e->first + e->n - 1) %
+	    METRICS_ARRIVALS].count < count) {
+		if (e->n == METRICS_ARRIVALS) {
+			e->first = (e->first + 1) % METRICS_ARRIVALS;
+			e->n--;
+		}
+		e->arrivals[(e->first + e->n++) % METRICS_ARRIVALS] =
+		    (struct arrival){ now, count };
+	}
+	v->ready_since_ms = 0;
+	if (v->ready <= 0)
+		return;
+	/* the first entry with more arrivals than taken (the last has) */
+	for (hi = e->n - 1; lo < hi; ) {
+		int mid = lo + (hi - lo) / 2;
+		if (e->arrivals[(e->first + mid) % METRICS_ARRIVALS].count >
+		    v->enqueued)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	v->ready_since_ms = e->arrivals[(e->first + lo) % METRICS_ARRIVALS].ms;
+}
+
 static void
 figures_publish(struct figures_round *fr)
 {
@@ -97,6 +154,7 @@ figures_publish(struct figures_round *fr)
 	if (!fr->failed) {
 		fr->v.updated_ms = util_monotonic_ms();
 		e->v = fr->v;
+		figures_arrivals(e, fr->v.updated_ms);
 	}
 	free(fr);
 }

@@ -46,6 +46,8 @@ struct metrics_view {
 	const char *phase;        /* running, stopping, quitting */
 	int64_t started_ms;       /* CLOCK_MONOTONIC */
 	bool redis_up;
+	int memory_warn_percent, memory_refuse_percent;   /* [ferryd] */
+	long heartbeat_ttl_ms;
 	struct scoreboard *sb;
 	int nqueues;
 	struct metrics_queue_view *queues;
@@ -61,6 +63,10 @@ struct metrics_figures {
 	int64_t ready, requeued, processing, delayed, scheduled, dead;
 	int64_t enqueued, done, retried, deadlettered, recovered, cache_missing;
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
+	/* CLOCK_MONOTONIC by which the oldest job in ready had arrived (0:
+	 * ready empty), from the refreshes since this master started
+	 * (metrics.c: figures_arrivals) */
+	int64_t ready_since_ms;
 };
 
 /* Refresh the figures of every queue of view_fn's view and INFO memory

@@ -66,6 +66,14 @@ status_master(const struct metrics *mt, const struct metrics_view *v,
 	buf_printf(o, "\n");
 }
 
+/* Age of the oldest job in ready now (0: none). */
+static int64_t
+oldest_ready_ms(const struct metrics_figures *f)
+{
+	return f->ready_since_ms != 0 ? util_monotonic_ms() -
+	    f->ready_since_ms : 0;
+}
+
 static void
 status_queue(const struct metrics *mt, const struct metrics_view *v,
     const struct metrics_queue_view *mq, struct buf *o)
@@ -83,13 +91,14 @@ status_queue(const struct metrics *mt, const struct metrics_view *v,
 	buf_printf(o, " ready=%lld requeued=%lld processing=%lld "
 	    "delayed=%lld scheduled=%lld "
 	    "dead=%lld done=%lld retried=%lld deadlettered=%lld recovered=%lld "
-	    "cache_missing=%lld age_ms=%lld\n", (long long)f->ready,
+	    "cache_missing=%lld oldest_ready_age_ms=%lld age_ms=%lld\n",
+	    (long long)f->ready,
 	    (long long)f->requeued,
 	    (long long)f->processing, (long long)f->delayed,
 	    (long long)f->scheduled, (long long)f->dead,
 	    (long long)f->done, (long long)f->retried,
 	    (long long)f->deadlettered, (long long)f->recovered,
-	    (long long)f->cache_missing,
+	    (long long)f->cache_missing, (long long)oldest_ready_ms(f),
 	    (long long)(util_monotonic_ms() - f->updated_ms));
 }
 
@@ -178,12 +187,30 @@ static const struct {
 	    offsetof(struct metrics_figures, dead) },
 };
 
+/* A family in seconds of every queue's figures: their age, or that of
+ * the oldest job in ready. */
+static void
+prom_ages(const struct metrics *mt, const struct metrics_view *v,
+    struct buf *o, const char *name, const char *help, bool oldest)
+{
+	int64_t now = util_monotonic_ms();
+
+	family(o, name, "gauge", help);
+	for (int k = 0; k < v->nqueues; k++) {
+		const struct metrics_queue_view *mq = &v->queues[k];
+		const struct metrics_figures *f = metrics_figures_of(mt,
+		    mq->name);
+		if (f != NULL && !mq->removed)
+			buf_printf(o, "%s{queue=\"%s\"} %.3f\n", name, mq->name,
+			    (double)(oldest ? oldest_ready_ms(f) :
+			    now - f->updated_ms) / 1000.);
+	}
+}
+
 static void
 prom_redis(const struct metrics *mt, const struct metrics_view *v,
     struct buf *o)
 {
-	int64_t now = util_monotonic_ms();
-
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(redis_families); i++) {
 		family(o, redis_families[i].name, redis_families[i].type,
 		    redis_families[i].help);
@@ -199,18 +226,25 @@ prom_redis(const struct metrics *mt, const struct metrics_view *v,
 			    redis_families[i].name, mq->name, (long long)n);
 		}
 	}
-	family(o, "ferry_queue_figures_age_seconds", "gauge", "Age of the "
-	    "Redis figures above (refreshed every second).");
-	for (int k = 0; k < v->nqueues; k++) {
-		const struct metrics_queue_view *mq = &v->queues[k];
-		const struct metrics_figures *f = metrics_figures_of(mt,
-		    mq->name);
-		if (f != NULL && !mq->removed)
-			buf_printf(o, "ferry_queue_figures_age_seconds"
-			    "{queue=\"%s\"} %.3f\n", mq->name,
-			    (double)(now - f->updated_ms) / 1000.);
-	}
+	prom_ages(mt, v, o, "ferry_queue_figures_age_seconds", "Age of the "
+	    "Redis figures above (refreshed every second).", false);
+	prom_ages(mt, v, o, "ferry_queue_oldest_ready_age_seconds", "Age of "
+	    "the oldest job waiting in the ready list (0: empty), dated by the "
+	    "refresh that first saw it (at most an hour back, and not before "
+	    "this ferryd started: an older job shows as that old).", true);
 }
+
+static const struct {
+	const char *name, *help;
+} marks[] = {
+	{ "ferry_redis_memory_warn_ratio", "memory_warn_percent / 100: the "
+	    "master warns at this used_memory / maxmemory." },
+	{ "ferry_redis_memory_refuse_ratio", "memory_refuse_percent / 100: "
+	    "enqueue refuses at this used_memory / maxmemory." },
+	{ "ferry_heartbeat_ttl_seconds", "heartbeat_ttl: other masters reap "
+	    "this one's jobs once Redis has had no heartbeat of it for this "
+	    "long." },
+};
 
 static void
 prom_memory(const struct metrics *mt, const struct metrics_view *v,
@@ -232,6 +266,14 @@ prom_memory(const struct metrics *mt, const struct metrics_view *v,
 	if (memory_ms != 0 && maxmemory >= 0)
 		buf_printf(o, "ferry_redis_maxmemory_bytes %lld\n",
 		    (long long)maxmemory);
+	/* the configured marks, for alert rules to compare with */
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(marks); i++) {
+		double val[] = { v->memory_warn_percent / 100.,
+		    v->memory_refuse_percent / 100.,
+		    (double)v->heartbeat_ttl_ms / 1000. };
+		family(o, marks[i].name, "gauge", marks[i].help);
+		buf_printf(o, "%s %.15g\n", marks[i].name, val[i]);
+	}
 }
 
 /* Families of this host's workers, one line per queue. */
