@@ -2,7 +2,8 @@
  * so it never blocks: keep this host's heartbeat in every queue alive, hand
  * back the processing list of every worker that dies (at once, and again
  * after an outage until Redis confirms), reap the lists of dead hosts,
- * promote due retries, and carry metrics.c's questions. The connections
+ * promote due retries and scheduled jobs (a backlog in quick bounded
+ * steps), and carry metrics.c's questions. The connections
  * are master_link.c's: one for all queues, or with redis_cluster one per
  * queue (each to the node of its slot). */
 #include "master_redis.h"
@@ -46,6 +47,7 @@ struct master_redis {
 	int64_t gap_said_ms;     /* heartbeat.lua's gap warning, once a ttl */
 	ev_timer heartbeat, reap, promote;
 	struct reclaim *pending;
+	struct promoting *promoting;     /* promote.lua calls in flight */
 };
 
 static bool
@@ -332,6 +334,80 @@ reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	ev_timer_again(r->m->loop, t);
 }
 
+/* A promote.lua call in flight for one queue: the tick sends none while
+ * one is, and a call that moved a full PROMOTE_LIMIT is followed by the
+ * next at once (from its reply), so a backlog drains at Redis' pace in
+ * bounded steps, with the loop free between them. */
+struct promoting {
+	struct master_redis *r;
+	char queue[CONFIG_QUEUE_NAME_MAX + 1];
+	struct promoting *next;
+};
+
+static void send_promote(struct master_redis *r, const char *queue);
+
+static bool
+promoting(const struct master_redis *r, const char *queue)
+{
+	for (const struct promoting *p = r->promoting; p != NULL; p = p->next)
+		if (strcmp(p->queue, queue) == 0)
+			return true;
+	return false;
+}
+
+/* Is queue still one the tick promotes (a reload may free it)? */
+static bool
+configured(const struct master_redis *r, const char *queue)
+{
+	for (const struct master_queue *mq = r->m->queues; mq != NULL;
+	    mq = mq->next)
+		if (strcmp(mq->cfg.name, queue) == 0)
+			return true;
+	return false;
+}
+
+static void
+on_promote(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct promoting *p = privdata;
+	struct master_redis *r = p->r;
+	redisReply *rep = reply;
+	char queue[sizeof(p->queue)];
+
+	on_reply(ac, reply, "promote");
+	for (struct promoting **pp = &r->promoting; *pp != NULL;
+	    pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	snprintf(queue, sizeof(queue), "%s", p->queue);
+	free(p);
+	/* the sum of both zsets' moves: at worst one call too many */
+	if (rep != NULL && rep->type == REDIS_REPLY_INTEGER &&
+	    rep->integer >= PROMOTE_LIMIT && configured(r, queue))
+		send_promote(r, queue);
+}
+
+static void
+send_promote(struct master_redis *r, const char *queue)
+{
+	struct promoting *p = xcalloc(1, sizeof(*p));
+	struct sargs a;
+
+	p->r = r;
+	snprintf(p->queue, sizeof(p->queue), "%s", queue);
+	sargs_promote(&a, r->m->cfg->redis_prefix, queue, PROMOTE_LIMIT);
+	if (link_script(link_of(r, queue), a.script, on_promote, p, a.nkeys,
+	    a.argc, a.argv) != 0) {
+		free(p);        /* link down: the next tick tries again */
+		return;
+	}
+	p->next = r->promoting;
+	r->promoting = p;
+}
+
 static void
 promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
@@ -339,13 +415,9 @@ promote_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)loop;
 	(void)revents;
 
-	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
-		struct sargs a;
-		sargs_promote(&a, r->m->cfg->redis_prefix, mq->cfg.name,
-		    PROMOTE_LIMIT);
-		link_script(link_of(r, mq->cfg.name), a.script, on_reply,
-		    "promote", a.nkeys, a.argc, a.argv);
-	}
+	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next)
+		if (!promoting(r, mq->cfg.name))
+			send_promote(r, mq->cfg.name);
 }
 
 /* A command for another module (metrics.c): the bookkeeping of the

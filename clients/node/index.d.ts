@@ -35,6 +35,13 @@ export interface EnqueueOptions {
   chunkRows?: number;
   /** The id of a single job (not of an array). */
   id?: string | number;
+  /** Hold the jobs in the queue's scheduled set for this many ms from now,
+   * by the Redis clock (0 to 3650 days; ferryctl enqueue --delay). */
+  delay?: number;
+  /** Hold them until then: a Date or Unix time in ms, by the Redis clock
+   * (ferryctl enqueue --at); a time past pushes them at once. Not with
+   * delay. */
+  runAt?: Date | number;
 }
 
 export class Producer {
@@ -48,7 +55,9 @@ export class Producer {
   readonly waitTimeoutMs: number;
   /** The script's SHA-1, as EVALSHA takes it. */
   readonly sha: string;
-  /** Resolves to the ids pushed, as ferryctl enqueue prints them. */
+  /** Resolves to the ids pushed, as ferryctl enqueue prints them. Bad
+   * options (chunkRows, cacheTtl, delay, runAt) reject with a RangeError
+   * before anything is pushed. */
   enqueue(queue: string, jobOrJobs: Job | Job[],
     options?: EnqueueOptions): Promise<string[]>;
 }

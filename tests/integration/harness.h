@@ -150,4 +150,24 @@ void h_run_free(struct h_run *r);
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 
+/* harness_client.c: the drivers of the clients' suites. */
+/* Set up d with its own Redis and PostgreSQL, a table events (n bigint),
+ * queue pg (postgres into events, 2 workers) and the `queues` sections
+ * after it; run `sql` (NULL: none; the tables of those queues), then
+ * ferryctl init-db, then start ferryd and wait for `workers` children. */
+void h_client_start(struct ferryd *d, const char *queues, const char *sql,
+    int workers);
+/* Run `command` with sh, its stdout and stderr into d->dir/name; fail the
+ * test, showing that output, unless it exits 0. Returns the output
+ * (malloc'd). */
+char *h_shell(struct ferryd *d, const char *command, const char *name);
+/* count rows of `table` have n from lo to hi. */
+struct h_rows {
+	long long lo, hi, count;
+};
+/* Fail the test unless `table` holds exactly `total` rows, each value of
+ * its column n once, and each of the ranges exactly its count. */
+void h_assert_rows(struct ferryd *d, const char *table, long long total,
+    const struct h_rows *ranges, int nranges);
+
 #endif

@@ -3,8 +3,9 @@
  * ferryd: a job runs no earlier than asked by the Redis clock and once; a
  * time past runs at once; 1,000 random delays each run exactly once;
  * scheduled jobs survive a restart and a kill -9 of the master in the
- * middle of promoting them; identical documents stay distinct; bad values
- * are refused (exit 64); stats and metrics count them. */
+ * middle of promoting them; a backlog due at once is promoted call after
+ * call; identical documents stay distinct; bad values are refused (exit
+ * 64); stats and metrics count them. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <signal.h>
@@ -84,9 +85,10 @@ wait_runs(int n)
 	    n);
 }
 
-/* ferryctl enqueue --delay delay of {"n":first} .. {"n":first+n-1}. */
+/* ferryctl enqueue OPT WHEN (--delay D or --at TIME) of {"n":first} ..
+ * {"n":first+n-1}. */
 static void
-enqueue_delayed(int first, int n, const char *delay)
+enqueue_when(int first, int n, const char *opt, const char *when)
 {
 	struct h_run r;
 	char *input = malloc((size_t)n * 16);
@@ -94,10 +96,16 @@ enqueue_delayed(int first, int n, const char *delay)
 
 	for (int i = first; i < first + n; i++)
 		off += (size_t)sprintf(input + off, "{\"n\":%d}\n", i);
-	CTL(&r, input, "enqueue", "-q", "--delay", delay, "q", "-");
+	CTL(&r, input, "enqueue", "-q", opt, when, "q", "-");
 	free(input);
 	expect(&r, 0);
 	h_run_free(&r);
+}
+
+static void
+enqueue_delayed(int first, int n, const char *delay)
+{
+	enqueue_when(first, n, "--delay", delay);
 }
 
 Test(delayed, waits_by_the_redis_clock_then_runs_once)
@@ -288,11 +296,12 @@ each_once(int n)
 
 Test(delayed, master_killed_while_promoting_loses_nothing)
 {
-	enum { N = 20000 };
+	/* enough that a backlog promoted call after call (1,000 a call) is
+	 * still being moved when the test gets to kill the master */
+	enum { N = 100000 };
 
 	h_setup(&d, NULL, "[queue q]\nworkers = 0\n");
 	h_start(&d, 0);
-	/* all due at once: the promoter moves 1,000 every 0.1 s */
 	enqueue_delayed(0, N, "2s");
 	cr_assert_eq(h_redis_int(&d, "ZCARD " SCHEDULED), N);
 	long long end = h_now_ms() + H_DEADLINE_MS;
@@ -306,6 +315,53 @@ Test(delayed, master_killed_while_promoting_loses_nothing)
 	h_start(&d, 0);
 	h_wait_redis_int(&d, 0, "ZCARD " SCHEDULED);
 	cr_assert_eq(each_once(N), N);
+	h_stop(&d);
+}
+
+/* EVAL calls Redis has served (INFO commandstats). */
+static long long
+evals(void)
+{
+	redisReply *r = h_redis(&d, "INFO commandstats");
+	const char *at = strstr(r->str, "cmdstat_eval:calls=");
+	long long n = at != NULL ? atoll(at + strlen("cmdstat_eval:calls=")) : 0;
+	freeReplyObject(r);
+	return n;
+}
+
+/* A backlog due at once is promoted call after call, not 1,000 a tick:
+ * 100,000 made due in one step (scheduled for 2100, then every score set
+ * to 0 by one ZUNIONSTORE, so however long enqueueing took) would need at
+ * least 99 ticks of 0.1 s (9.9 s) at one call per tick; they are all in
+ * ready within half that (typically 0.4 s). Once drained, the master is
+ * back to one call per tick: over 2 s (about 20 ticks, plus heartbeats and
+ * reaper runs) it sends far fewer than the hundreds of EVALs a re-run that
+ * did not stop would. */
+Test(delayed, a_backlog_due_at_once_is_promoted_call_after_call)
+{
+	enum { N = 100000 };
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 0\n");
+	h_start(&d, 0);
+	enqueue_when(0, N, "--at", "2100-01-01T00:00:00Z");
+	cr_assert_eq(h_redis_int(&d, "ZCARD " SCHEDULED), N);
+	long long due = redis_ms();
+	cr_assert_eq(h_redis_int(&d, "ZUNIONSTORE " SCHEDULED " 1 " SCHEDULED
+	    " WEIGHTS 0"), N);
+	long long end = due + 4950;
+	while (h_redis_int(&d, "LLEN " READY) < N && redis_ms() < end)
+		h_sleep_ms(5);
+	long long took = redis_ms() - due;
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), N,
+	    "%lld of %d in ready %lld ms after they were due: promoted about a "
+	    "call per tick", h_redis_int(&d, "LLEN " READY), N, took);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " SCHEDULED), 0);
+	cr_assert_eq(each_once(N), N);
+	long long before = evals();
+	h_sleep_ms(2000);
+	long long idle = evals() - before;
+	cr_assert(idle >= 5 && idle < 100, "%lld EVALs in 2 s of an idle "
+	    "queue", idle);
 	h_stop(&d);
 }
 

@@ -1,22 +1,25 @@
-/* test_node_client.c - clients/node's `node --test` suite against a real
- * redis-server, PostgreSQL and ferryd started here (queue node without
- * workers, for what the tests read back from Redis; queue pg into a
- * PostgreSQL table), then the rows the Node producer sent counted in
- * PostgreSQL: exactly 4,300, each once. `npm ci` first installs the pinned
- * redis package (package-lock.json) into clients/node/node_modules. The
- * node and npm on PATH (scripts/deps installs Debian's nodejs and npm when
- * there is no node), or $NODE and $NPM; either missing, npm ci failing or
- * a test failing fails this test. */
+/* test_node_client.c - clients/node's `node --test` suites against a real
+ * redis-server, PostgreSQL and ferryd started here (queues node and later
+ * without workers, for what the tests read back from Redis; queues pg and
+ * pglater into a PostgreSQL table; queue page_views as doc/bullmq.md's
+ * worked example sets it up, clients/node/examples/bullmq-migration), then
+ * the rows the Node producer sent checked in PostgreSQL: exactly 4,450
+ * events (150 of them delayed) and the example's 2,510 page views, each
+ * once. `npm ci` first installs the pinned redis package
+ * (package-lock.json) into clients/node/node_modules. The node and npm on
+ * PATH (scripts/deps installs Debian's nodejs and npm when there is no
+ * node), or $NODE and $NPM; either missing, npm ci failing or a test
+ * failing fails this test. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "harness.h"
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
-#define NODE_TESTS 20
+#define EXAMPLE NODE_CLIENT "/examples/bullmq-migration"
+#define NODE_TESTS 36
 
 static struct ferryd d;
 
@@ -28,57 +31,57 @@ teardown(void)
 
 TestSuite(node_client, .fini = teardown, .timeout = 300);
 
-/* Runs command (output to d.dir/name) and fails the test, with that
- * output, unless it exits 0. Returns the output. */
-static char *
-run_or_fail(const char *command, const char *name)
-{
-	char line[4096], out[400];
-
-	snprintf(out, sizeof(out), "%s/%s", d.dir, name);
-	snprintf(line, sizeof(line), "%s > %s 2>&1", command, out);
-	int status = system(line);
-	char *text = h_read_file(out);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	    "%s failed (exit %d):\n%s", command,
-	    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text ? text : "");
-	return text;
-}
-
 Test(node_client, node_test_suite_and_rows_in_postgres)
 {
+	static const struct h_rows rows[] = {
+		{ 10000, 11499, 1500 },  /* split into chunks */
+		{ 20000, 20299, 300 },   /* through a cache key */
+		{ 30000, 30099, 100 },   /* delay (delayed.test.js) */
+		{ 31000, 31049, 50 },    /* runAt */
+	};
 	const char *node = getenv("NODE") ? getenv("NODE") : "node";
 	const char *npm = getenv("NPM") ? getenv("NPM") : "npm";
-	char line[2048], want[64];
+	char line[2048], queues[2048], want[64];
+	char *example = h_read_file(EXAMPLE "/ferryd.ini");
+	char *schema = h_read_file(EXAMPLE "/schema.sql");
 
+	cr_assert(strstr(example, "[queue page_views]") != NULL,
+	    "%s/ferryd.ini: no [queue page_views]", EXAMPLE);
+	snprintf(queues, sizeof(queues), "[queue node]\nworkers = 0\n"
+	    "[queue later]\nworkers = 0\n"
+	    "[queue pglater]\nhandler = postgres\ntable = events\n"
+	    "columns = n\nworkers = 1\n%s", example);
+	h_client_start(&d, queues, schema, 5);
+	free(example);
+	free(schema);
 	snprintf(line, sizeof(line), "cd %s && %s ci --no-audit --no-fund "
 	    "--prefer-offline", NODE_CLIENT, npm);
-	free(run_or_fail(line, "npm-ci.out"));
-
-	h_setup(&d, NULL, "");
-	h_config(&d, h_pg_start(&d), "[queue pg]\nhandler = postgres\n"
-	    "table = events\ncolumns = n\nworkers = 2\n"
-	    "[queue node]\nworkers = 0\n");
-	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
-	snprintf(line, sizeof(line), "%s -c %s init-db >/dev/null",
-	    TEST_BUILDDIR "/ferryctl", d.config);
-	cr_assert_eq(system(line), 0, "ferryctl init-db failed");
-	h_start(&d, 2);
+	free(h_shell(&d, line, "npm-ci.out"));
 	snprintf(line, sizeof(line), "cd %s && FERRY_TEST_REDIS_PORT=%d "
 	    "FERRY_BUILT_ENQUEUE_LUA=%s %s --test --test-reporter=tap "
-	    "test/enqueue.test.js", NODE_CLIENT, d.redis.port,
+	    "test/enqueue.test.js test/delayed.test.js "
+	    "test/bullmq-migration.test.js", NODE_CLIENT, d.redis.port,
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", node);
-	char *text = run_or_fail(line, "node-test.out");
+	char *text = h_shell(&d, line, "node-test.out");
 	snprintf(want, sizeof(want), "# pass %d\n", NODE_TESTS);
 	cr_assert(strstr(text, want) != NULL && strstr(text, "# fail 0\n"),
 	    "not %d tests passed:\n%s", NODE_TESTS, text);
 	free(text);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4300);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 4300,
-	    "some row was written twice");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE "
-	    "n BETWEEN 10000 AND 11499"), 1500);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE "
-	    "n BETWEEN 20000 AND 20299"), 300);
+	h_assert_rows(&d, "events", 4450, rows, 4);
+	/* the example: view i is (i, '/p/' || i % 7, 10:00 + i s), each once;
+	 * the batch with a NULL user_id was dead-lettered, not written */
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM page_views"), 2510);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT v.user_id) FROM "
+	    "page_views v JOIN generate_series(0, 2509) i ON v.user_id = i AND "
+	    "v.path = '/p/' || i % 7 AND v.viewed_at = "
+	    "'2026-12-02T10:00:00Z'::timestamptz + i * interval '1 second'"),
+	    2510, "page_views holds other rows than the example sent");
+	struct h_run r;
+	h_ctl(&r, d.config, NULL, "dead", "list", "page_views",
+	    (const char *)NULL);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "views-bad") != NULL && strstr(r.out, "23502")
+	    != NULL && h_count_lines(r.out) == 1, "dead list:\n%s", r.out);
+	h_run_free(&r);
 	h_stop(&d);
 }

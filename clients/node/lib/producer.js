@@ -2,11 +2,13 @@
 // producer.js - Producer#enqueue: a caller's jobs through ferry's
 // enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs, every
 // check on), in script calls of at most CALL_JOBS jobs and CALL_BYTES
-// bytes, each all or nothing, then WAIT for replicas when asked (after the
-// script, as ferryctl does). EVALSHA first, EVAL when Redis does not have
-// the script yet. The script is the copy shipped in this package
-// (enqueue.lua, kept equal to the build's by make check), or the installed
-// one (scriptPath, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua).
+// bytes, each all or nothing, with the due marker of delay / runAt when
+// given (the jobs go to the scheduled set), then WAIT for replicas when
+// asked (after the script, as ferryctl does). EVALSHA first, EVAL when
+// Redis does not have the script yet. The script is the copy shipped in
+// this package (enqueue.lua, kept equal to the build's by make check), or
+// the installed one (scriptPath, FERRY_ENQUEUE_LUA:
+// $(pkgdatadir)/lua/enqueue.lua).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -18,6 +20,7 @@ const { FerryError, InvalidJobError, NotReplicatedError, QueueFullError } =
 const CALL_JOBS = 1000;          // src/ctl.h CTL_CHUNK
 const CALL_BYTES = 16 << 20;     // src/ctl.h CTL_CHUNK_BYTES
 const TTL_MAX_S = 365 * 86400;   // as ferryctl enqueue --cache-ttl
+const DELAY_MAX_MS = 3650 * 86400 * 1000;  // as ferryctl --delay (due_time.h)
 const CHUNK_ROWS_MAX = 1000000;
 
 /** The text of enqueue.lua: scriptPath, $FERRY_ENQUEUE_LUA, else this
@@ -42,6 +45,38 @@ function wholeNumber(what, value) {
       `${JSON.stringify(value) ?? String(value)}`);
   }
   return value;
+}
+
+function shown(value) {
+  if (value instanceof Date) return `Date(${value.toString()})`;
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** enqueue.lua's due marker: "delay=MS" (from now by the Redis clock) or
+ * "at=MS" (Unix ms), or null; as clients/python's _due_marker, in ms. A bad
+ * value is a RangeError (Python: ValueError), before anything is pushed. */
+function dueMarker(delay, runAt) {
+  if (delay !== undefined && delay !== null &&
+      runAt !== undefined && runAt !== null) {
+    throw new RangeError('give one of delay and runAt, not both');
+  }
+  if (delay !== undefined && delay !== null) {
+    if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0 ||
+        delay > DELAY_MAX_MS) {
+      throw new RangeError('delay must be milliseconds (a number) from 0 ' +
+        `to 3650 days (${DELAY_MAX_MS}), not ${shown(delay)}`);
+    }
+    return `delay=${Math.round(delay)}`;
+  }
+  if (runAt !== undefined && runAt !== null) {
+    const ms = runAt instanceof Date ? runAt.getTime() : runAt;
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      throw new RangeError('runAt must be a valid Date or Unix time in ' +
+        `milliseconds (Date.now() + ms), not ${shown(runAt)}`);
+    }
+    return `at=${Math.round(ms)}`;
+  }
+  return null;
 }
 
 /** Calls of at most CALL_JOBS jobs and CALL_BYTES bytes (a bigger job is a
@@ -117,11 +152,13 @@ class Producer {
    * them onto `queue`; resolves to the ids, as ferryctl enqueue prints
    * them. cache: true (or a cacheTtl in seconds) moves each job's data
    * into a cache key with that TTL; chunkRows splits bigger "data" arrays
-   * into jobs ID:INDEX; id names a single job. */
+   * into jobs ID:INDEX; id names a single job. delay (ms) or runAt (a
+   * Date, or Unix ms) holds the jobs in the queue's scheduled set until
+   * then, by the Redis clock (ferryctl enqueue --delay / --at). */
   async enqueue(queue, jobOrJobs, options = {}) {
     const single = !Array.isArray(jobOrJobs);
     const docs = single ? [jobOrJobs] : jobOrJobs;
-    const { cache, cacheTtl, chunkRows, id } = options;
+    const { cache, cacheTtl, chunkRows, id, delay, runAt } = options;
     if (id !== undefined && !single) {
       throw new TypeError('id names a single job; give each job of an ' +
         'array its own "id"');
@@ -134,6 +171,7 @@ class Producer {
       CHUNK_ROWS_MAX);
     const ttlS = positive('cacheTtl', cacheTtl ?? this.cacheTtl, TTL_MAX_S);
     const cached = Boolean(cache) || cacheTtl !== undefined;
+    const due = dueMarker(delay, runAt);
     const tag = `${this.prefix}:{${queue}}:`;
     const elements = [];
     docs.forEach((doc, i) => {
@@ -144,17 +182,20 @@ class Producer {
     });
     const pushed = [];
     for (const call of calls(elements)) {
-      await this._push(`${tag}ready`, call, cached ? ttlS * 1000 : 0, pushed);
+      await this._push(tag, call, cached ? ttlS * 1000 : 0, due, pushed);
       for (const e of call) pushed.push(e.id);
     }
     await this._replicated(queue, pushed);
     return pushed;
   }
 
-  async _push(ready, call, ttlMs, pushed) {
-    const keys = [ready];
+  /** One call of enqueue.lua: KEYS ready, [scheduled,] the cache keys;
+   * ARGV the limits, [the due marker,] three per job. */
+  async _push(tag, call, ttlMs, due, pushed) {
+    const keys = due ? [`${tag}ready`, `${tag}scheduled`] : [`${tag}ready`];
     const args = [String(this.maxJobBytes), String(this.memoryRefusePercent),
       String(ttlMs)];
+    if (due) args.push(due);
     for (const e of call) {
       if (e.key !== null) keys.push(e.key);
       args.push(e.element, e.key !== null ? String(keys.length) : '0',
@@ -203,4 +244,4 @@ class Producer {
   }
 }
 
-module.exports = { Producer, loadScript, CALL_JOBS, CALL_BYTES };
+module.exports = { Producer, loadScript, CALL_JOBS, CALL_BYTES, DELAY_MAX_MS };

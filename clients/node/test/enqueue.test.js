@@ -4,8 +4,7 @@
 // script by EVALSHA falling back to EVAL, refusals as error classes with
 // nothing pushed, WAIT for replicas, and jobs that arrive as rows in
 // PostgreSQL (queue "pg"; the driver, tests/integration/test_node_client.c,
-// counts them). The servers come from the driver: FERRY_TEST_REDIS_PORT
-// must be set, or every test fails (never skips).
+// counts them). The servers come from the driver (helpers.js).
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -15,19 +14,14 @@ const { createClient } = require('redis');
 const ferry = require('..');
 const { Producer, InvalidJobError, QueueFullError, NotReplicatedError } =
   ferry;
+const { port, connect, stat, waitFor } = require('./helpers');
 
 const READY = 'ferry:{node}:ready';   // queue node has no workers: jobs stay
-const port = process.env.FERRY_TEST_REDIS_PORT;
 const sha1 = (text) => crypto.createHash('sha1').update(text).digest('hex');
 let r = null;
 
 async function redis() {
-  assert.ok(port, 'FERRY_TEST_REDIS_PORT is not set: run these tests ' +
-    'through make check (tests/integration/test_node_client)');
-  if (r === null) {
-    r = createClient({ url: `redis://127.0.0.1:${port}` });
-    await r.connect();
-  }
+  if (r === null) r = await connect();
   await r.del(READY);
   return r;
 }
@@ -209,14 +203,9 @@ test('rows reach postgres', async () => {
   ids = await p.enqueue('pg', { id: 'cached', data: Array.from(
     { length: 300 }, (_, i) => ({ n: 20000 + i })) }, { cache: true });
   assert.deepEqual(ids, ['cached']);
-  const done = async () =>
-    Number(await r.hGet('ferry:{pg}:stats', 'done') || 0);
-  const end = Date.now() + 60000;
-  while (Date.now() < end && await done() < 2505) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.equal(await done(), 2505);
-  assert.equal(Number(await r.hGet('ferry:{pg}:stats', 'enqueued')), 2505);
+  await waitFor(async () => await stat(r, 'pg', 'done') >= 2505);
+  assert.equal(await stat(r, 'pg', 'done'), 2505);
+  assert.equal(await stat(r, 'pg', 'enqueued'), 2505);
   assert.equal(await r.lLen('ferry:{pg}:dead'), 0);
   assert.equal(await r.exists('ferry:{pg}:cache:cached'), 0);  // with the ack
 });

@@ -1,0 +1,68 @@
+/* harness_client.c - what the drivers of the producer clients' own suites
+ * share (test_python_client.c, test_node_client.c): Redis, PostgreSQL and
+ * ferryd with a postgres queue for the suite to fill, a suite run through
+ * the shell with its output kept, and the rows it sent counted exactly.
+ * Declared in harness.h. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+void
+h_client_start(struct ferryd *d, const char *queues, const char *sql,
+    int workers)
+{
+	char all[8192];
+	struct h_run r;
+
+	snprintf(all, sizeof(all), "[queue pg]\nhandler = postgres\n"
+	    "table = events\ncolumns = n\nworkers = 2\n%s", queues);
+	h_setup(d, NULL, "");
+	h_config(d, h_pg_start(d), all);
+	h_pg_exec(d, "CREATE TABLE events (n bigint)");
+	if (sql != NULL)
+		h_pg_exec(d, sql);
+	h_ctl(&r, d->config, NULL, "init-db", (const char *)NULL);
+	cr_assert_eq(r.status, 0, "ferryctl init-db failed (exit %d):\n%s%s",
+	    r.status, r.out, r.err);
+	h_run_free(&r);
+	h_start(d, workers);
+}
+
+char *
+h_shell(struct ferryd *d, const char *command, const char *name)
+{
+	char line[8192], out[400];
+
+	snprintf(out, sizeof(out), "%s/%s", d->dir, name);
+	snprintf(line, sizeof(line), "%s > %s 2>&1", command, out);
+	int status = system(line);
+	char *text = h_read_file(out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "%s failed (exit %d):\n%s", command,
+	    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text);
+	return text;
+}
+
+void
+h_assert_rows(struct ferryd *d, const char *table, long long total,
+    const struct h_rows *ranges, int nranges)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	cr_assert_eq(h_pg_int(d, sql), total, "%s: not %lld rows", table,
+	    total);
+	snprintf(sql, sizeof(sql), "SELECT count(DISTINCT n) FROM %s", table);
+	cr_assert_eq(h_pg_int(d, sql), total, "%s: some row was written twice",
+	    table);
+	for (int i = 0; i < nranges; i++) {
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE n "
+		    "BETWEEN %lld AND %lld", table, ranges[i].lo, ranges[i].hi);
+		cr_assert_eq(h_pg_int(d, sql), ranges[i].count,
+		    "%s: not %lld rows with n from %lld to %lld", table,
+		    ranges[i].count, ranges[i].lo, ranges[i].hi);
+	}
+}
