@@ -858,6 +858,14 @@ h_run_free(struct h_run *r)
 	r->out = r->err = NULL;
 }
 
+void
+h_run_expect(const struct h_run *r, int status)
+{
+	cr_assert_eq(r->status, status,
+	    "ferryctl exited %d, expected %d\n-- stdout:\n%s-- stderr:\n%s",
+	    r->status, status, r->out, r->err);
+}
+
 /* Write all of input to fd; stop quietly when the reader is gone. */
 static void
 feed(int fd, const char *input)

@@ -146,6 +146,8 @@ int h_ctl(struct h_run *r, const char *config, const char *input, ...);
 int h_ctl_v(struct h_run *r, const char *config, const char *input,
     va_list args);
 void h_run_free(struct h_run *r);
+/* Fail the test unless the run exited with status (its output shown). */
+void h_run_expect(const struct h_run *r, int status);
 
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);

@@ -30,14 +30,6 @@ TestSuite(ctl, .fini = teardown, .timeout = 300);
 #define CTL(r, input, ...) \
 	h_ctl((r), d.config, (input), __VA_ARGS__, (const char *)NULL)
 
-static void
-expect(const struct h_run *r, int status)
-{
-	cr_assert_eq(r->status, status,
-	    "ferryctl exited %d, expected %d\n-- stdout:\n%s-- stderr:\n%s",
-	    r->status, status, r->out, r->err);
-}
-
 static char *
 redis_str(const char *fmt, const char *key)
 {
@@ -54,17 +46,17 @@ Test(ctl, enqueue_one_job)
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, NULL, "enqueue", "q", "{\"id\":\"order-1\",\"n\":1}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_str_eq(r.out, "order-1\n");
 	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "q", "{\"n\":2}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	job_sha1_hex("{\"n\":2}", 7, sha);
 	snprintf(want, sizeof(want), "%s\n", sha);
 	cr_assert_str_eq(r.out, want, "a bare job is named by its SHA-1");
 	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "-q", "q", "{\"n\":3}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_str_eq(r.out, "");
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 3);
@@ -104,7 +96,7 @@ Test(ctl, enqueue_short_of_replicas_exits_3)
 	h_setup(&d, "redis_wait_replicas = 1\nredis_wait_timeout = 100ms\n",
 	    QUEUES);
 	CTL(&r, "{\"n\":1}\n{\"n\":2}\n", "enqueue", "-q", "q", "-");
-	expect(&r, 3);
+	h_run_expect(&r, 3);
 	cr_assert(strstr(r.err, "ferryctl: 2 jobs are in queue q, but reached 0 "
 	    "of 1 replicas within redis_wait_timeout (100 ms): a failover now "
 	    "would lose them. Not pushed again (that could enqueue them twice)")
@@ -121,7 +113,7 @@ Test(ctl, enqueue_many_from_a_pipe)
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, input, "enqueue", "q", "-");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_eq(h_count_lines(r.out), 10000);
 	job_sha1_hex("{\"n\":0}", 7, sha);
 	cr_assert_eq(strncmp(r.out, sha, 40), 0, "first id %.40s", r.out);
@@ -144,13 +136,13 @@ Test(ctl, a_bad_line_pushes_nothing)
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, input, "enqueue", "q", "-");
-	expect(&r, 65);
+	h_run_expect(&r, 65);
 	cr_assert_not_null(strstr(r.err, "line 2004: malformed JSON"), "%s",
 	    r.err);
 	cr_assert_str_eq(r.out, "");
 	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "q", "[1,2]");
-	expect(&r, 65);
+	h_run_expect(&r, 65);
 	cr_assert_not_null(strstr(r.err, "not a JSON object"), "%s", r.err);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:ready"), 0);
@@ -187,7 +179,7 @@ Test(ctl, stats_of_every_list_and_counter)
 	/* jobs ever dead-lettered, not the 2 entries the list holds now */
 	freeReplyObject(h_redis(&d, "HSET ferry:{q}:stats dead 5"));
 	CTL(&r, NULL, "stats", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	for (const char *const *s = (const char *const[]){ "queue q\n",
 	    "ready        3\n", "delayed      1\n", "dead         2\n",
 	    "processing   2\n", "proc:w1 2 (master m1)\n", "proc:w2 0 (handed "
@@ -202,11 +194,11 @@ Test(ctl, stats_of_every_list_and_counter)
 	cr_assert_null(strstr(r.out, "queue other"));
 	h_run_free(&r);
 	CTL(&r, NULL, "stats");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert(strstr(r.out, "queue q\n") && strstr(r.out, "queue other\n"));
 	h_run_free(&r);
 	CTL(&r, NULL, "stats", "--json", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	json_t *root = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(root, "not JSON: %s", r.out);
 	cr_assert_eq(json_at(root, "q", "ready", NULL), 3);
@@ -234,14 +226,14 @@ Test(ctl, unknown_queue_is_a_usage_error)
 
 	h_setup(&d, NULL, QUEUES);
 	CTL(&r, NULL, "stats", "nope");
-	expect(&r, 64);
+	h_run_expect(&r, 64);
 	cr_assert_not_null(strstr(r.err, "\"nope\""), "%s", r.err);
 	h_run_free(&r);
 	CTL(&r, NULL, "enqueue", "nope", "{}");
-	expect(&r, 64);
+	h_run_expect(&r, 64);
 	h_run_free(&r);
 	CTL(&r, NULL, "dead", "list", "nope");
-	expect(&r, 64);
+	h_run_expect(&r, 64);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "DBSIZE"), 0);
 	h_stop(&d);
@@ -262,7 +254,7 @@ Test(ctl, unreachable_redis_names_the_address)
 	for (size_t i = 0; i < 3; i++) {
 		h_ctl(&r, config, NULL, cmds[i][0], cmds[i][1], cmds[i][2],
 		    (const char *)NULL);
-		expect(&r, 69);
+		h_run_expect(&r, 69);
 		cr_assert_not_null(strstr(r.err, addr), "%s", r.err);
 		h_run_free(&r);
 	}
@@ -287,19 +279,19 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	    sizeof(el) - 1));
 	job_sha1_hex(job, sizeof(job) - 1, sha);
 	CTL(&r, NULL, "dead", "list", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_eq(strncmp(r.out, sha, 40), 0, "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "\t2023-11-14T22:13:20.000Z\t0\t4\t"
 	    "worker died while processing\t-\n"), "%s", r.out);
 	h_run_free(&r);
 	CTL(&r, NULL, "dead", "show", "q", sha);
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_not_null(strstr(r.out, "\"worker\": \"w1\""), "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "\"job\": \"{\\\"s\\\":\\\"a\\u0000b"
 	    "\\\"}\""), "%s", r.out);
 	h_run_free(&r);
 	CTL(&r, NULL, "dead", "retry", "q", sha);
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_str_eq(r.out, "replayed 1 job to queue q\n");
 	h_run_free(&r);
 	redisReply *back = h_redis(&d, "LINDEX ferry:{q}:requeue 0");
@@ -310,7 +302,7 @@ Test(ctl, dead_entry_without_id_is_named_by_sha1)
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 0);
 	CTL(&r, NULL, "dead", "retry", "q", sha);
-	expect(&r, 1);
+	h_run_expect(&r, 1);
 	h_run_free(&r);
 	h_stop(&d);
 }
@@ -346,7 +338,7 @@ check_show(const char *id, const char *job)
 	struct h_run r;
 
 	CTL(&r, NULL, "dead", "show", "q", id);
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	json_t *e = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(e, "not JSON: %s", r.out);
 	cr_assert_str_eq(h_jstr(e, "id"), id);
@@ -364,7 +356,7 @@ expect_out(const char *out_want, int status, const char *a, const char *b,
 	struct h_run r;
 
 	CTL(&r, NULL, "dead", a, "q", b, c);
-	expect(&r, status);
+	h_run_expect(&r, status);
 	cr_assert_str_eq(r.out, out_want, "dead %s q %s", a, b);
 	h_run_free(&r);
 }
@@ -377,7 +369,7 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 	start_poisoned_ferryd(flag, sizeof(flag));
 	CTL(&r, "{\"id\":\"good-1\"}\n{\"id\":\"poison-1\",\"poison\":1}"
 	    "\n{\"id\":\"poison-2\",\"poison\":2}\n", "enqueue", "q", "-");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	h_run_free(&r);
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", "not json"));
 	job_sha1_hex("not json", 8, bad_sha);
@@ -386,7 +378,7 @@ Test(ctl, dead_letters_of_a_real_ferryd)
 	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
 
 	CTL(&r, NULL, "dead", "list", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_eq(h_count_lines(r.out), 3, "%s", r.out);
 	for (const char *const *s = (const char *const[]){ "poison-1\t",
 	    "poison-2\t", bad_sha, "\t1\t0\tfailed by the handler\tpoisoned by "
@@ -423,7 +415,7 @@ stats_enqueued(void)
 	struct h_run r;
 
 	CTL(&r, NULL, "stats", "--json", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	json_t *root = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(root, "not JSON: %s", r.out);
 	long long n = json_at(root, "q", "counters", "enqueued");
@@ -460,13 +452,13 @@ Test(ctl, init_db_in_its_own_words)
 	    "columns = n\n");
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
 	CTL(&r, NULL, "init-db");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_str_eq(r.out, "queue q: ferry_batches created\n"
 	    "queue q: table events ready\n");
 	cr_assert_str_eq(r.err, "");
 	h_run_free(&r);
 	CTL(&r, NULL, "init-db");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_str_eq(r.out, "queue q: ferry_batches exists already\n"
 	    "queue q: table events ready\n");
 	cr_assert_null(strstr(r.err, "NOTICE"), "%s", r.err);
@@ -488,7 +480,7 @@ Test(ctl, broken_file_still_reaches_the_running_ferryd)
 	/* valid lines (control_socket among them), and one error */
 	h_config(&d, "colour = red\n", "[queue q]\nworkers = 1\n");
 	CTL(&r, NULL, "status");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_not_null(strstr(r.out, "worker queue=q number=1 "), "%s",
 	    r.out);
 	cr_assert_not_null(strstr(r.err, "colour: unknown key"), "%s", r.err);
@@ -498,14 +490,14 @@ Test(ctl, broken_file_still_reaches_the_running_ferryd)
 	h_run_free(&r);
 
 	CTL(&r, NULL, "reload");
-	expect(&r, 78);
+	h_run_expect(&r, 78);
 	cr_assert_not_null(strstr(r.err, "the running ferryd keeps its current "
 	    "configuration; nothing reloaded"), "%s", r.err);
 	h_run_free(&r);
 	cr_assert_eq(h_count_in_file(d.log, "reload: reading"), 0);
 
 	CTL(&r, NULL, "stats");
-	expect(&r, 78);
+	h_run_expect(&r, 78);
 	cr_assert_not_null(strstr(r.err, "stats needs the file's Redis address "
 	    "and queues"), "%s", r.err);
 	h_run_free(&r);
@@ -515,7 +507,7 @@ Test(ctl, broken_file_still_reaches_the_running_ferryd)
 	h_write_file(other, "[ferryd]\ncontrol_socket = %s/none.sock\n"
 	    "colour = red\n[queue q]\n", d.dir);
 	h_ctl(&r, other, NULL, "status", (const char *)NULL);
-	expect(&r, 78);
+	h_run_expect(&r, 78);
 	cr_assert_not_null(strstr(r.err, "is broken (1 error above): cannot "
 	    "find the daemon (no ferryd answers on "), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "/none.sock"), "%s", r.err);

@@ -35,14 +35,6 @@ TestSuite(delayed, .fini = teardown, .timeout = 300);
 #define CTL(r, input, ...) \
 	h_ctl((r), d.config, (input), __VA_ARGS__, (const char *)NULL)
 
-static void
-expect(const struct h_run *r, int status)
-{
-	cr_assert_eq(r->status, status,
-	    "ferryctl exited %d, expected %d\n-- stdout:\n%s-- stderr:\n%s",
-	    r->status, status, r->out, r->err);
-}
-
 /* Redis' clock in ms. */
 static long long
 redis_ms(void)
@@ -98,7 +90,7 @@ enqueue_when(int first, int n, const char *opt, const char *when)
 		off += (size_t)sprintf(input + off, "{\"n\":%d}\n", i);
 	CTL(&r, input, "enqueue", "-q", opt, when, "q", "-");
 	free(input);
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	h_run_free(&r);
 }
 
@@ -116,7 +108,7 @@ Test(delayed, waits_by_the_redis_clock_then_runs_once)
 	h_start(&d, 1);
 	long long t0 = redis_ms();
 	CTL(&r, NULL, "enqueue", "--delay", "2s", "q", "{\"n\":0}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert_eq(strlen(r.out), 41, "an id: %s", r.out);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "ZCARD " SCHEDULED), 1);
@@ -157,14 +149,14 @@ Test(delayed, at_in_the_past_runs_at_once_in_the_future_waits)
 	h_setup(&d, NULL, "[queue q]\nworkers = 0\n");
 	CTL(&r, NULL, "enqueue", "--at", "2020-01-01T00:00:00Z", "q",
 	    "{\"n\":1}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " SCHEDULED), 0);
 	/* an offset and a fraction: 2100-01-01T00:00:00.250Z */
 	CTL(&r, NULL, "enqueue", "--at", "2100-01-01T01:30:00.25+01:30", "q",
 	    "{\"n\":2}");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 1);
 	redisReply *z = h_redis(&d, "ZRANGE " SCHEDULED " 0 -1 WITHSCORES");
@@ -206,7 +198,7 @@ stats_json(void)
 {
 	struct h_run r;
 	CTL(&r, NULL, "stats", "--json", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	json_t *j = json_loads(r.out, 0, NULL);
 	cr_assert_not_null(j, "stats --json: %s", r.out);
 	h_run_free(&r);
@@ -231,7 +223,7 @@ Test(delayed, scheduled_jobs_survive_a_restart_and_are_counted)
 	h_start(&d, 1);
 	enqueue_delayed(0, 10, "4s");
 	CTL(&r, NULL, "stats", "q");
-	expect(&r, 0);
+	h_run_expect(&r, 0);
 	cr_assert(strstr(r.out, "  scheduled    10\n") != NULL, "%s", r.out);
 	h_run_free(&r);
 	json_t *j = stats_json();
@@ -385,14 +377,14 @@ Test(delayed, bad_values_are_refused)
 	h_setup(&d, NULL, "[queue q]\nworkers = 0\n");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CTL(&r, NULL, "enqueue", bad[i][0], bad[i][1], "q", "{\"n\":1}");
-		expect(&r, 64);
+		h_run_expect(&r, 64);
 		cr_assert(strstr(r.err, bad[i][2]) != NULL, "%s %s: %s", bad[i][0],
 		    bad[i][1], r.err);
 		h_run_free(&r);
 	}
 	CTL(&r, NULL, "enqueue", "--delay", "1s", "--at",
 	    "2026-12-02T10:00:00Z", "q", "{\"n\":1}");
-	expect(&r, 64);
+	h_run_expect(&r, 64);
 	cr_assert(strstr(r.err, "give one of --delay and --at") != NULL, "%s",
 	    r.err);
 	h_run_free(&r);
