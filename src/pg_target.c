@@ -32,8 +32,9 @@ quote_table(PGconn *conn, const char *table)
 	return out;
 }
 
-/* The table's columns, in order (name, and "t" when NOT NULL); NULL when the table does not exist, or
- * when the query failed (*failed, why in f). */
+/* The table's columns, in order (name, and "t" when NOT NULL); NULL when
+ * the table does not exist, or when the query failed (*failed, why in
+ * f). */
 static PGresult *
 table_columns(PGconn *conn, const char *quoted, struct pg_failure *f,
     bool *failed)

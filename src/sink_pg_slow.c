@@ -54,6 +54,25 @@ find_missing(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return failed;
 }
 
+/* upsert, update: the part's staged rows into the table; for update
+ * with missing = dead the jobs whose key has no row failed. Their number
+ * (the part must go again without them), 0, or -1 with f. */
+static int
+apply_stage(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    struct pg_failure *f)
+{
+	const struct pg_target *t = &s->target;
+	int missing;
+
+	if ((t->delete_sql != NULL && !sink_pg_sql(s, t->delete_sql, f)) ||
+	    !sink_pg_sql(s, t->apply_sql, f) ||
+	    (missing = find_missing(s, jobs, res, f)) < 0)
+		return -1;
+	if (missing == 0 && !sink_pg_sql(s, PG_TARGET_CLEAR_STAGE_SQL, f))
+		return -1;
+	return missing;
+}
+
 static bool copy_rest(struct sink_pg *, const int *, int, struct job *,
     struct handler_result *, struct pg_failure *);
 
@@ -84,20 +103,14 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		PQclear(r);
 	if (!sent)
 		pg_conn_lost(s->conn, f);
-	/* upsert, update: the part's rows from the staging table into the
-	 * table; the jobs of updates that found no row fail, and the part
-	 * goes again without them (a dead job writes nothing) */
-	int missing = 0;
-	if (copied && (!PG_TARGET_BY_KEY(&s->target) ||
-	    ((s->target.delete_sql == NULL || sink_pg_sql(s, s->target.delete_sql, f)) &&
-	    sink_pg_sql(s, s->target.apply_sql, f) &&
-	    (missing = find_missing(s, jobs, res, f)) == 0 &&
-	    sink_pg_sql(s, PG_TARGET_CLEAR_STAGE_SQL, f))))
+	int missing = copied && PG_TARGET_BY_KEY(&s->target) ?
+	    apply_stage(s, jobs, res, f) : 0;
+	if (copied && missing == 0)
 		return sink_pg_sql(s, "RELEASE SAVEPOINT ferry_part", f);
-	if (missing > 0)
+	if (missing > 0)        /* a dead job writes nothing */
 		return sink_pg_sql(s, "ROLLBACK TO SAVEPOINT ferry_part", f) &&
 		    copy_rest(s, idx, n, jobs, res, f);
-	if (missing < 0 || f->cls != PG_ERR_DATA)
+	if (f->cls != PG_ERR_DATA)
 		return false;
 	if (!sink_pg_sql(s, "ROLLBACK TO SAVEPOINT ferry_part", f))
 		return false;
@@ -126,8 +139,8 @@ copy_rest(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 /* A row refused only because of a row after it (a foreign key to a later
  * row of the batch, checked per part when halving) goes in once the others
  * are in: COPY the refused rows again while that lets some in. Not for
- * upsert or update: a row applied after the later rows of its key would undo them
- * (out of queue order), so there a refused row stays refused. */
+ * upsert or update: a row applied after the later rows of its key would
+ * undo them (out of queue order), so there a refused row stays refused. */
 static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     struct pg_failure *f)
@@ -193,14 +206,15 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 /* Statement by statement: fences for recovered jobs, the COPY under a
  * savepoint that is split until the refused rows are isolated. */
 bool
-sink_pg_write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    int n, const char *key, struct pg_failure *f)
+sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, int n, const char *key, struct pg_failure *f)
 {
 	bool ok = false, write;
 
 	/* deferred constraints are checked after each statement here, so
 	 * that the halving finds the rows that break them */
-	if (!sink_pg_sql(s, "BEGIN", f) || !sink_pg_sql(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
+	if (!sink_pg_sql(s, "BEGIN", f) ||
+	    !sink_pg_sql(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
 		goto out;
 	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
 	    NULL)) {
