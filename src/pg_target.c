@@ -188,7 +188,7 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
  * nothing from a job goes into SQL. */
 char *
 pg_target_fast_sql(const struct pg_target *t, const struct pg_batches *b,
-    PGconn *conn, const char *key)
+    PGconn *conn, const char *key, bool deletes)
 {
 	char *k = PQescapeLiteral(conn, key, strlen(key));
 	char *sql = NULL;
@@ -197,7 +197,7 @@ pg_target_fast_sql(const struct pg_target *t, const struct pg_batches *b,
 	if (k != NULL)
 		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
 		    "VALUES (%s, 'committed');%s;%s%s%s%s%s%sCOMMIT", b->name, k,
-		    t->copy_sql, STMT(t->delete_sql), STMT(t->apply_sql),
+		    t->copy_sql, STMT(deletes ? t->delete_sql : NULL), STMT(t->apply_sql),
 		    STMT(t->guard_sql));
 #undef STMT
 	PQfreemem(k);

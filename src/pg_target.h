@@ -109,11 +109,12 @@ enum pg_status pg_target_batches_check(PGconn *conn,
 
 /* A batch in one simple query, which the server abandons at the first
  * error: BEGIN; the batch's row under key; the target's statements (the
- * COPY, and for upsert and update delete_sql, apply_sql and guard_sql
- * after it); COMMIT. To free; NULL when libpq's escaping refused the
- * key. */
+ * COPY, and for upsert and update delete_sql when the batch `deletes`,
+ * apply_sql and guard_sql after it); COMMIT. To free; NULL when libpq's
+ * escaping refused the key. */
 char *pg_target_fast_sql(const struct pg_target *t,
-    const struct pg_batches *b, PGconn *conn, const char *key);
+    const struct pg_batches *b, PGconn *conn, const char *key,
+    bool deletes);
 
 /* ferryctl init-db (create set) and ferryd's start check: connect, check
  * the commit settings (only without create), create ferry_batches (create

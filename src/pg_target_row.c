@@ -49,6 +49,18 @@ find_op(const char *name, const char *doc, size_t len,
 	return true;
 }
 
+/* False when the document cannot have the member: without a backslash
+ * a key is written as its own text, "name" with the quotes. */
+static bool
+may_have(const char *name, const char *doc, size_t len)
+{
+	char quoted[72];
+	int n = snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+
+	return memchr(doc, '\\', len) != NULL ||
+	    memmem(doc, len, quoted, (size_t)n) != NULL;
+}
+
 int
 pg_target_job_op(const struct pg_target *t, const char *doc, size_t len,
     bool *del, char *why, size_t whysize)
@@ -58,8 +70,8 @@ pg_target_job_op(const struct pg_target *t, const char *doc, size_t len,
 	char text[16];
 
 	*del = false;
-	if (*q->op_member == '\0' || !find_op(q->op_member, doc, len, &op) ||
-	    op.type == JSON_SCAN_NULL)
+	if (*q->op_member == '\0' || !may_have(q->op_member, doc, len) ||
+	    !find_op(q->op_member, doc, len, &op) || op.type == JSON_SCAN_NULL)
 		return 0;       /* (a document that does not scan fails in copy) */
 	if (span_text(&op, text, sizeof(text))) {
 		if (strcmp(text, "delete") == 0) {

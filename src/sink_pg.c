@@ -157,6 +157,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	s->failed = json_object();
 	s->rows.len = 0;
 	s->nidx = 0;
+	s->deletes = false;
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
@@ -178,6 +179,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		}
 		if (PG_TARGET_BY_KEY(&s->target))
 			pg_target_row_suffix(&s->rows, at, del, i);
+		s->deletes |= del;
 		sink_pg_set_result(&res[i], HANDLER_OK, "");
 		s->off[i] = at;
 		s->len[i] = s->rows.len - at;
@@ -262,7 +264,8 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	 * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT */
 	const int insert_stage = 1, copy_stage = 2;
 	int stage = 0, failed_stage = -1;
-	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key);
+	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key,
+	    s->deletes);
 	PGresult *r;
 
 	if (sql == NULL)

@@ -30,6 +30,7 @@ struct sink_pg {
 	int *idx, nidx;           /* the jobs to COPY */
 	bool *skip;               /* jobs a fence found written */
 	int cap;                  /* room in off, len, idx, skip */
+	bool deletes;             /* a job encoded deletes (op_member) */
 	bool fenced;              /* our own batch key was found fenced */
 	bool record_failed;       /* a failure could not go into s->failed */
 	int commits_safe;         /* last connection's commits wait for a

@@ -64,7 +64,8 @@ apply_stage(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	const struct pg_target *t = &s->target;
 	int missing;
 
-	if ((t->delete_sql != NULL && !sink_pg_sql(s, t->delete_sql, f)) ||
+	if ((s->deletes && t->delete_sql != NULL &&
+	    !sink_pg_sql(s, t->delete_sql, f)) ||
 	    !sink_pg_sql(s, t->apply_sql, f) ||
 	    (missing = find_missing(s, jobs, res, f)) < 0)
 		return -1;
