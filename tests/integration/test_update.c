@@ -97,6 +97,21 @@ Test(update, version_and_deletes)
 	h_stop(&pc_d);
 }
 
+/* ferryd's start and init-db refuse an update with nothing to update. */
+Test(update, nothing_to_update_is_refused)
+{
+	char err[512];
+	const struct queue_config *q = pc_setup(&pc_d, &pc_cfg, "mode = update\n"
+	    "key = k\ncolumns = k\n");
+
+	cr_assert_eq(pg_target_check(&pc_cfg, q, true, NULL, err, sizeof(err)),
+	    PG_FATAL, "%s", err);
+	cr_assert_str_eq(err, "[queue q] mode: update has no column to update: "
+	    "every column written is in key (allowed: write columns besides the "
+	    "key, or use mode = upsert)");
+	h_stop(&pc_d);
+}
+
 TestSuite(delete, .fini = pc_teardown, .timeout = 300);
 
 /* A delete and writes of one key in one batch apply in queue order: the
