@@ -36,6 +36,13 @@ enum config_handler {
 enum config_pg_mode {
 	CONFIG_MODE_INSERT,      /* COPY every row */
 	CONFIG_MODE_UPSERT,      /* insert, or update the row with the key */
+	CONFIG_MODE_UPDATE,      /* update the row with the key, if any */
+};
+
+/* mode = update: a job whose key has no row */
+enum config_missing {
+	CONFIG_MISSING_IGNORE,   /* done: nothing to update */
+	CONFIG_MISSING_DEAD,     /* dead, "update: no row with key (k)=(v)" */
 };
 
 struct queue_config {
@@ -75,6 +82,9 @@ struct queue_config {
 	                          * column written that is not in key */
 	char *version;           /* mode = upsert: a column; "" = none: a row
 	                          * is updated only by a greater version */
+	int missing;             /* mode = update: enum config_missing */
+	char *op_member;         /* mode = upsert, update: the member of a job
+	                          * whose "delete" deletes by key; "" = none */
 	/* Per-queue PostgreSQL overrides: "" (or NULL) = use [ferryd]'s;
 	 * config_pg_conninfo merges them. */
 	char *pg_host;           /* one host, or several: "a, b" (libpq) */

@@ -46,8 +46,20 @@ static const char *const handler_names[] = {
 	"noop", "exec", "postgres", NULL
 };
 static const char *const mode_names[] = {
-	"insert", "upsert", NULL
+	"insert", "upsert", "update", NULL
 };
+static const char *const missing_names[] = {
+	"ignore", "dead", NULL
+};
+
+/* op_member: a job's member, named like a column; empty: none. */
+static const char *
+check_member(const char *v, char *buf, size_t size)
+{
+	return config_check_column(v, buf, size) == NULL ? NULL : "is not a "
+	    "valid member name (allowed: 1..63 characters of A-Z a-z 0-9 _, "
+	    "not starting with a digit, or empty for no deletes)";
+}
 
 #define F(field) offsetof(struct ferry_config, field)
 #define Q(field) offsetof(struct queue_config, field)
@@ -161,6 +173,8 @@ static const struct config_key config_keys[] = {
 	STR(S_QUEUE, "update_columns", Q(update_columns), "",
 	    config_check_column_list),
 	STR(S_QUEUE, "version", Q(version), "", config_check_column),
+	ENUM(S_QUEUE, "missing", Q(missing), "dead", missing_names),
+	STR(S_QUEUE, "op_member", Q(op_member), "op", check_member),
 	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
 	STR(S_QUEUE, "pg_port", Q(pg_port), "", config_check_pg_ports),
 	STR(S_QUEUE, "pg_database", Q(pg_database), "", NULL),

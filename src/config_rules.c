@@ -141,33 +141,46 @@ check_pg_hosts(struct loader *st, int queue, const char *host,
 		    label, port, nports, nhosts, nhosts == 1 ? "" : "s");
 }
 
-/* mode and the keys of mode = upsert, which only it uses. Whether key is
- * a unique index of the table is for the start check (pg_target.c). */
+/* mode and the keys of mode = upsert and update, which only they use.
+ * Whether key is a unique index of the table is for the start check
+ * (pg_target.c). */
 static void
 check_mode_keys(struct loader *st, int i)
 {
-	static const char *const upsert_keys[] = { "key", "update_columns",
+	static const char *const by_key[] = { "key", "update_columns",
 	    "version" };
 	const struct queue_config *q = &st->cfg->queues[i];
 	const char *values[] = { q->key, q->update_columns, q->version };
+	bool by_key_mode = q->mode == CONFIG_MODE_UPSERT ||
+	    q->mode == CONFIG_MODE_UPDATE;
 
 	if (q->mode != CONFIG_MODE_INSERT && q->handler != CONFIG_HANDLER_POSTGRES)
 		config_error(st, blame_line(st, i, "mode", NULL), "[queue %s] mode: "
 		    "\"%s\" is set but handler = %s (only used with handler = "
 		    "postgres)", q->name, config_mode_name(q->mode),
 		    config_handler_name(q->handler));
-	if (q->mode == CONFIG_MODE_UPSERT && *q->key == '\0' &&
-	    key_line(st, i, "key") >= 0)
+	if (by_key_mode && *q->key == '\0' && key_line(st, i, "key") >= 0)
 		config_error(st, blame_line(st, i, "key", "mode"), "[queue %s] "
-		    "key: required when mode = upsert (allowed: the columns of a "
+		    "key: required when mode = %s (allowed: the columns of a "
 		    "primary key or unique index of the table, such as key = id)",
-		    q->name);
-	for (size_t k = 0; k < FERRY_ARRAY_LEN(upsert_keys); k++)
-		if (q->mode != CONFIG_MODE_UPSERT && *values[k] != '\0')
-			config_error(st, blame_line(st, i, upsert_keys[k], NULL),
+		    q->name, config_mode_name(q->mode));
+	for (size_t k = 0; k < FERRY_ARRAY_LEN(by_key); k++)
+		if (!by_key_mode && *values[k] != '\0')
+			config_error(st, blame_line(st, i, by_key[k], NULL),
 			    "[queue %s] %s: \"%s\" is set but mode = %s (only used "
-			    "with mode = upsert)", q->name, upsert_keys[k], values[k],
-			    config_mode_name(q->mode));
+			    "with mode = upsert or update)", q->name, by_key[k],
+			    values[k], config_mode_name(q->mode));
+	/* defaults that only these modes read: refused only when set */
+	if (!by_key_mode && key_line(st, i, "op_member") > 0)
+		config_error(st, key_line(st, i, "op_member"), "[queue %s] "
+		    "op_member: \"%s\" is set but mode = %s (deletes are only "
+		    "read with mode = upsert or update; mode = insert writes every "
+		    "job as a row)", q->name, q->op_member,
+		    config_mode_name(q->mode));
+	if (q->mode != CONFIG_MODE_UPDATE && key_line(st, i, "missing") > 0)
+		config_error(st, key_line(st, i, "missing"), "[queue %s] "
+		    "missing: is set but mode = %s (only used with mode = "
+		    "update)", q->name, config_mode_name(q->mode));
 }
 
 static void

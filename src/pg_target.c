@@ -32,8 +32,9 @@ quote_table(PGconn *conn, const char *table)
 	return out;
 }
 
-/* The table's columns, in order; NULL when the table does not exist, or
- * when the query failed (*failed, why in f). */
+/* The table's columns, in order (name, and "t" when NOT NULL); NULL when
+ * the table does not exist, or when the query failed (*failed, why in
+ * f). */
 static PGresult *
 table_columns(PGconn *conn, const char *quoted, struct pg_failure *f,
     bool *failed)
@@ -41,7 +42,7 @@ table_columns(PGconn *conn, const char *quoted, struct pg_failure *f,
 	PGresult *r = NULL;
 
 	*failed = false;
-	if (!pg_conn_exec(conn, "SELECT attname FROM pg_attribute WHERE "
+	if (!pg_conn_exec(conn, "SELECT attname, attnotnull FROM pg_attribute WHERE "
 	    "attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped "
 	    "ORDER BY attnum", 1, quoted, NULL, f, &r)) {
 		*failed = true;         /* the query, not the table */
@@ -80,7 +81,20 @@ pg_target_init(struct pg_target *t, const struct queue_config *q)
 	memset(t, 0, sizeof(*t));
 	t->q = q;
 	t->mode = q->mode == CONFIG_MODE_UPSERT ? PG_TARGET_UPSERT :
-	    PG_TARGET_INSERT;
+	    q->mode == CONFIG_MODE_UPDATE ? PG_TARGET_UPDATE : PG_TARGET_INSERT;
+}
+
+void
+pg_target_free_sql(struct pg_target *t)
+{
+	free(t->copy_sql);
+	free(t->stage_sql);
+	free(t->delete_sql);
+	free(t->apply_sql);
+	free(t->missing_sql);
+	free(t->guard_sql);
+	t->copy_sql = t->stage_sql = t->delete_sql = t->apply_sql = NULL;
+	t->missing_sql = t->guard_sql = NULL;
 }
 
 void
@@ -88,9 +102,7 @@ pg_target_free(struct pg_target *t)
 {
 	copy_columns_free(&t->cols);
 	free(t->quoted);
-	free(t->copy_sql);
-	free(t->stage_sql);
-	free(t->apply_sql);
+	pg_target_free_sql(t);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -164,7 +176,7 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
 	if ((st = resolve_columns(t, cols, err, errsize)) == PG_OK) {
 		free(t->copy_sql);
 		t->copy_sql = copy_sql(conn, t->quoted, &t->cols);
-		if (t->mode == PG_TARGET_UPSERT)
+		if (PG_TARGET_BY_KEY(t))
 			st = pg_target_upsert_describe(t, conn, cols, err,
 			    errsize);
 	}
@@ -176,16 +188,18 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
  * nothing from a job goes into SQL. */
 char *
 pg_target_fast_sql(const struct pg_target *t, const struct pg_batches *b,
-    PGconn *conn, const char *key)
+    PGconn *conn, const char *key, bool deletes)
 {
 	char *k = PQescapeLiteral(conn, key, strlen(key));
 	char *sql = NULL;
 
+#define STMT(s) (s) ? (s) : "", (s) ? ";" : ""
 	if (k != NULL)
 		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
-		    "VALUES (%s, 'committed');%s;%s%sCOMMIT", b->name, k,
-		    t->copy_sql, t->apply_sql ? t->apply_sql : "",
-		    t->apply_sql ? ";" : "");
+		    "VALUES (%s, 'committed');%s;%s%s%s%s%s%sCOMMIT", b->name, k,
+		    t->copy_sql, STMT(deletes ? t->delete_sql : NULL), STMT(t->apply_sql),
+		    STMT(t->guard_sql));
+#undef STMT
 	PQfreemem(k);
 	return sql;
 }

@@ -15,13 +15,17 @@
 #include "copy.h"
 #include "pg_conn.h"
 
-/* How a target's rows go in ([queue] mode). update (issue 17) adds its
- * mode here. */
+/* How a target's rows go in ([queue] mode). */
 enum pg_target_mode {
 	PG_TARGET_INSERT,        /* COPY every row into the table */
 	PG_TARGET_UPSERT,        /* COPY into a staging table, then insert or
 	                          * update by key from it (pg_target_upsert.c) */
+	PG_TARGET_UPDATE,        /* the same, update only rows that exist */
 };
+
+/* Modes that COPY into the staging table, by key (upsert, update): each
+ * row there carries its job's op and index (pg_target_row.c). */
+#define PG_TARGET_BY_KEY(t) ((t)->mode != PG_TARGET_INSERT)
 
 struct pg_target {
 	const struct queue_config *q;
@@ -31,15 +35,24 @@ struct pg_target {
 	char *copy_sql;          /* COPY quoted (columns) FROM STDIN (upsert:
 	                          * into the staging table); NULL until
 	                          * described */
-	/* upsert only, else NULL */
+	/* upsert and update only, else NULL */
 	char *stage_sql;         /* creates the staging table: once per
 	                          * connection (pg_target_prepare) */
-	char *apply_sql;         /* the staged rows into the table */
+	char *delete_sql;        /* the staged deletes (NULL: op_member "") */
+	char *apply_sql;         /* the staged rows into the table, after
+	                          * delete_sql */
+	/* update with missing = dead only, else NULL: after apply_sql, */
+	char *missing_sql;       /* rows (job index, key text) of every staged
+	                          * update whose key has no row */
+	char *guard_sql;         /* fails (22000) when missing_sql would give
+	                          * a row: the one-query path stops there */
 };
 
 /* A target for queue q's table, not yet described. */
 void pg_target_init(struct pg_target *t, const struct queue_config *q);
 void pg_target_free(struct pg_target *t);
+/* Free the generated SQL (to generate it again), all NULL after. */
+void pg_target_free_sql(struct pg_target *t);
 /* Resolve the columns against the table and generate the SQL. PG_FATAL
  * when the table or a column is missing, PG_UNAVAILABLE when the query
  * failed for another reason (the connection died, a timeout). */
@@ -52,6 +65,17 @@ enum pg_status pg_target_describe(struct pg_target *t, PGconn *conn,
  * 0 of each row). */
 enum pg_status pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
     PGresult *table_cols, char *err, size_t errsize);
+/* A job's op (upsert, update): *del when its op_member member is
+ * "delete"; 0, or -1 with why when the member is another value (a job
+ * without the member, or with null, "upsert", or for update "update",
+ * writes its rows). */
+int pg_target_job_op(const struct pg_target *t, const char *doc, size_t len,
+    bool *del, char *why, size_t whysize);
+/* Append the staging columns' values (the op, job) to each row encoded
+ * into rows since from. */
+void pg_target_row_suffix(struct copy_buf *rows, size_t from, bool del,
+    int job);
+
 /* What a new connection needs before the target's statements run: the
  * staging table of upsert (nothing for insert). PG_FATAL when it cannot be
  * created (no TEMP privilege), PG_UNAVAILABLE when the server failed. */
@@ -85,9 +109,12 @@ enum pg_status pg_target_batches_check(PGconn *conn,
 
 /* A batch in one simple query, which the server abandons at the first
  * error: BEGIN; the batch's row under key; the target's statements (the
- * COPY, and for upsert the apply_sql after it); COMMIT. To free; NULL when libpq's escaping refused the key. */
+ * COPY, and for upsert and update delete_sql when the batch `deletes`,
+ * apply_sql and guard_sql after it); COMMIT. To free; NULL when libpq's
+ * escaping refused the key. */
 char *pg_target_fast_sql(const struct pg_target *t,
-    const struct pg_batches *b, PGconn *conn, const char *key);
+    const struct pg_batches *b, PGconn *conn, const char *key,
+    bool deletes);
 
 /* ferryctl init-db (create set) and ferryd's start check: connect, check
  * the commit settings (only without create), create ferry_batches (create

@@ -1,11 +1,14 @@
-/* pg_target_upsert.c - the SQL of mode = upsert (issue 17): the key,
- * update_columns and version checked against the columns written and the
- * table's unique indexes; a temporary staging table LIKE the target, once
- * per connection, that a batch is COPYed into; the one statement that
- * applies it, INSERT ... SELECT DISTINCT ON (key) ... ON CONFLICT (key)
- * DO UPDATE, where the last row of a key in the batch wins (with version:
- * the greatest version, the first of equal ones), exactly as if the rows
- * had been applied one by one in queue order. */
+/* pg_target_upsert.c - the SQL of mode = upsert and update (issue 17):
+ * the key, update_columns and version checked against the columns written
+ * and the table's unique indexes; a temporary staging table LIKE the
+ * target, once per connection, that a batch is COPYed into, each row with
+ * its job's op and index; the statements that apply it. Of the rows of one
+ * key in the batch the last wins (with version: the greatest version, the
+ * first of equal ones), as if the rows had been applied one by one in
+ * queue order: DELETE ... USING the staged deletes, then INSERT ... SELECT
+ * DISTINCT ON (key) ... ON CONFLICT (key) DO UPDATE (upsert) or UPDATE ...
+ * FROM the same (update) for keys whose winner is not a delete; for update
+ * with missing = dead, the staged updates whose key has no row. */
 #include "pg_target.h"
 
 #include <stdio.h>
@@ -17,6 +20,9 @@
 
 #define STAGE "pg_temp.ferry_stage"
 #define POSITION "ferry_position"
+#define DELETE_COL "ferry_delete"   /* the row's job deletes */
+#define JOB_COL "ferry_job"         /* the job's index in the batch */
+#define WINNERS "ferry_w"
 
 /* Column names, split from a checked "a, b" list (config_check.c). */
 struct name_list {
@@ -171,13 +177,30 @@ put_alter(struct buf *b, PGconn *conn, const char *column, const char *what)
 	PQfreemem(c);
 }
 
+/* ", ADD CONSTRAINT "c NOT NULL" CHECK (ferry_delete OR c IS NOT NULL)":
+ * a delete needs only its key (and version). */
+static void
+put_notnull_unless_delete(struct buf *b, PGconn *conn, const char *column)
+{
+	char name[80];
+	char *c = PQescapeIdentifier(conn, column, strlen(column)), *n;
+
+	snprintf(name, sizeof(name), "%s NOT NULL", column);
+	n = PQescapeIdentifier(conn, name, strlen(name));
+	buf_printf(b, ", ALTER COLUMN %s DROP NOT NULL, ADD CONSTRAINT %s "
+	    "CHECK (" DELETE_COL " OR %s IS NOT NULL)", c, n, c);
+	PQfreemem(c);
+	PQfreemem(n);
+}
+
 /* The staging table: the target's columns with their defaults and CHECK
  * constraints (so that a row a later one of its key replaces is still
  * checked, when COPYed), key and version NOT NULL (a NULL key would match
- * no row, a NULL version order nowhere: such a row is refused), columns
- * not written nullable (the table fills them itself: an identity column,
- * which LIKE copies without its default, would refuse every row), and the
- * position of each row in the batch. Rows go at each commit. */
+ * no row, a NULL version order nowhere: such a row is refused), the other
+ * NOT NULL columns NOT NULL unless the row deletes, columns not written
+ * nullable (the table fills them itself: an identity column, which LIKE
+ * copies without its default, would refuse every row); the position of
+ * each row in the batch, its job's op and index. Rows go at each commit. */
 static char *
 stage_sql(const struct pg_target *t, PGconn *conn, PGresult *table_cols,
     const struct name_list *notnull)
@@ -187,13 +210,18 @@ stage_sql(const struct pg_target *t, PGconn *conn, PGresult *table_cols,
 	buf_printf(&b, "CREATE TEMP TABLE ferry_stage (LIKE %s INCLUDING "
 	    "DEFAULTS INCLUDING CONSTRAINTS) ON COMMIT DELETE ROWS;ALTER TABLE "
 	    STAGE " ADD COLUMN " POSITION " bigint GENERATED ALWAYS AS "
-	    "IDENTITY", t->quoted);
+	    "IDENTITY, ADD COLUMN " DELETE_COL " boolean NOT NULL, ADD COLUMN "
+	    JOB_COL " integer NOT NULL", t->quoted);
 	for (int i = 0; i < notnull->n; i++)
 		put_alter(&b, conn, notnull->names[i], "SET NOT NULL");
-	for (int i = 0; i < PQntuples(table_cols); i++)
-		if (!written(t, PQgetvalue(table_cols, i, 0)))
-			put_alter(&b, conn, PQgetvalue(table_cols, i, 0),
-			    "DROP NOT NULL");
+	for (int i = 0; i < PQntuples(table_cols); i++) {
+		const char *col = PQgetvalue(table_cols, i, 0);
+		if (!written(t, col))
+			put_alter(&b, conn, col, "DROP NOT NULL");
+		else if (!names_has(notnull, col) &&
+		    strcmp(PQgetvalue(table_cols, i, 1), "t") == 0)
+			put_notnull_unless_delete(&b, conn, col);
+	}
 	return buf_take(&b);
 }
 
@@ -207,34 +235,66 @@ written_names(const struct pg_target *t)
 	return all;
 }
 
-/* INSERT INTO t AS ferry_t (cols) SELECT DISTINCT ON (key) cols FROM stage
- * ORDER BY key, [version DESC,] position ON CONFLICT (key) DO UPDATE SET
- * u = excluded.u [WHERE ferry_t.version < excluded.version]. */
+/* "ferry_t.k = alias.k AND ..." */
+static void
+put_key_match(struct buf *b, PGconn *conn, const struct name_list *key,
+    const char *alias)
+{
+	for (int i = 0; i < key->n; i++) {
+		char *c = PQescapeIdentifier(conn, key->names[i],
+		    strlen(key->names[i]));
+		buf_printf(b, "%sferry_t.%s = %s.%s", i ? " AND " : "", c, alias,
+		    c);
+		PQfreemem(c);
+	}
+}
+
+/* ORDER BY key, then the winner first: the last row of a key; with
+ * version the greatest, and of equal versions the first (a later equal
+ * one is not newer). v: the quoted version column, or NULL. */
+static void
+put_winner_order(struct buf *b, PGconn *conn, const struct name_list *key,
+    const char *v)
+{
+	buf_printf(b, " ORDER BY ");
+	put_names(b, conn, key, "");
+	if (v != NULL)
+		buf_printf(b, ", %s DESC, " POSITION, v);
+	else
+		buf_printf(b, ", " POSITION " DESC");
+}
+
+/* (SELECT DISTINCT ON (key) * FROM stage ORDER BY key, winner) ferry_w:
+ * one row a key, its winner, which may be a delete. */
+static void
+put_winners(struct buf *b, PGconn *conn, const struct name_list *key,
+    const char *v)
+{
+	buf_printf(b, "(SELECT DISTINCT ON (");
+	put_names(b, conn, key, "");
+	buf_printf(b, ") * FROM " STAGE);
+	put_winner_order(b, conn, key, v);
+	buf_printf(b, ") " WINNERS);
+}
+
+/* INSERT INTO t AS ferry_t (cols) SELECT cols FROM winners WHERE NOT
+ * ferry_delete ON CONFLICT (key) DO UPDATE SET u = excluded.u [WHERE
+ * ferry_t.version < excluded.version]. */
 static char *
-apply_sql(const struct pg_target *t, PGconn *conn,
+upsert_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const struct name_list *update,
-    const char *version)
+    const char *v)
 {
 	struct name_list all = written_names(t);
 	struct buf b = BUF_INIT;
-	char *v = version != NULL ?
-	    PQescapeIdentifier(conn, version, strlen(version)) : NULL;
 
 	buf_printf(&b, "INSERT INTO %s AS ferry_t (", t->quoted);
 	put_names(&b, conn, &all, "");
-	buf_printf(&b, ") SELECT DISTINCT ON (");
-	put_names(&b, conn, key, "");
-	buf_printf(&b, ") ");
+	buf_printf(&b, ") SELECT ");
 	put_names(&b, conn, &all, "");
-	buf_printf(&b, " FROM " STAGE " ORDER BY ");
-	put_names(&b, conn, key, "");
-	/* the last row of a key; with version the greatest, and of equal
-	 * versions the first (a later equal one is not newer) */
-	if (v != NULL)
-		buf_printf(&b, ", %s DESC, " POSITION, v);
-	else
-		buf_printf(&b, ", " POSITION " DESC");
-	buf_printf(&b, " ON CONFLICT (");
+	buf_printf(&b, " FROM ");
+	put_winners(&b, conn, key, v);
+	buf_printf(&b, " WHERE NOT " DELETE_COL " ON CONFLICT (");
 	put_names(&b, conn, key, "");
 	buf_printf(&b, update->n == 0 ? ") DO NOTHING" : ") DO UPDATE SET ");
 	for (int i = 0; i < update->n; i++) {
@@ -245,12 +305,98 @@ apply_sql(const struct pg_target *t, PGconn *conn,
 	}
 	if (v != NULL)
 		buf_printf(&b, " WHERE ferry_t.%s < excluded.%s", v, v);
-	PQfreemem(v);
 	names_free(&all);
 	return buf_take(&b);
 }
 
-/* COPY pg_temp.ferry_stage (cols) FROM STDIN */
+/* UPDATE t AS ferry_t SET u = ferry_w.u FROM winners WHERE key matches
+ * AND NOT ferry_w.ferry_delete [AND ferry_t.version < ferry_w.version] */
+static char *
+update_sql(const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const struct name_list *update,
+    const char *v)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "UPDATE %s AS ferry_t SET ", t->quoted);
+	for (int i = 0; i < update->n; i++) {
+		char *c = PQescapeIdentifier(conn, update->names[i],
+		    strlen(update->names[i]));
+		buf_printf(&b, "%s%s = " WINNERS ".%s", i ? ", " : "", c, c);
+		PQfreemem(c);
+	}
+	buf_printf(&b, " FROM ");
+	put_winners(&b, conn, key, v);
+	buf_printf(&b, " WHERE ");
+	put_key_match(&b, conn, key, WINNERS);
+	buf_printf(&b, " AND NOT " WINNERS "." DELETE_COL);
+	if (v != NULL)
+		buf_printf(&b, " AND ferry_t.%s < " WINNERS ".%s", v, v);
+	return buf_take(&b);
+}
+
+/* DELETE FROM t AS ferry_t USING (the greatest or last staged delete of
+ * each key) ferry_d WHERE key matches [AND ferry_t.version <
+ * ferry_d.version]. Every key with a delete in the batch loses its row
+ * first; when its winner is a write, apply_sql writes it again after. */
+static char *
+delete_sql(const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const char *v)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "DELETE FROM %s AS ferry_t USING (SELECT DISTINCT ON (",
+	    t->quoted);
+	put_names(&b, conn, key, "");
+	buf_printf(&b, ") * FROM " STAGE " WHERE " DELETE_COL);
+	put_winner_order(&b, conn, key, v);
+	buf_printf(&b, ") ferry_d WHERE ");
+	put_key_match(&b, conn, key, "ferry_d");
+	if (v != NULL)
+		buf_printf(&b, " AND ferry_t.%s < ferry_d.%s", v, v);
+	return buf_take(&b);
+}
+
+/* SELECT s.ferry_job, 'update: no row with key (k)=(' || concat_ws(', ',
+ * s.k) || ')' FROM stage s JOIN winners USING (key) WHERE neither
+ * deletes AND NOT EXISTS (the key's row): every staged update of a key
+ * whose winner is an update and that has no row (after the deletes). */
+static char *
+missing_sql(const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const char *v)
+{
+	struct buf b = BUF_INIT;
+
+	/* key names are checked identifiers: nothing to escape in the text */
+	buf_printf(&b, "SELECT s." JOB_COL ", 'update: no row with key (");
+	for (int i = 0; i < key->n; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", key->names[i]);
+	buf_printf(&b, ")=(' || concat_ws(', ', ");
+	put_names(&b, conn, key, "s.");
+	buf_printf(&b, ") || ')' FROM " STAGE " s JOIN ");
+	put_winners(&b, conn, key, v);
+	buf_printf(&b, " USING (");
+	put_names(&b, conn, key, "");
+	buf_printf(&b, ") WHERE NOT s." DELETE_COL " AND NOT " WINNERS "."
+	    DELETE_COL " AND NOT EXISTS (SELECT 1 FROM %s ferry_t WHERE ",
+	    t->quoted);
+	put_key_match(&b, conn, key, "s");
+	buf_printf(&b, ")");
+	return buf_take(&b);
+}
+
+/* A DO block (PL/pgSQL, in every database since 9.0): the one-query path
+ * cannot read rows before its COMMIT, so it stops when there are some. */
+static char *
+guard_sql(const char *missing)
+{
+	return xasprintf("DO $ferry$BEGIN IF EXISTS (%s) THEN RAISE EXCEPTION "
+	    "'ferry: an update found no row: the batch is redone statement by "
+	    "statement' USING ERRCODE = 'data_exception'; END IF; END$ferry$",
+	    missing);
+}
+
+/* COPY pg_temp.ferry_stage (cols, ferry_delete, ferry_job) FROM STDIN */
 static char *
 stage_copy_sql(const struct pg_target *t, PGconn *conn)
 {
@@ -259,7 +405,7 @@ stage_copy_sql(const struct pg_target *t, PGconn *conn)
 
 	buf_printf(&b, "COPY " STAGE " (");
 	put_names(&b, conn, &all, "");
-	buf_printf(&b, ") FROM STDIN");
+	buf_printf(&b, ", " DELETE_COL ", " JOB_COL ") FROM STDIN");
 	names_free(&all);
 	return buf_take(&b);
 }
@@ -297,11 +443,40 @@ check_names(const struct pg_target *t, const struct name_list *key,
 	return st;
 }
 
+static void
+generate(struct pg_target *t, PGconn *conn, PGresult *table_cols,
+    const struct name_list *key, const struct name_list *update,
+    const struct name_list *version)
+{
+	struct name_list notnull;
+	char *v = version->n == 1 ? PQescapeIdentifier(conn, version->names[0],
+	    strlen(version->names[0])) : NULL;
+
+	names_parse(&notnull, t->q->key);
+	if (version->n == 1)
+		names_add(&notnull, version->names[0], strlen(version->names[0]));
+	pg_target_free_sql(t);
+	t->stage_sql = stage_sql(t, conn, table_cols, &notnull);
+	t->delete_sql = *t->q->op_member != '\0' ?
+	    delete_sql(t, conn, key, v) : NULL;
+	t->apply_sql = t->mode == PG_TARGET_UPDATE ?
+	    update_sql(t, conn, key, update, v) :
+	    upsert_sql(t, conn, key, update, v);
+	if (t->mode == PG_TARGET_UPDATE &&
+	    t->q->missing == CONFIG_MISSING_DEAD) {
+		t->missing_sql = missing_sql(t, conn, key, v);
+		t->guard_sql = guard_sql(t->missing_sql);
+	}
+	t->copy_sql = stage_copy_sql(t, conn);
+	PQfreemem(v);
+	names_free(&notnull);
+}
+
 enum pg_status
 pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
     PGresult *table_cols, char *err, size_t errsize)
 {
-	struct name_list key, update, version, notnull;
+	struct name_list key, update, version;
 	enum pg_status st;
 
 	names_parse(&key, t->q->key);
@@ -310,20 +485,14 @@ pg_target_upsert_describe(struct pg_target *t, PGconn *conn,
 	st = check_names(t, &key, &update, &version, err, errsize);
 	if (st == PG_OK)
 		st = check_unique(t, conn, &key, err, errsize);
-	if (st == PG_OK) {
-		names_parse(&notnull, t->q->key);
-		if (version.n == 1)
-			names_add(&notnull, version.names[0],
-			    strlen(version.names[0]));
-		free(t->stage_sql);
-		free(t->apply_sql);
-		free(t->copy_sql);
-		t->stage_sql = stage_sql(t, conn, table_cols, &notnull);
-		t->apply_sql = apply_sql(t, conn, &key, &update,
-		    version.n == 1 ? version.names[0] : NULL);
-		t->copy_sql = stage_copy_sql(t, conn);
-		names_free(&notnull);
+	if (st == PG_OK && t->mode == PG_TARGET_UPDATE && update.n == 0) {
+		snprintf(err, errsize, "[queue %s] mode: update has no column to "
+		    "update: every column written is in key (allowed: write "
+		    "columns besides the key, or use mode = upsert)", t->q->name);
+		st = PG_FATAL;
 	}
+	if (st == PG_OK)
+		generate(t, conn, table_cols, &key, &update, &version);
 	names_free(&key);
 	names_free(&update);
 	names_free(&version);

@@ -3,13 +3,12 @@
  * fenced by a worker that took its jobs over), fences for recovered jobs,
  * COPY, COMMIT. Without recovered jobs the statements go as one query
  * string (two round trips a batch); when the COPY refuses a row (or a
- * deferred constraint fails at COMMIT) the batch is redone statement by
- * statement, constraints checked immediately, the COPY under a savepoint
- * split in halves until the bad rows are isolated. Errors are sorted by
- * SQLSTATE: data errors dead-letter their job, an unreachable server (or
- * a table renamed away, a grant revoked: 42P01, 42501, 42703, 3F000) keeps
- * the batch. The table, its columns and its SQL: src/pg_target.c; the
- * connection and SQLSTATE classes: src/pg_conn.c. */
+ * deferred constraint fails at COMMIT, or an update found no row) the
+ * batch is redone statement by statement (src/sink_pg_slow.c). Errors are
+ * sorted by SQLSTATE: data errors dead-letter their job, an unreachable
+ * server (or a table renamed away, a grant revoked: 42P01, 42501, 42703,
+ * 3F000) keeps the batch. The table, its columns and its SQL:
+ * src/pg_target.c; the connection and SQLSTATE classes: src/pg_conn.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>
@@ -24,34 +23,16 @@
 #include "log.h"
 #include "pg_conn.h"
 #include "pg_target.h"
+#include "sink_pg_int.h"
 #include "util.h"
 
 #define PRUNE_EVERY_MS 60000
 #define SINK_ROWS_KEEP (4 << 20)   /* larger row buffers are not kept */
 
-struct sink_pg {
-	const struct ferry_config *cfg;
-	const struct queue_config *q;
-	PGconn *conn;
-	struct pg_target target;  /* the queue's table */
-	struct pg_batches batches;
-	int64_t last_prune_ms;
-	json_t *failed;           /* job id -> error, for the batch row */
-	/* the batch's rows, encoded (src/copy.c) and kept between batches */
-	struct copy_buf rows;
-	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
-	int *idx, nidx;           /* the jobs to COPY */
-	bool *skip;               /* jobs a fence found written */
-	int cap;                  /* room in off, len, idx, skip */
-	bool fenced;              /* our own batch key was found fenced */
-	bool record_failed;       /* a failure could not go into s->failed */
-	int commits_safe;         /* last connection's commits wait for a
-	                           * standby: 1, do not: 0, unknown: -1 */
-};
 
 /* A statement without parameters or rows. */
-static bool
-run(struct sink_pg *s, const char *sql, struct pg_failure *f)
+bool
+sink_pg_sql(struct sink_pg *s, const char *sql, struct pg_failure *f)
 {
 	return pg_conn_exec(s->conn, sql, 0, NULL, NULL, f, NULL);
 }
@@ -67,7 +48,7 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 		return PG_UNAVAILABLE;
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
 	    s->cfg->pg_statement_timeout_ms);
-	enum pg_status st = run(s, sql, NULL) ? PG_OK : PG_UNAVAILABLE;
+	enum pg_status st = sink_pg_sql(s, sql, NULL) ? PG_OK : PG_UNAVAILABLE;
 	if (st == PG_OK)
 		st = pg_conn_commit_check(s->conn, s->cfg, s->q, &risk, err,
 		    errsize);
@@ -122,8 +103,8 @@ sink_pg_free(struct sink_pg *s)
 	free(s);
 }
 
-static void
-set_result(struct handler_result *r, int outcome, const char *msg)
+void
+sink_pg_set_result(struct handler_result *r, int outcome, const char *msg)
 {
 	r->outcome = outcome;
 	r->unanswered = false;
@@ -135,8 +116,8 @@ set_result(struct handler_result *r, int outcome, const char *msg)
  * batch (its ack lost) dead-letters it again instead of acking it. The
  * message is valid UTF-8 (set_result), so json_string cannot fail; if it
  * ever did, the batch must not commit without the record: -1. */
-static int
-record_failure(struct sink_pg *s, struct job *j, const char *msg)
+int
+sink_pg_record_failure(struct sink_pg *s, struct job *j, const char *msg)
 {
 	char clean[sizeof(((struct handler_result *)0)->message)];
 
@@ -166,8 +147,8 @@ reserve(struct sink_pg *s, int n)
  * off[i], len[i] bytes; idx lists the jobs, in order). A job whose rows
  * cannot be encoded fails here and is named in s->failed. skip: jobs a
  * fence found written already (NULL: none). */
-static void
-encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+void
+sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const bool *skip)
 {
 	char why[256];
@@ -176,21 +157,30 @@ encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	s->failed = json_object();
 	s->rows.len = 0;
 	s->nidx = 0;
+	s->deletes = false;
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
 		size_t at = s->rows.len;
-		/* rows from the job's cache key (src/cache.c) when it has one */
-		if (copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
+		bool del = false;
+		/* rows from the job's cache key (src/cache.c) when it has one;
+		 * its op from the producer's document */
+		if ((PG_TARGET_BY_KEY(&s->target) &&
+		    pg_target_job_op(&s->target, jobs[i].raw, jobs[i].raw_len,
+		    &del, why, sizeof(why)) == -1) ||
+		    copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
 		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len,
 		    &s->target.cols,
 		    &s->rows, why, sizeof(why)) == -1) {
-			set_result(&res[i], HANDLER_FAIL, why);
-			if (record_failure(s, &jobs[i], why) < 0)
+			sink_pg_set_result(&res[i], HANDLER_FAIL, why);
+			if (sink_pg_record_failure(s, &jobs[i], why) < 0)
 				s->record_failed = true;
 			continue;
 		}
-		set_result(&res[i], HANDLER_OK, "");
+		if (PG_TARGET_BY_KEY(&s->target))
+			pg_target_row_suffix(&s->rows, at, del, i);
+		s->deletes |= del;
+		sink_pg_set_result(&res[i], HANDLER_OK, "");
 		s->off[i] = at;
 		s->len[i] = s->rows.len - at;
 		s->idx[s->nidx++] = i;
@@ -199,8 +189,8 @@ encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 /* Send the rows of jobs idx[0..n) as COPY data, adjacent ones in one
  * message of at most 1 MB. */
-static bool
-put_rows(struct sink_pg *s, const int *idx, int n)
+bool
+sink_pg_put_rows(struct sink_pg *s, const int *idx, int n)
 {
 	for (int i = 0; i < n;) {
 		size_t from = s->off[idx[i]], to = from + s->len[idx[i]];
@@ -214,90 +204,10 @@ put_rows(struct sink_pg *s, const int *idx, int n)
 	return true;
 }
 
-/* COPY the rows of jobs idx[0..n) under a savepoint; rows that violate
- * the table are isolated by halving. False (with f) when the whole
- * transaction must be abandoned. */
-static bool
-copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
-    struct handler_result *res, struct pg_failure *f)
-{
-	if (!run(s, "SAVEPOINT ferry_part", f))
-		return false;
-	PGresult *r = PQexec(s->conn, s->target.copy_sql);
-	bool sent = true;
-	if (PQresultStatus(r) == PGRES_COPY_IN) {
-		PQclear(r);
-		sent = put_rows(s, idx, n);
-		PQputCopyEnd(s->conn, sent ? NULL : "ferry: sending the rows failed");
-		r = PQgetResult(s->conn);
-	}
-	/* else the COPY did not start (a table renamed, a grant revoked):
-	 * r is its error, with the SQLSTATE that classifies it */
-	bool copied = PQresultStatus(r) == PGRES_COMMAND_OK;
-	if (!copied)
-		pg_conn_failure(s->conn, r, f);
-	PQclear(r);
-	while ((r = PQgetResult(s->conn)) != NULL)
-		PQclear(r);
-	if (!sent)
-		pg_conn_lost(s->conn, f);
-	/* upsert: the part's rows from the staging table into the table */
-	if (copied && (s->target.apply_sql == NULL ||
-	    (run(s, s->target.apply_sql, f) &&
-	    run(s, PG_TARGET_CLEAR_STAGE_SQL, f))))
-		return run(s, "RELEASE SAVEPOINT ferry_part", f);
-	if (f->cls != PG_ERR_DATA)
-		return false;
-	if (!run(s, "ROLLBACK TO SAVEPOINT ferry_part", f))
-		return false;
-	if (n == 1) {
-		set_result(&res[idx[0]], HANDLER_FAIL, f->msg);
-		if (record_failure(s, &jobs[idx[0]], f->msg) < 0) {
-			snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
-			    "refused row in the batch row");
-			f->cls = PG_ERR_OTHER;
-			return false;
-		}
-		return true;
-	}
-	return copy_part(s, idx, n / 2, jobs, res, f) &&
-	    copy_part(s, idx + n / 2, n - n / 2, jobs, res, f);
-}
-
-/* A row refused only because of a row after it (a foreign key to a later
- * row of the batch, checked per part when halving) goes in once the others
- * are in: COPY the refused rows again while that lets some in. Not for
- * upsert: a row applied after the later rows of its key would undo them
- * (out of queue order), so there a refused row stays refused. */
-static bool
-copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    struct pg_failure *f)
-{
-	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
-	bool ok = true;
-
-	for (still = -1; ok && s->target.mode != PG_TARGET_UPSERT; ) {
-		n = 0;
-		for (int k = 0; k < s->nidx; k++)
-			if (res[s->idx[k]].outcome == HANDLER_FAIL)
-				again[n++] = s->idx[k];
-		if (n == 0 || n == still)
-			break;          /* all in, or no progress */
-		for (int k = 0; k < n; k++) {
-			set_result(&res[again[k]], HANDLER_OK, "");
-			json_object_del(s->failed, job_id(&jobs[again[k]]));
-		}
-		ok = copy_part(s, again, n, jobs, res, f);
-		still = n;
-	}
-	free(again);
-	return ok;
-}
-
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
-static bool
-replay_results(struct sink_pg *s, const char *key, struct job *jobs,
+bool
+sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f)
 {
 	char state[16];
@@ -329,47 +239,10 @@ replay_results(struct sink_pg *s, const char *key, struct job *jobs,
 			continue;
 		json_t *why = failed ? json_object_get(failed, job_id(&jobs[i])) :
 		    NULL;
-		set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
+		sink_pg_set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
 		    why ? json_string_value(why) : "");
 	}
 	json_decref(failed);
-	return true;
-}
-
-/* A recovered job names every batch it may have been written in (its
- * stamps). Fence each: one that had committed wrote (or failed) the job
- * already, and its record says which; one that had not can now never
- * commit. The job is written here only when none had committed. Every
- * batch that ever wrote a job fenced all the job's earlier stamps first,
- * so at most one stamp can be committed with the job in it. */
-static bool
-fence(struct sink_pg *s, struct job *j, struct handler_result *res,
-    bool *write, struct pg_failure *f)
-{
-	*write = true;
-	for (int k = 0; k < j->nstamps && *write; k++) {
-		const char *key = j->stamps[k];
-		char state[16];
-		json_t *failed;
-		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
-		    NULL) || !pg_target_batches_read(s->conn, &s->batches, key,
-		    state, sizeof(state), &failed, f))
-			return false;
-		if (strcmp(state, "committed") == 0) {
-			json_t *why = failed ? json_object_get(failed, job_id(j)) :
-			    NULL;
-			set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
-			    json_is_string(why) ? json_string_value(why) :
-			    why ? "failed (see the batch row)" : "");
-			*write = false;
-		}
-		json_decref(failed);
-	}
-	if (*write && j->bury) {
-		/* never written: dead, and now fenced everywhere */
-		set_result(res, HANDLER_FAIL, "worker died while processing");
-		*write = false;
-	}
 	return true;
 }
 
@@ -391,7 +264,8 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	 * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT */
 	const int insert_stage = 1, copy_stage = 2;
 	int stage = 0, failed_stage = -1;
-	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key);
+	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key,
+	    s->deletes);
 	PGresult *r;
 
 	if (sql == NULL)
@@ -411,7 +285,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		}
 		PQclear(r);
 		if (st == PGRES_COPY_IN) {
-			rows_sent = put_rows(s, s->idx, s->nidx);
+			rows_sent = sink_pg_put_rows(s, s->idx, s->nidx);
 			if (PQputCopyEnd(s->conn, rows_sent ? NULL :
 			    "ferry: sending the rows failed") != 1) {
 				pg_conn_lost(s->conn, f);
@@ -431,71 +305,13 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		return FAST_FAILED;
 	PQclear(PQexec(s->conn, "ROLLBACK"));
 	if (failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
-		return replay_results(s, key, jobs, res, n, f) ? FAST_DONE :
+		return sink_pg_replay(s, key, jobs, res, n, f) ? FAST_DONE :
 		    FAST_FAILED;
 	/* a refused row (in the COPY or the apply), or a deferred constraint
 	 * that failed at COMMIT */
 	if (failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
 		return FAST_SLOW_PATH;
 	return FAST_FAILED;
-}
-
-/* Statement by statement: fences for recovered jobs, the COPY under a
- * savepoint that is split until the refused rows are isolated. */
-static bool
-write_slow(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    int n, const char *key, struct pg_failure *f)
-{
-	bool ok = false, write;
-
-	/* deferred constraints are checked after each statement here, so
-	 * that the halving finds the rows that break them */
-	if (!run(s, "BEGIN", f) || !run(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
-		goto out;
-	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
-	    NULL)) {
-		if (strncmp(f->msg, "23505", 5) != 0)
-			goto out;
-		ok = run(s, "ROLLBACK", f) &&
-		    replay_results(s, key, jobs, res, n, f);
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		s->skip[i] = false;
-		if (jobs[i].invalid != NULL)
-			continue;
-		if (!fence(s, &jobs[i], &res[i], &write, f))
-			goto out;
-		s->skip[i] = !write;
-	}
-	encode(s, jobs, res, n, s->skip);
-	/* what the fences decided is part of this batch's record too */
-	for (int i = 0; i < n; i++)
-		if (s->skip[i] && res[i].outcome == HANDLER_FAIL &&
-		    record_failure(s, &jobs[i], res[i].message) < 0)
-			s->record_failed = true;
-	if (s->record_failed) {
-		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
-		    "job in the batch row");
-		f->cls = PG_ERR_OTHER;
-		goto out;
-	}
-	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
-	    !copy_again(s, jobs, res, f)))
-		goto out;
-	if (json_object_size(s->failed) > 0) {
-		char *text = json_dumps(s->failed, JSON_COMPACT);
-		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
-		    text, f, NULL);
-		free(text);
-		if (!set)
-			goto out;
-	}
-	ok = run(s, "COMMIT", f);
-out:
-	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
-		PQclear(PQexec(s->conn, "ROLLBACK"));
-	return ok;
 }
 
 /* BEGIN .. COMMIT of one batch. False with f when it did not commit. */
@@ -511,7 +327,7 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		fences = jobs[i].invalid == NULL &&
 		    (jobs[i].nstamps > 0 || jobs[i].bury);
 	if (!fences)
-		encode(s, jobs, res, n, NULL);
+		sink_pg_encode(s, jobs, res, n, NULL);
 	/* a job that failed to encode is recorded in the batch row: that
 	 * text goes as a parameter, on the slow path */
 	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0 &&
@@ -527,7 +343,7 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			break;
 		}
 	}
-	ok = write_slow(s, jobs, res, n, key, f);
+	ok = sink_pg_write_slow(s, jobs, res, n, key, f);
 out:
 	if (s->rows.cap > SINK_ROWS_KEEP)
 		copy_buf_free(&s->rows);   /* do not hold a huge batch's memory */
@@ -550,7 +366,7 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
 	if (s->fenced) {
 		for (int i = 0; i < n; i++)     /* nothing was decided */
 			if (jobs[i].invalid == NULL)
-				set_result(&results[i], HANDLER_PENDING, "");
+				sink_pg_set_result(&results[i], HANDLER_PENDING, "");
 		snprintf(err, errsize, "postgres: %s", f.msg);
 		return SINK_HANDED_BACK;
 	}
@@ -563,7 +379,7 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
 	/* transient (serialization, deadlock) or unknown: retry the jobs */
 	for (int i = 0; i < n; i++)
 		if (jobs[i].invalid == NULL)
-			set_result(&results[i], HANDLER_RETRY, f.msg);
+			sink_pg_set_result(&results[i], HANDLER_RETRY, f.msg);
 	return SINK_OK;
 }
 
@@ -579,5 +395,5 @@ sink_pg_prune(struct sink_pg *s)
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE created_at < "
 	    "now() - interval '%ld milliseconds'", s->batches.name,
 	    s->cfg->done_retention_ms);
-	run(s, sql, NULL);
+	sink_pg_sql(s, sql, NULL);
 }

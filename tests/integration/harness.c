@@ -1,6 +1,7 @@
 /* harness.c - see harness.h. Everything polls with a deadline: the machine
  * is shared and slow at times, so tests wait for states, never for times. */
 #include "harness.h"
+#include "job.h"
 #include "wrapper.h"
 
 #include <criterion/criterion.h>
@@ -959,4 +960,59 @@ h_count_lines(const char *s)
 	for (; *s != '\0'; s++)
 		n += *s == '\n';
 	return n;
+}
+
+void
+h_pg_slow(struct ferryd *d, const char *table, const char *event)
+{
+	char sql[256];
+
+	h_pg_exec(d, "CREATE OR REPLACE FUNCTION ferry_test_slow() RETURNS "
+	    "trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.01); "
+	    "RETURN NULL; END $$");
+	snprintf(sql, sizeof(sql), "CREATE TRIGGER slow AFTER %s ON %s FOR "
+	    "EACH STATEMENT EXECUTE FUNCTION ferry_test_slow()", event, table);
+	h_pg_exec(d, sql);
+}
+
+int
+h_kill_workers_until_done(struct ferryd *d, const char *q, long long n)
+{
+	pid_t pids[H_MAX_PIDS];
+	long long end = h_now_ms() + 300000;
+	int kills = 0;
+
+	srandom(7);
+	while (h_redis_int(d, "HGET ferry:{%s}:stats done", q) < n &&
+	    h_now_ms() < end) {
+		h_sleep_ms(300);
+		int k = h_children(d->pid, pids, H_MAX_PIDS);
+		if (k > 0) {
+			kill(pids[random() % k], SIGKILL);
+			kills++;
+		}
+	}
+	h_wait_redis_int(d, n, "HGET ferry:{%s}:stats done", q);
+	cr_assert_geq(kills, 10, "only %d kills: the run was too short", kills);
+	return kills;
+}
+
+void
+h_job_parse(struct job *j, char *el, size_t size, bool wrapped,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(el, size, fmt, ap);
+	va_end(ap);
+	job_parse_held(j, el, strlen(el), 1 << 20, wrapped);
+	cr_assert_null(j->invalid, "%s: %s", el, j->invalid);
+}
+
+void
+h_jobs_free(struct job *jobs, int n)
+{
+	for (int i = 0; i < n; i++)
+		job_free(&jobs[i]);
 }

@@ -149,6 +149,23 @@ void h_run_free(struct h_run *r);
 /* Fail the test unless the run exited with status (its output shown). */
 void h_run_expect(const struct h_run *r, int status);
 
+/* Make each `event` (INSERT, UPDATE, DELETE, "INSERT OR UPDATE"...)
+ * statement on table 10 ms longer (a statement trigger): a run lasts long
+ * enough for kills to land inside transactions and between COMMIT and
+ * ack. */
+void h_pg_slow(struct ferryd *d, const char *table, const char *event);
+/* Kill one of d's workers (at random, seeded) with SIGKILL every 300 ms
+ * until queue q's done count reaches n (or 300 s pass), then wait for n
+ * done; fails unless there were at least 10 kills. Returns the kills. */
+int h_kill_workers_until_done(struct ferryd *d, const char *q, long long n);
+
+struct job;
+/* Parse job j from the element printf'd into el (size bytes: a wrapper
+ * when wrapped); fails the test when it is invalid. */
+void h_job_parse(struct job *j, char *el, size_t size, bool wrapped,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void h_jobs_free(struct job *jobs, int n);
+
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);
 

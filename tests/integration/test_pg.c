@@ -98,31 +98,13 @@ Test(pg, init_db_then_rows_arrive)
  * transactions, between COMMIT and ack, and between batches. */
 Test(pg, exactly_once_while_workers_are_killed)
 {
-	pid_t pids[H_MAX_PIDS];
-	int kills = 0;
-
 	setup("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
 	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n");
-	h_pg_exec(&d, "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql "
-	    "AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER slow AFTER INSERT ON events "
-	    "FOR EACH STATEMENT EXECUTE FUNCTION slow()");
+	h_pg_slow(&d, "events", "INSERT");
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	h_push_jobs(&d, "q", 0, 50000);
 	h_start(&d, 4);
-	srandom(7);
-	long long end = h_now_ms() + 300000;
-	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 50000 &&
-	    h_now_ms() < end) {
-		h_sleep_ms(300);
-		int n = h_children(d.pid, pids, H_MAX_PIDS);
-		if (n > 0) {
-			kill(pids[random() % n], SIGKILL);
-			kills++;
-		}
-	}
-	h_wait_redis_int(&d, 50000, "HGET ferry:{q}:stats done");
-	cr_assert_geq(kills, 10, "only %d kills: the run was too short", kills);
+	h_kill_workers_until_done(&d, "q", 50000);
 	assert_rows_once(50000);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	h_stop(&d);

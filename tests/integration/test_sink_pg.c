@@ -44,24 +44,14 @@ static void
 make_jobs(struct job *jobs, char els[][128], int first, int n,
     const char *stamps)
 {
-	for (int i = 0; i < n; i++) {
-		if (stamps != NULL)
-			snprintf(els[i], 128, "{\"ferry\":1,\"recoveries\":1,"
-			    "\"attempts\":0,\"stamps\":[%s],\"job\":{\"n\":%d}}",
-			    stamps, first + i);
-		else
-			snprintf(els[i], 128, "{\"n\":%d}", first + i);
-		job_parse_held(&jobs[i], els[i], strlen(els[i]), 1 << 20,
-		    stamps != NULL);
-		cr_assert_null(jobs[i].invalid, "%s: %s", els[i], jobs[i].invalid);
-	}
-}
-
-static void
-free_jobs(struct job *jobs, int n)
-{
 	for (int i = 0; i < n; i++)
-		job_free(&jobs[i]);
+		if (stamps != NULL)
+			h_job_parse(&jobs[i], els[i], 128, true, "{\"ferry\":1,"
+			    "\"recoveries\":1,\"attempts\":0,\"stamps\":[%s],"
+			    "\"job\":{\"n\":%d}}", stamps, first + i);
+		else
+			h_job_parse(&jobs[i], els[i], 128, false, "{\"n\":%d}",
+			    first + i);
 }
 
 static void
@@ -104,7 +94,7 @@ Test(sink_pg, same_batch_twice_is_written_once)
 	    SINK_OK, "%s", err);
 	assert_all(res, 10, HANDLER_OK);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
-	free_jobs(jobs, 10);
+	h_jobs_free(jobs, 10);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -144,8 +134,8 @@ Test(sink_pg, zombie_commit_is_rejected)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5,
 	    "the zombie's commit went through");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 5);
-	free_jobs(jobs, 5);
-	free_jobs(stamped, 5);
+	h_jobs_free(jobs, 5);
+	h_jobs_free(stamped, 5);
 	sink_pg_free(a);
 	sink_pg_free(b);
 	h_stop(&d);
@@ -166,8 +156,8 @@ Test(sink_pg, fence_finds_committed_batch)
 	for (int i = 0; i < 3; i++)
 		run_ok(s, &stamped[i], res, 1, "v:1");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
-	free_jobs(jobs, 3);
-	free_jobs(stamped, 3);
+	h_jobs_free(jobs, 3);
+	h_jobs_free(stamped, 3);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -212,7 +202,7 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 
 	/* only a refused row: the fast attempt rolls back, nothing half done */
 	memset(res, 0, sizeof(res));
-	free_jobs(jobs, 6);
+	h_jobs_free(jobs, 6);
 	make_jobs(jobs, els, 0, 6, NULL);
 	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:10", err, sizeof(err)),
 	    SINK_OK, "%s", err);
@@ -222,7 +212,7 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 9);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'w1:10' AND failed IS NOT NULL"), 1);
-	free_jobs(jobs, 6);
+	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -263,7 +253,7 @@ Test(sink_pg, deferred_constraint_is_isolated)
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 6, NULL);
 	run_six_job_3_refused(s, jobs, res, "w1:20");
-	free_jobs(jobs, 6);
+	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -298,7 +288,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	cr_assert_eq(json_object_size(f), 1, "%s", failed);
 	json_decref(f);
 	free(failed);
-	free_jobs(jobs, 6);
+	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -327,8 +317,8 @@ Test(sink_pg, job_recovered_twice_is_written_once)
 	    "a job recovered twice was written twice");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'K2' AND state = 'fenced'"), 1, "K2 can never commit now");
-	free_jobs(jobs, 4);
-	free_jobs(twice, 4);
+	h_jobs_free(jobs, 4);
+	h_jobs_free(twice, 4);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -352,7 +342,7 @@ Test(sink_pg, own_key_found_fenced_decides_nothing)
 	    SINK_HANDED_BACK, "%s", err);
 	assert_all(res, 3, HANDLER_PENDING);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 0);
-	free_jobs(jobs, 3);
+	h_jobs_free(jobs, 3);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -386,8 +376,8 @@ Test(sink_pg, bury_checks_the_stamps_first)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 1);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'K9' AND state = 'fenced'"), 1);
-	free_jobs(jobs, 1);
-	free_jobs(buried, 2);
+	h_jobs_free(jobs, 1);
+	h_jobs_free(buried, 2);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -423,7 +413,7 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 		json_decref(m);
 	}
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
-	free_jobs(jobs, 4);
+	h_jobs_free(jobs, 4);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -474,8 +464,8 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_str_eq(res[0].message, "failed (see the batch row)");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
-	free_jobs(jobs, 3);
-	free_jobs(stamped, 1);
+	h_jobs_free(jobs, 3);
+	h_jobs_free(stamped, 1);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -511,8 +501,8 @@ Test(sink_pg, copy_that_cannot_start_is_an_outage)
 	h_pg_exec(&d, "ALTER TABLE events_away RENAME TO events");
 	run_ok(s, stamped, res, 1, "w:2");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 2);
-	free_jobs(jobs, 1);
-	free_jobs(stamped, 1);
+	h_jobs_free(jobs, 1);
+	h_jobs_free(stamped, 1);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -560,6 +550,6 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM public.ferry_batches "
 	    "WHERE key = 'w1:2'"), 0);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 20);
-	free_jobs(jobs, 10);
+	h_jobs_free(jobs, 10);
 	h_stop(&d);
 }

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "harness.h"
+#include "pg_case.h"
 #include "pg_target.h"
 #include "sink_pg.h"
 
@@ -29,25 +30,15 @@ teardown(void)
 
 TestSuite(upsert, .fini = teardown, .timeout = 300);
 
-#define PROFILES "CREATE TABLE profiles (k bigint PRIMARY KEY, name text, " \
-	"score int CHECK (score >= 0), v bigint)"
-
-/* Redis, PostgreSQL, table profiles, queue q in mode upsert by `key`
- * with the extra lines; the config loaded into cfg. */
+/* Queue q in mode upsert by `key` with the extra lines. */
 static const struct queue_config *
 setup_key(const char *key, const char *extra)
 {
-	struct config_errors errs = { 0, NULL };
 	char queue[512];
 
-	h_setup(&d, NULL, "");
-	snprintf(queue, sizeof(queue), "[queue q]\nhandler = postgres\n"
-	    "table = profiles\nmode = upsert\nkey = %s\n%s", key, extra);
-	h_config(&d, h_pg_start(&d), queue);
-	h_pg_exec(&d, PROFILES);
-	cr_assert_eq(config_load(d.config, &cfg, &errs), 0, "%s",
-	    errs.n ? errs.msgs[0] : "");
-	return &cfg.queues[0];
+	snprintf(queue, sizeof(queue), "mode = upsert\nkey = %s\n%s", key,
+	    extra);
+	return pc_setup(&d, &cfg, queue);
 }
 
 static const struct queue_config *
@@ -56,67 +47,22 @@ setup(const char *extra)
 	return setup_key("k", extra);
 }
 
-/* init-db's check (creating ferry_batches) passes; a sink for q. */
 static struct sink_pg *
 new_sink(const struct queue_config *q)
 {
-	char err[512];
-
-	cr_assert_eq(pg_target_check(&cfg, q, true, NULL, err, sizeof(err)),
-	    PG_OK, "%s", err);
-	return sink_pg_new(&cfg, q);
+	return pc_sink(&cfg, q);
 }
 
-/* Jobs from documents (each at most 127 bytes). */
-static void
-make_jobs(struct job *jobs, char els[][128], const char *const *docs, int n)
-{
-	for (int i = 0; i < n; i++) {
-		snprintf(els[i], 128, "%s", docs[i]);
-		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
-		cr_assert_null(jobs[i].invalid, "%s: %s", els[i], jobs[i].invalid);
-	}
-}
-
-static void
-free_jobs(struct job *jobs, int n)
-{
-	for (int i = 0; i < n; i++)
-		job_free(&jobs[i]);
-}
-
-/* The batch under key: SINK_OK, every job done. */
 static void
 run_ok(struct sink_pg *s, const char *const *docs, int n, const char *key)
 {
-	struct job jobs[16];
-	struct handler_result res[16];
-	char els[16][128], err[256];
-
-	make_jobs(jobs, els, docs, n);
-	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_run(s, jobs, res, n, key, err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	for (int i = 0; i < n; i++)
-		cr_assert_eq(res[i].outcome, HANDLER_OK, "job %d: %s", i,
-		    res[i].message);
-	free_jobs(jobs, n);
-}
-
-/* "id=name,..." of the whole table, by id. */
-static char *
-rows(void)
-{
-	return h_pg_text(&d, "SELECT string_agg(k || '=' || coalesce(name, "
-	    "'-') || coalesce('/' || v, ''), ',' ORDER BY k) FROM profiles");
+	pc_run(s, docs, n, key, NULL);
 }
 
 static void
 assert_rows(const char *want)
 {
-	char *got = rows();
-	cr_assert_str_eq(got, want);
-	free(got);
+	pc_assert_rows(&d, want);
 }
 
 /* Several jobs of one key in a batch: the last one wins, as if applied one
@@ -230,27 +176,12 @@ Test(upsert, bad_rows_are_dead_and_the_rest_commits)
 	};
 	static const char *const sqlstate[] = { NULL, "22P02: ", NULL,
 	    "23502: ", "23514: ", NULL };
-	struct job jobs[6];
-	struct handler_result res[6];
-	char els[6][128], err[256];
 	struct sink_pg *s = new_sink(setup(""));
 
-	make_jobs(jobs, els, docs, 6);
 	for (int round = 0; round < 2; round++) {
-		memset(res, 0, sizeof(res));
-		cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w:1", err, sizeof(err)),
-		    SINK_OK, "%s", err);
-		for (int i = 0; i < 6; i++) {
-			cr_assert_eq(res[i].outcome, sqlstate[i] ? HANDLER_FAIL :
-			    HANDLER_OK, "round %d job %d: %s", round, i,
-			    res[i].message);
-			if (sqlstate[i] != NULL)
-				cr_assert_eq(strncmp(res[i].message, sqlstate[i], 7), 0,
-				    "job %d: %s", i, res[i].message);
-		}
+		pc_run(s, docs, 6, "w:1", sqlstate);
 		assert_rows("1=c,3=f");
 	}
-	free_jobs(jobs, 6);
 	sink_pg_free(s);
 	h_stop(&d);
 }
@@ -396,7 +327,7 @@ Test(upsert_config, keys_are_checked_at_load)
 	assert_error(body, "[queue q] key: required when mode = upsert");
 	snprintf(body, sizeof(body), "%skey = id\nversion = v\n", pg);
 	assert_error(body, "[queue q] key: \"id\" is set but mode = insert "
-	    "(only used with mode = upsert)");
+	    "(only used with mode = upsert or update)");
 	assert_error(body, "[queue q] version: \"v\" is set but mode = insert");
 	snprintf(body, sizeof(body), "%smode = upsert\nkey = id, 2x\n", pg);
 	assert_error(body, "\"2x\" is not a valid column name (allowed: names "
@@ -421,49 +352,11 @@ TestSuite(upsert_ferryd, .fini = teardown, .timeout = 600);
 static void
 setup_ferryd(const char *ferryd_extra, const char *queue_extra)
 {
-	char global[512], queue[512];
-	struct h_run r;
+	char queue[512];
 
-	h_setup(&d, NULL, "");
-	snprintf(global, sizeof(global), "%s%s", h_pg_start(&d), ferryd_extra);
-	snprintf(queue, sizeof(queue), "[queue q]\nhandler = postgres\n"
-	    "table = profiles\ncolumns = k, name, v\nmode = upsert\nkey = k\n%s",
+	snprintf(queue, sizeof(queue), "mode = upsert\nkey = k\n%s",
 	    queue_extra);
-	h_config(&d, global, queue);
-	h_pg_exec(&d, PROFILES);
-	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 0, "%s%s",
-	    r.out, r.err);
-	h_run_free(&r);
-}
-
-/* Jobs i = 0..n-1, in queue order: {"k": i % keys, "name": "n<i>",
- * "v": i}. */
-static void
-push_profiles(int n, int keys)
-{
-	freeReplyObject(h_redis(&d, "PING"));
-	for (int i = 0; i < n; i++)
-		redisAppendCommand(d.rc, "LPUSH ferry:{q}:ready "
-		    "{\"k\":%d,\"name\":\"n%d\",\"v\":%d}", i % keys, i, i);
-	for (int i = 0; i < n; i++) {
-		redisReply *r;
-		cr_assert_eq(redisGetReply(d.rc, (void **)&r), REDIS_OK);
-		freeReplyObject(r);
-	}
-}
-
-/* One row per key, each holding the last job of its key, n jobs in all. */
-static void
-assert_last_of_each_key(int n, int keys)
-{
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM profiles"), keys);
-	char sql[256];
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM profiles WHERE v = "
-	    "%d - %d + k AND name = 'n' || v", n, keys);
-	cr_assert_eq(h_pg_int(&d, sql), keys, "a key does not hold its last "
-	    "job");
-	h_assert_queue_empty(&d, "q");
-	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	pc_setup_ferryd(&d, ferryd_extra, queue);
 }
 
 /* 20,000 jobs over 500 keys, 4 workers, one killed with SIGKILL every
@@ -472,32 +365,14 @@ assert_last_of_each_key(int n, int keys)
  * with its last job, whatever order the workers committed in. */
 Test(upsert_ferryd, newest_value_survives_killed_workers)
 {
-	pid_t pids[H_MAX_PIDS];
-	int kills = 0;
-
 	setup_ferryd("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
 	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n"
 	    "version = v\n");
-	h_pg_exec(&d, "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql "
-	    "AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER slow AFTER INSERT ON profiles "
-	    "FOR EACH STATEMENT EXECUTE FUNCTION slow()");
-	push_profiles(20000, 500);
+	h_pg_slow(&d, "profiles", "INSERT");
+	pc_push(&d, 20000, 500, 0);
 	h_start(&d, 4);
-	srandom(7);
-	long long end = h_now_ms() + 300000;
-	while (h_redis_int(&d, "HGET ferry:{q}:stats done") < 20000 &&
-	    h_now_ms() < end) {
-		h_sleep_ms(300);
-		int n = h_children(d.pid, pids, H_MAX_PIDS);
-		if (n > 0) {
-			kill(pids[random() % n], SIGKILL);
-			kills++;
-		}
-	}
-	h_wait_redis_int(&d, 20000, "HGET ferry:{q}:stats done");
-	cr_assert_geq(kills, 10, "only %d kills: the run was too short", kills);
-	assert_last_of_each_key(20000, 500);
+	h_kill_workers_until_done(&d, "q", 20000);
+	pc_assert_last_of_each_key(&d, 20000, 500);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	h_stop(&d);
 }
@@ -523,13 +398,13 @@ Test(upsert_ferryd, death_between_commit_and_ack_applies_nothing_again)
 	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
 	putenv(env);
 	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
-	push_profiles(300, 50);
+	pc_push(&d, 300, 50, 0);
 	h_start(&d, 1);
 	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
 	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
 	unsetenv("FERRYD");
-	assert_last_of_each_key(300, 50);
+	pc_assert_last_of_each_key(&d, 300, 50);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) - count(DISTINCT v) FROM "
 	    "applied"), 0, "a job's row was applied twice");
 	cr_assert_geq(h_pg_int(&d, "SELECT count(*) FROM applied"), 150);

@@ -1854,3 +1854,53 @@ Test(config, password_readable_by_all_is_exposed)
 	free(pw);
 	free(from_file);
 }
+
+/* --- mode = update, deletes (issue 17) --- */
+
+Test(config, update_and_delete_keys)
+{
+	struct ferry_config c;
+
+	load_ok(PG "table = t\nmode = upsert\nkey = id\n", &c);
+	cr_expect_eq(c.queues[0].mode, CONFIG_MODE_UPSERT);
+	cr_expect_str_eq(c.queues[0].op_member, "op");
+	cr_expect_eq(c.queues[0].missing, CONFIG_MISSING_DEAD);
+	config_free(&c);
+	load_ok(PG "table = t\nmode = update\nkey = id\nmissing = ignore\n"
+	    "op_member = action\nversion = v\n", &c);
+	cr_expect_eq(c.queues[0].mode, CONFIG_MODE_UPDATE);
+	cr_expect_eq(c.queues[0].missing, CONFIG_MISSING_IGNORE);
+	cr_expect_str_eq(c.queues[0].op_member, "action");
+	cr_expect_str_eq(config_mode_name(c.queues[0].mode), "update");
+	config_free(&c);
+	load_ok(PG "table = t\nmode = update\nkey = id\nmissing = dead\n"
+	    "op_member =\n", &c);
+	cr_expect_eq(c.queues[0].missing, CONFIG_MISSING_DEAD);
+	cr_expect_str_eq(c.queues[0].op_member, "");
+	config_free(&c);
+}
+
+Test(config_errors, update_and_delete_keys)
+{
+	expect_errors(PG "table = t\nmode = update\n", "F:4: [queue ev] key: "
+	    "required when mode = update (allowed: the columns of a primary "
+	    "key or unique index of the table, such as key = id)\n");
+	expect_errors(PG "table = t\nmode = update\nkey = id\nmissing = skip\n",
+	    "F:6: [queue ev] missing: \"skip\" is not one of ignore, dead\n");
+	expect_errors(PG "table = t\nmode = upsert\nkey = id\n"
+	    "missing = ignore\n", "F:6: [queue ev] missing: is set but mode = "
+	    "upsert (only used with mode = update)\n");
+	expect_errors(PG "table = t\nmissing = dead\n", "F:4: [queue ev] "
+	    "missing: is set but mode = insert (only used with mode = "
+	    "update)\n");
+	expect_errors(PG "table = t\nop_member = op\n", "F:4: [queue ev] "
+	    "op_member: \"op\" is set but mode = insert (deletes are only read "
+	    "with mode = upsert or update; mode = insert writes every job as "
+	    "a row)\n");
+	expect_errors(PG "table = t\nmode = upsert\nkey = id\n"
+	    "op_member = a-b\n", "F:6: [queue ev] op_member: \"a-b\" is not a "
+	    "valid member name (allowed: 1..63 characters of A-Z a-z 0-9 _, "
+	    "not starting with a digit, or empty for no deletes)\n");
+	expect_errors(PG "table = t\nmode = delete\n", "F:4: [queue ev] mode: "
+	    "\"delete\" is not one of insert, upsert, update\n");
+}

@@ -1,0 +1,61 @@
+/* sink_pg_int.h - the PostgreSQL sink's state and the parts its two
+ * paths share: src/sink_pg.c (connection, encoding, the one-query path,
+ * replays) and src/sink_pg_slow.c (statement by statement: fences, the
+ * COPY under savepoints split until the refused rows are isolated, the
+ * updates that found no row). Only these two files include it. */
+#ifndef FERRY_SINK_PG_INT_H
+#define FERRY_SINK_PG_INT_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "copy.h"
+#include "pg_conn.h"
+#include "pg_target.h"
+#include "sink_pg.h"
+
+struct sink_pg {
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	PGconn *conn;
+	struct pg_target target;  /* the queue's table */
+	struct pg_batches batches;
+	int64_t last_prune_ms;
+	json_t *failed;           /* job id -> error, for the batch row */
+	/* the batch's rows, encoded (src/copy.c) and kept between batches */
+	struct copy_buf rows;
+	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
+	int *idx, nidx;           /* the jobs to COPY */
+	bool *skip;               /* jobs a fence found written */
+	int cap;                  /* room in off, len, idx, skip */
+	bool deletes;             /* a job encoded deletes (op_member) */
+	bool fenced;              /* our own batch key was found fenced */
+	bool record_failed;       /* a failure could not go into s->failed */
+	int commits_safe;         /* last connection's commits wait for a
+	                           * standby: 1, do not: 0, unknown: -1 */
+};
+
+/* A statement without parameters or rows. */
+bool sink_pg_sql(struct sink_pg *s, const char *sql, struct pg_failure *f);
+/* r's outcome and message (cut short at a character boundary). */
+void sink_pg_set_result(struct handler_result *r, int outcome,
+    const char *msg);
+/* Name job j's failure in the batch row's record; -1 when it cannot. */
+int sink_pg_record_failure(struct sink_pg *s, struct job *j,
+    const char *msg);
+/* Encode the rows of every job to write into s->rows (s->idx lists them);
+ * skip: jobs a fence found written already (NULL: none). */
+void sink_pg_encode(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, int n, const bool *skip);
+/* Send the rows of jobs idx[0..n) as COPY data. */
+bool sink_pg_put_rows(struct sink_pg *s, const int *idx, int n);
+/* The batch row under key exists: results from its record (or fenced). */
+bool sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
+    struct handler_result *res, int n, struct pg_failure *f);
+/* The batch statement by statement (sink_pg_slow.c). */
+bool sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, int n, const char *key, struct pg_failure *f);
+
+#endif

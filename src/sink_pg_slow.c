@@ -1,0 +1,265 @@
+/* sink_pg_slow.c - a batch statement by statement, when the one-query
+ * path cannot (recovered jobs to fence, a job that failed to encode) or
+ * failed on a row: BEGIN, constraints checked immediately, the batch row,
+ * fences, then the COPY under a savepoint that is rolled back and split in
+ * halves until the refused rows are isolated (dead with their SQLSTATE);
+ * for upsert and update the staged rows applied per part, and for update
+ * with missing = dead the jobs whose key has no row failed and the part
+ * redone without them; the failed record, COMMIT. */
+#include "sink_pg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+/* Job j is dead with msg, named in the batch row's record. */
+static bool
+fail_job(struct sink_pg *s, struct job *j, struct handler_result *r,
+    const char *msg, struct pg_failure *f)
+{
+	sink_pg_set_result(r, HANDLER_FAIL, msg);
+	if (sink_pg_record_failure(s, j, msg) < 0) {
+		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
+		    "refused row in the batch row");
+		f->cls = PG_ERR_OTHER;
+		return false;
+	}
+	return true;
+}
+
+/* mode = update, missing = dead: fail the jobs of the staged updates
+ * whose key has no row. The number of jobs failed, or -1 with f. */
+static int
+find_missing(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    struct pg_failure *f)
+{
+	PGresult *r = NULL;
+	int failed = 0;
+
+	if (s->target.missing_sql == NULL)
+		return 0;
+	if (!pg_conn_exec(s->conn, s->target.missing_sql, 0, NULL, NULL, f, &r))
+		return -1;
+	for (int k = 0; k < PQntuples(r) && failed >= 0; k++) {
+		int i = atoi(PQgetvalue(r, k, 0));
+		if (res[i].outcome == HANDLER_FAIL)
+			continue;       /* another row of the same job */
+		failed = fail_job(s, &jobs[i], &res[i], PQgetvalue(r, k, 1), f) ?
+		    failed + 1 : -1;
+	}
+	PQclear(r);
+	return failed;
+}
+
+/* upsert, update: the part's staged rows into the table; for update
+ * with missing = dead the jobs whose key has no row failed. Their number
+ * (the part must go again without them), 0, or -1 with f. */
+static int
+apply_stage(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    struct pg_failure *f)
+{
+	const struct pg_target *t = &s->target;
+	int missing;
+
+	if ((s->deletes && t->delete_sql != NULL &&
+	    !sink_pg_sql(s, t->delete_sql, f)) ||
+	    !sink_pg_sql(s, t->apply_sql, f) ||
+	    (missing = find_missing(s, jobs, res, f)) < 0)
+		return -1;
+	if (missing == 0 && !sink_pg_sql(s, PG_TARGET_CLEAR_STAGE_SQL, f))
+		return -1;
+	return missing;
+}
+
+static bool copy_rest(struct sink_pg *, const int *, int, struct job *,
+    struct handler_result *, struct pg_failure *);
+
+/* COPY the rows of jobs idx[0..n) under a savepoint; rows that violate
+ * the table are isolated by halving. False (with f) when the whole
+ * transaction must be abandoned. */
+static bool
+copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
+    struct handler_result *res, struct pg_failure *f)
+{
+	if (!sink_pg_sql(s, "SAVEPOINT ferry_part", f))
+		return false;
+	PGresult *r = PQexec(s->conn, s->target.copy_sql);
+	bool sent = true;
+	if (PQresultStatus(r) == PGRES_COPY_IN) {
+		PQclear(r);
+		sent = sink_pg_put_rows(s, idx, n);
+		PQputCopyEnd(s->conn, sent ? NULL : "ferry: sending the rows failed");
+		r = PQgetResult(s->conn);
+	}
+	/* else the COPY did not start (a table renamed, a grant revoked):
+	 * r is its error, with the SQLSTATE that classifies it */
+	bool copied = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!copied)
+		pg_conn_failure(s->conn, r, f);
+	PQclear(r);
+	while ((r = PQgetResult(s->conn)) != NULL)
+		PQclear(r);
+	if (!sent)
+		pg_conn_lost(s->conn, f);
+	int missing = copied && PG_TARGET_BY_KEY(&s->target) ?
+	    apply_stage(s, jobs, res, f) : 0;
+	if (copied && missing == 0)
+		return sink_pg_sql(s, "RELEASE SAVEPOINT ferry_part", f);
+	if (missing > 0)        /* a dead job writes nothing */
+		return sink_pg_sql(s, "ROLLBACK TO SAVEPOINT ferry_part", f) &&
+		    copy_rest(s, idx, n, jobs, res, f);
+	if (f->cls != PG_ERR_DATA)
+		return false;
+	if (!sink_pg_sql(s, "ROLLBACK TO SAVEPOINT ferry_part", f))
+		return false;
+	if (n == 1)
+		return fail_job(s, &jobs[idx[0]], &res[idx[0]], f->msg, f);
+	return copy_part(s, idx, n / 2, jobs, res, f) &&
+	    copy_part(s, idx + n / 2, n - n / 2, jobs, res, f);
+}
+
+/* The jobs of idx[0..n) that did not fail, again. */
+static bool
+copy_rest(struct sink_pg *s, const int *idx, int n, struct job *jobs,
+    struct handler_result *res, struct pg_failure *f)
+{
+	int *rest = xmalloc(sizeof(*rest) * (size_t)n), k = 0;
+	bool ok;
+
+	for (int i = 0; i < n; i++)
+		if (res[idx[i]].outcome != HANDLER_FAIL)
+			rest[k++] = idx[i];
+	ok = k == 0 || copy_part(s, rest, k, jobs, res, f);
+	free(rest);
+	return ok;
+}
+
+/* A row refused only because of a row after it (a foreign key to a later
+ * row of the batch, checked per part when halving) goes in once the others
+ * are in: COPY the refused rows again while that lets some in. Not for
+ * upsert or update: a row applied after the later rows of its key would
+ * undo them (out of queue order), so there a refused row stays refused. */
+static bool
+copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    struct pg_failure *f)
+{
+	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
+	bool ok = true;
+
+	for (still = -1; ok && !PG_TARGET_BY_KEY(&s->target); ) {
+		n = 0;
+		for (int k = 0; k < s->nidx; k++)
+			if (res[s->idx[k]].outcome == HANDLER_FAIL)
+				again[n++] = s->idx[k];
+		if (n == 0 || n == still)
+			break;          /* all in, or no progress */
+		for (int k = 0; k < n; k++) {
+			sink_pg_set_result(&res[again[k]], HANDLER_OK, "");
+			json_object_del(s->failed, job_id(&jobs[again[k]]));
+		}
+		ok = copy_part(s, again, n, jobs, res, f);
+		still = n;
+	}
+	free(again);
+	return ok;
+}
+
+/* A recovered job names every batch it may have been written in (its
+ * stamps). Fence each: one that had committed wrote (or failed) the job
+ * already, and its record says which; one that had not can now never
+ * commit. The job is written here only when none had committed. Every
+ * batch that ever wrote a job fenced all the job's earlier stamps first,
+ * so at most one stamp can be committed with the job in it. */
+static bool
+fence(struct sink_pg *s, struct job *j, struct handler_result *res,
+    bool *write, struct pg_failure *f)
+{
+	*write = true;
+	for (int k = 0; k < j->nstamps && *write; k++) {
+		const char *key = j->stamps[k];
+		char state[16];
+		json_t *failed;
+		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
+		    NULL) || !pg_target_batches_read(s->conn, &s->batches, key,
+		    state, sizeof(state), &failed, f))
+			return false;
+		if (strcmp(state, "committed") == 0) {
+			json_t *why = failed ? json_object_get(failed, job_id(j)) :
+			    NULL;
+			sink_pg_set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
+			    json_is_string(why) ? json_string_value(why) :
+			    why ? "failed (see the batch row)" : "");
+			*write = false;
+		}
+		json_decref(failed);
+	}
+	if (*write && j->bury) {
+		/* never written: dead, and now fenced everywhere */
+		sink_pg_set_result(res, HANDLER_FAIL, "worker died while processing");
+		*write = false;
+	}
+	return true;
+}
+
+/* Statement by statement: fences for recovered jobs, the COPY under a
+ * savepoint that is split until the refused rows are isolated. */
+bool
+sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, int n, const char *key, struct pg_failure *f)
+{
+	bool ok = false, write;
+
+	/* deferred constraints are checked after each statement here, so
+	 * that the halving finds the rows that break them */
+	if (!sink_pg_sql(s, "BEGIN", f) ||
+	    !sink_pg_sql(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
+		goto out;
+	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
+	    NULL)) {
+		if (strncmp(f->msg, "23505", 5) != 0)
+			goto out;
+		ok = sink_pg_sql(s, "ROLLBACK", f) &&
+		    sink_pg_replay(s, key, jobs, res, n, f);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		s->skip[i] = false;
+		if (jobs[i].invalid != NULL)
+			continue;
+		if (!fence(s, &jobs[i], &res[i], &write, f))
+			goto out;
+		s->skip[i] = !write;
+	}
+	sink_pg_encode(s, jobs, res, n, s->skip);
+	/* what the fences decided is part of this batch's record too */
+	for (int i = 0; i < n; i++)
+		if (s->skip[i] && res[i].outcome == HANDLER_FAIL &&
+		    sink_pg_record_failure(s, &jobs[i], res[i].message) < 0)
+			s->record_failed = true;
+	if (s->record_failed) {
+		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
+		    "job in the batch row");
+		f->cls = PG_ERR_OTHER;
+		goto out;
+	}
+	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
+	    !copy_again(s, jobs, res, f)))
+		goto out;
+	if (json_object_size(s->failed) > 0) {
+		char *text = json_dumps(s->failed, JSON_COMPACT);
+		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
+		    text, f, NULL);
+		free(text);
+		if (!set)
+			goto out;
+	}
+	ok = sink_pg_sql(s, "COMMIT", f);
+out:
+	if (!ok && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
+		PQclear(PQexec(s->conn, "ROLLBACK"));
+	return ok;
+}
+

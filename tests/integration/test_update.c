@@ -1,0 +1,297 @@
+/* test_update.c - [queue] mode = update and deletes by key (op_member)
+ * against a real PostgreSQL: the sink driven directly (missing keys
+ * ignored or dead, deletes and writes of one key in one batch in queue
+ * order, a stale delete with version, bad op values), and runs through
+ * ferryd whose workers are killed with SIGKILL, ending with exact rows. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "pg_case.h"
+#include "pg_target.h"
+#include "sink_pg.h"
+
+TestSuite(update, .fini = pc_teardown, .timeout = 300);
+
+/* Queue q with the lines, rows (1,a) and (2,b) in profiles; a sink. */
+static struct sink_pg *
+setup(const char *queue)
+{
+	struct sink_pg *s = pc_sink(&pc_cfg, pc_setup(&pc_d, &pc_cfg, queue));
+
+	h_pg_exec(&pc_d, "INSERT INTO profiles VALUES (1, 'a', 0, NULL), "
+	    "(2, 'b', 0, NULL)");
+	return s;
+}
+
+static const char *const updates[] = {
+	"{\"k\":1,\"name\":\"x\"}", "{\"k\":3,\"name\":\"y\"}",
+	"{\"k\":2,\"name\":\"z\"}",
+	"{\"data\":[{\"k\":2,\"name\":\"q\"},{\"k\":4,\"name\":\"r\"}]}",
+	"{\"k\":3,\"name\":\"u\"}",
+};
+
+/* missing = ignore: an update of a key without a row changes nothing and
+ * is done; the others apply, the last of a key winning. */
+Test(update, missing_key_ignored)
+{
+	struct sink_pg *s = setup("mode = update\nkey = k\nmissing = ignore\n");
+
+	pc_run(s, updates, 5, "w:1", NULL);
+	pc_assert_rows(&pc_d, "1=x,2=q");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* missing = dead (the default): every job with an update of a key that
+ * has no row is dead with the key, and none of its rows is applied (job 3
+ * also names key 2, which keeps job 2's value); the rest commits; a
+ * replay of the batch says the same from its record; a later batch with
+ * no missing key commits whole. */
+Test(update, missing_key_dead)
+{
+	static const char *const dead[] = {
+		NULL, "update: no row with key (k)=(3)", NULL,
+		"update: no row with key (k)=(4)", "update: no row with key (k)=(3)",
+	};
+	static const char *const later[] = {
+		"{\"k\":2,\"name\":\"w\"}", "{\"k\":1,\"name\":\"v\"}",
+	};
+	struct sink_pg *s = setup("mode = update\nkey = k\n");
+
+	for (int round = 0; round < 2; round++) {
+		pc_run(s, updates, 5, "w:1", dead);
+		pc_assert_rows(&pc_d, "1=x,2=z");
+	}
+	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM json_object_keys("
+	    "(SELECT failed::json FROM ferry_batches WHERE key = 'w:1'))"), 3);
+	pc_run(s, later, 2, "w:2", NULL);
+	pc_assert_rows(&pc_d, "1=v,2=w");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* update with version: a stale update of an existing row is not missing
+ * (done, not applied); a delete before an update of its key in the batch
+ * leaves the update without a row. */
+Test(update, version_and_deletes)
+{
+	static const char *const batch[] = {
+		"{\"k\":1,\"name\":\"old\",\"v\":4}",
+		"{\"k\":2,\"name\":\"new\",\"v\":6}",
+		"{\"op\":\"delete\",\"k\":1,\"v\":9}",
+		"{\"k\":1,\"name\":\"gone\",\"v\":10}",
+	};
+	static const char *const dead[] = { NULL, NULL, NULL,
+	    "update: no row with key (k)=(1)" };
+	struct sink_pg *s = setup("mode = update\nkey = k\nversion = v\n");
+
+	h_pg_exec(&pc_d, "UPDATE profiles SET v = 5");
+	pc_run(s, batch, 2, "w:1", NULL);
+	pc_assert_rows(&pc_d, "1=a/5,2=new/6");
+	pc_run(s, batch + 2, 2, "w:2", dead + 2);
+	pc_assert_rows(&pc_d, "2=new/6");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* ferryd's start and init-db refuse an update with nothing to update. */
+Test(update, nothing_to_update_is_refused)
+{
+	char err[512];
+	const struct queue_config *q = pc_setup(&pc_d, &pc_cfg, "mode = update\n"
+	    "key = k\ncolumns = k\n");
+
+	cr_assert_eq(pg_target_check(&pc_cfg, q, true, NULL, err, sizeof(err)),
+	    PG_FATAL, "%s", err);
+	cr_assert_str_eq(err, "[queue q] mode: update has no column to update: "
+	    "every column written is in key (allowed: write columns besides the "
+	    "key, or use mode = upsert)");
+	h_stop(&pc_d);
+}
+
+TestSuite(delete, .fini = pc_teardown, .timeout = 300);
+
+/* A delete and writes of one key in one batch apply in queue order: the
+ * last decides whether the row exists and what it holds; a delete of a
+ * key without a row is done. */
+Test(delete, delete_and_upsert_in_one_batch)
+{
+	static const char *const docs[] = {
+		"{\"op\":\"delete\",\"k\":1}", "{\"k\":1,\"name\":\"n1\"}",
+		"{\"k\":2,\"name\":\"n2\",\"op\":\"upsert\"}",
+		"{\"k\":2,\"op\":\"delete\"}",
+		"{\"k\":3,\"name\":\"n3\"}", "{\"op\":\"delete\",\"k\":3}",
+		"{\"op\":\"delete\",\"k\":4}",
+		"{\"k\":5,\"name\":\"x\"}", "{\"op\":\"delete\",\"k\":5}",
+		"{\"k\":5,\"name\":\"y\"}",
+	};
+	struct sink_pg *s = setup("mode = upsert\nkey = k\n");
+
+	pc_run(s, docs, 10, "w:1", NULL);
+	pc_assert_rows(&pc_d, "1=n1,5=y");
+	pc_run(s, docs + 1, 2, "w:2", NULL);
+	pc_assert_rows(&pc_d, "1=n1,2=n2,5=y");
+	pc_run(s, docs + 3, 1, "w:3", NULL);
+	pc_assert_rows(&pc_d, "1=n1,5=y");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* With version a delete applies only when newer than the row: one from
+ * an older batch committed later is ignored, as is one older than a write
+ * of its key in the same batch; a replay changes nothing. */
+Test(delete, stale_delete_ignored_with_version)
+{
+	static const char *const first[] = {
+		"{\"k\":1,\"name\":\"a\",\"v\":5}", "{\"k\":2,\"name\":\"b\",\"v\":5}",
+	};
+	static const char *const second[] = {
+		"{\"op\":\"delete\",\"k\":1,\"v\":3}",
+		"{\"op\":\"delete\",\"k\":2,\"v\":6}",
+	};
+	static const char *const third[] = {
+		"{\"k\":1,\"name\":\"c\",\"v\":7}",
+		"{\"op\":\"delete\",\"k\":1,\"v\":6}",
+	};
+	struct sink_pg *s = pc_sink(&pc_cfg, pc_setup(&pc_d, &pc_cfg, "mode = upsert\n"
+	    "key = k\nversion = v\n"));
+
+	pc_run(s, first, 2, "w:1", NULL);
+	pc_run(s, second, 2, "w:2", NULL);
+	pc_assert_rows(&pc_d, "1=a/5");
+	pc_run(s, third, 2, "w:3", NULL);
+	pc_assert_rows(&pc_d, "1=c/7");
+	pc_run(s, first, 2, "w:1", NULL);
+	pc_run(s, second, 2, "w:2", NULL);
+	pc_assert_rows(&pc_d, "1=c/7");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* An op that is not an operation is dead, naming it; null and "upsert"
+ * write; the rest commits. */
+Test(delete, bad_op_is_dead)
+{
+	static const char *const docs[] = {
+		"{\"k\":1,\"op\":\"remove\",\"name\":\"a\"}",
+		"{\"k\":2,\"name\":\"b\",\"op\":\"upsert\"}",
+		"{\"k\":3,\"op\":5}", "{\"k\":4,\"op\":null,\"name\":\"d\"}",
+		"{\"k\":2,\"op\":\"update\"}",
+	};
+	static const char *const dead[] = {
+		"op: \"remove\" is not an operation of mode = upsert (allowed: "
+		"\"delete\", \"upsert\", null, or no op member)", NULL,
+		"op: 5 is not an operation of mode = upsert", NULL,
+		"op: \"update\" is not an operation of mode = upsert",
+	};
+	struct sink_pg *s = setup("mode = upsert\nkey = k\n");
+
+	pc_run(s, docs, 5, "w:1", dead);
+	pc_assert_rows(&pc_d, "1=a,2=b,4=d");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+static const char *const op_docs[] = {
+	"{\"k\":1,\"action\":\"delete\",\"op\":\"bogus\"}",
+	"{\"k\":2,\"op\":\"delete\",\"name\":\"c\"}",
+};
+
+/* op_member names the member (another one called op is not read). */
+Test(delete, op_member_names_the_member)
+{
+	struct sink_pg *s = setup("mode = upsert\nkey = k\n"
+	    "op_member = action\n");
+
+	pc_run(s, op_docs, 2, "w:1", NULL);
+	pc_assert_rows(&pc_d, "2=c");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* op_member empty: no member deletes (job 0 writes key 1, its name
+ * NULL). */
+Test(delete, op_member_empty_deletes_nothing)
+{
+	struct sink_pg *s = setup("mode = upsert\nkey = k\nop_member =\n");
+
+	pc_run(s, op_docs, 2, "w:1", NULL);
+	pc_assert_rows(&pc_d, "1=-,2=c");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* A delete needs only its key, even when other columns are NOT NULL; a
+ * write without them is still refused. */
+Test(delete, delete_needs_only_the_key)
+{
+	static const char *const docs[] = {
+		"{\"op\":\"delete\",\"k\":1}", "{\"k\":3}",
+		"{\"k\":2,\"name\":\"n\",\"score\":1}",
+	};
+	static const char *const dead[] = { NULL, "23", NULL };
+	struct sink_pg *s;
+
+	pc_setup(&pc_d, &pc_cfg, "mode = upsert\nkey = k\n");
+	h_pg_exec(&pc_d, "ALTER TABLE profiles ALTER name SET NOT NULL, ALTER "
+	    "score SET NOT NULL");
+	h_pg_exec(&pc_d, "INSERT INTO profiles VALUES (1, 'a', 0, NULL), "
+	    "(2, 'b', 0, NULL)");
+	s = pc_sink(&pc_cfg, &pc_cfg.queues[0]);
+	pc_run(s, docs, 3, "w:1", dead);
+	pc_assert_rows(&pc_d, "2=n");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+TestSuite(update_ferryd, .fini = pc_teardown, .timeout = 600);
+
+#define KILLED "restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n"
+#define KILLED_QUEUE "workers = 4\nbatch_size = 10\nmax_recoveries = 1000\n" \
+	"version = v\nkey = k\n"
+
+/* 20,000 upserts and deletes over 500 keys (every 7th job a delete, the
+ * last job of each key a write), 4 workers, one killed with SIGKILL every
+ * 300 ms: every key ends with its last job, none is dead, deletes
+ * happened and no write was applied twice. */
+Test(update_ferryd, upserts_and_deletes_survive_killed_workers)
+{
+	pc_setup_ferryd(&pc_d, KILLED, KILLED_QUEUE "mode = upsert\n");
+	h_pg_slow(&pc_d, "profiles", "INSERT OR DELETE");
+	h_pg_exec(&pc_d, "CREATE TABLE deleted (v bigint)");
+	h_pg_exec(&pc_d, "CREATE FUNCTION record() RETURNS trigger LANGUAGE "
+	    "plpgsql AS $$ BEGIN INSERT INTO deleted VALUES (OLD.v); RETURN "
+	    "NULL; END $$");
+	h_pg_exec(&pc_d, "CREATE TRIGGER record AFTER DELETE ON profiles "
+	    "FOR EACH ROW EXECUTE FUNCTION record()");
+	pc_push(&pc_d, 20000, 500, 7);
+	h_start(&pc_d, 4);
+	h_kill_workers_until_done(&pc_d, "q", 20000);
+	pc_assert_last_of_each_key(&pc_d, 20000, 500);
+	/* deletes happened, and no write was applied twice (a row, once
+	 * deleted, could only come back with the same v by a replay) */
+	cr_assert_gt(h_pg_int(&pc_d, "SELECT count(*) FROM deleted"), 100);
+	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) - count(DISTINCT v) FROM "
+	    "deleted"), 0, "a write was applied twice");
+	cr_assert_gt(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&pc_d);
+}
+
+/* The same with mode = update over rows that exist (missing = dead: a
+ * replayed or reordered batch must never find a key missing). */
+Test(update_ferryd, updates_survive_killed_workers)
+{
+	pc_setup_ferryd(&pc_d, KILLED, KILLED_QUEUE "mode = update\n");
+	h_pg_exec(&pc_d, "INSERT INTO profiles SELECT k, 'init', 0, -1 FROM "
+	    "generate_series(0, 499) k");
+	h_pg_slow(&pc_d, "profiles", "UPDATE");
+	pc_push(&pc_d, 20000, 500, 0);
+	h_start(&pc_d, 4);
+	h_kill_workers_until_done(&pc_d, "q", 20000);
+	pc_assert_last_of_each_key(&pc_d, 20000, 500);
+	cr_assert_gt(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&pc_d);
+}
