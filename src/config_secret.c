@@ -28,6 +28,8 @@ static const struct secret_key {
 	    F(redis_password_file), F(redis_password) },
 	{ false, "pg_password_file", "pg_password", F(pg_password_file),
 	    F(pg_password) },
+	{ false, "http_token_file", "http_token", F(http_token_file),
+	    F(http_token) },
 	{ true, "pg_password_file", "pg_password", Q(pg_password_file),
 	    Q(pg_password) },
 };
