@@ -78,7 +78,7 @@ queue_json(struct master *m, const struct metrics_queue_view *q)
 		set_int(o, http_depth_names[i], http_depth(f, i));
 	json_object_set_new(o, "counters", json_pack("{s:I, s:I, s:I, s:I, "
 	    "s:I, s:I}", "enqueued", (json_int_t)f->enqueued, "done",
-	    (json_int_t)f->done, "retried", (json_int_t)f->retried, "dead",
+	    (json_int_t)f->done, "retried", (json_int_t)f->retried, "deadlettered",
 	    (json_int_t)f->deadlettered, "recovered", (json_int_t)f->recovered,
 	    "cache_missing", (json_int_t)f->cache_missing));
 	set_int(o, "age_ms", util_monotonic_ms() - f->updated_ms);

@@ -20,7 +20,8 @@
 			else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
 			else e.setAttribute(k, v);
 		}
-		for (const k of kids) e.append(k === null || k === undefined ? "" : String(k));
+		for (const k of kids)
+			e.append(k instanceof Node ? k : k === null || k === undefined ? "" : String(k));
 		return e;
 	}
 	function td(k, v, cls) {
@@ -66,7 +67,7 @@
 			    td("requeued", q.requeued), td("processing", q.processing),
 			    td("delayed", q.delayed), td("scheduled", q.scheduled), td("dead", q.dead),
 			    td("enqueued", c.enqueued), td("done", c.done), td("retried", c.retried),
-			    td("deadlettered", c.dead), td("recovered", c.recovered));
+			    td("deadlettered", c.deadlettered), td("recovered", c.recovered));
 			const act = el("td", { class: "t" });
 			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); }));
 			if (actions)

@@ -146,6 +146,10 @@ int h_ctl(struct h_run *r, const char *config, const char *input, ...);
 int h_ctl_v(struct h_run *r, const char *config, const char *input,
     va_list args);
 void h_run_free(struct h_run *r);
+/* Run a shell command, its stdout and stderr into d->dir/name; fail the
+ * test, with that output, unless it exits 0. Returns the output
+ * (malloc'd). */
+char *h_sh_or_fail(struct ferryd *d, const char *command, const char *name);
 
 /* Print the daemon's log to stderr (on failure). */
 void h_dump_log(struct ferryd *d);

@@ -28,23 +28,6 @@ teardown(void)
 
 TestSuite(node_client, .fini = teardown, .timeout = 300);
 
-/* Runs command (output to d.dir/name) and fails the test, with that
- * output, unless it exits 0. Returns the output. */
-static char *
-run_or_fail(const char *command, const char *name)
-{
-	char line[4096], out[400];
-
-	snprintf(out, sizeof(out), "%s/%s", d.dir, name);
-	snprintf(line, sizeof(line), "%s > %s 2>&1", command, out);
-	int status = system(line);
-	char *text = h_read_file(out);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	    "%s failed (exit %d):\n%s", command,
-	    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text ? text : "");
-	return text;
-}
-
 Test(node_client, node_test_suite_and_rows_in_postgres)
 {
 	const char *node = getenv("NODE") ? getenv("NODE") : "node";
@@ -53,7 +36,7 @@ Test(node_client, node_test_suite_and_rows_in_postgres)
 
 	snprintf(line, sizeof(line), "cd %s && %s ci --no-audit --no-fund "
 	    "--prefer-offline", NODE_CLIENT, npm);
-	free(run_or_fail(line, "npm-ci.out"));
+	free(h_sh_or_fail(&d, line, "npm-ci.out"));
 
 	h_setup(&d, NULL, "");
 	h_config(&d, h_pg_start(&d), "[queue pg]\nhandler = postgres\n"
@@ -68,7 +51,7 @@ Test(node_client, node_test_suite_and_rows_in_postgres)
 	    "FERRY_BUILT_ENQUEUE_LUA=%s %s --test --test-reporter=tap "
 	    "test/enqueue.test.js", NODE_CLIENT, d.redis.port,
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", node);
-	char *text = run_or_fail(line, "node-test.out");
+	char *text = h_sh_or_fail(&d, line, "node-test.out");
 	snprintf(want, sizeof(want), "# pass %d\n", NODE_TESTS);
 	cr_assert(strstr(text, want) != NULL && strstr(text, "# fail 0\n"),
 	    "not %d tests passed:\n%s", NODE_TESTS, text);
