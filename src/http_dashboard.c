@@ -195,8 +195,7 @@ http_dashboard(struct http_req *r)
 	    "id=\"said\"></span></header>\n<h2>Queues</h2>");
 	queues_table(&o, m, &v);
 	buf_printf(&o, "\n<h2>Throughput, last 15 minutes (all queues, jobs/s)"
-	    "</h2><svg id=\"chart\" viewBox=\"0 0 600 200\" preserveAspectRatio="
-	    "\"none\" role=\"img\" aria-label=\"jobs per second\"></svg><p "
+	    "</h2><svg id=\"chart\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"jobs per second\"></svg><p "
 	    "class=\"legend\"><span><i class=\"c-done\"></i>done</span><span><i "
 	    "class=\"c-retried\"></i>retried</span><span><i class=\"c-dead\"></i>"
 	    "dead</span><span><i class=\"c-recovered\"></i>recovered</span><span "

@@ -131,6 +131,23 @@
 			line.setAttribute("data-counter", c);
 			line.setAttribute("points", pts.join(" "));
 			svg.append(line);
+			for (const p of pts.slice(-60)) {   // dots: a lone sample shows too
+				const dot = document.createElementNS(ns, "circle");
+				const [x, y] = p.split(",");
+				dot.setAttribute("class", "c-" + c);
+				dot.setAttribute("cx", x);
+				dot.setAttribute("cy", y);
+				dot.setAttribute("r", "2.5");
+				svg.append(dot);
+			}
+		}
+		for (const [x, anchor, label] of [[pad, "start", "15 min ago"], [W - pad, "end", "now"]]) {
+			const t = document.createElementNS(ns, "text");
+			t.setAttribute("x", x);
+			t.setAttribute("y", 14);
+			t.setAttribute("text-anchor", anchor);
+			t.textContent = label;
+			svg.append(t);
 		}
 		$("chart-max").textContent = "top: " + max.toFixed(1) + " jobs/s; " + n + " samples";
 	}
