@@ -33,6 +33,7 @@ void http_req_error(struct http_req *r, unsigned status, const char *fmt,
 bool http_api_get(struct http_req *r, const char *url);
 bool http_dead_get(struct http_req *r, const char *url);
 bool http_dead_post(struct http_req *r, const char *url);
+bool http_dead_bulk_post(struct http_req *r, const char *url);
 bool http_actions_post(struct http_req *r, const char *url);
 void http_dashboard(struct http_req *r);
 

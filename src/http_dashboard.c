@@ -195,7 +195,8 @@ http_dashboard(struct http_req *r)
 	    "id=\"said\"></span></header>\n<h2>Queues</h2>");
 	queues_table(&o, m, &v);
 	buf_printf(&o, "\n<h2>Throughput, last 15 minutes (all queues, jobs/s)"
-	    "</h2><svg id=\"chart\" viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"jobs per second\"></svg><p "
+	    "</h2><svg id=\"chart\" viewBox=\"0 0 600 200\" role=\"img\" "
+	    "aria-label=\"jobs per second\"></svg><p "
 	    "class=\"legend\"><span><i class=\"c-done\"></i>done</span><span><i "
 	    "class=\"c-retried\"></i>retried</span><span><i class=\"c-dead\"></i>"
 	    "dead</span><span><i class=\"c-recovered\"></i>recovered</span><span "
@@ -210,7 +211,8 @@ http_dashboard(struct http_req *r)
 	    "\"t\">id</th><th class=\"t\">time</th><th class=\"t\">reason</th>"
 	    "<th>attempts</th><th class=\"t\">first error</th><th class=\"t\">"
 	    "last error</th><th class=\"t\"></th></tr></thead><tbody></tbody>"
-	    "</table><p><button id=\"dead-prev\">newer</button> <button id="
+	    "</table><p id=\"dead-reasons\"></p><p><button id=\"dead-prev\">"
+	    "newer</button> <button id="
 	    "\"dead-next\">older</button></p><pre id=\"doc\" hidden></pre>\n"
 	    "<h2>Recent events</h2>");
 	events_table(&o);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "dead_entry.h"
 #include "http.h"
+#include "http_dead.h"
 #include "lua_scripts.h"
 #include "master_control.h"
 #include "master_redis.h"
@@ -44,6 +45,52 @@ struct dead_op {
 };
 
 static void on_reply(struct master *m, redisReply *rep, void *priv);
+
+int
+http_dead_act(struct master *m, const char *queue, bool replay,
+    const char *count, const char *el, size_t len, master_redis_fn *fn,
+    void *priv)
+{
+	const char *prefix = master_control_config(m)->redis_prefix;
+	const char *argv[SARGS_MAX + 3];
+	size_t lens[SARGS_MAX + 3];
+	char nkeys[8];
+	struct sargs a;
+	int argc = 0;
+
+	if (replay) {
+		sargs_dead_retry(&a, prefix, queue, el, len);
+		snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
+		argv[argc++] = "EVAL";
+		argv[argc++] = lua_script_source[a.script];
+		argv[argc++] = nkeys;
+		for (int i = 0; i < a.argc; i++)
+			argv[argc++] = a.argv[i];
+	} else {
+		queue_keys_init(&a.k, prefix, queue);
+		argv[argc++] = "LREM";
+		argv[argc++] = a.k.dead;
+		argv[argc++] = count;
+		argv[argc++] = el;
+	}
+	for (int i = 0; i < argc; i++)
+		lens[i] = argv[i] == el ? len : strlen(argv[i]);
+	return master_redis_commandv(m, queue, fn, priv, argc, argv, lens);
+}
+
+char *
+http_dead_cache_key(struct master *m, const struct queue_config *q,
+    const struct dead_entry *e)
+{
+	char *key = dead_entry_cache_key(e);
+
+	if (key != NULL && !cache_key_allowed(key,
+	    master_control_config(m)->redis_prefix, q)) {
+		free(key);
+		key = NULL;
+	}
+	return key;
+}
 
 /* A number argument in lo..hi, or def when absent; -1 when invalid. */
 static int
@@ -141,7 +188,6 @@ act_on(struct master *m, struct dead_op *op, const redisReply *el)
 {
 	struct dead_entry e;
 	char id[JOB_ID_MAX + 1];
-	char nkeys[8];
 
 	dead_entry_read(&e, el->str, el->len);
 	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
@@ -158,36 +204,13 @@ act_on(struct master *m, struct dead_op *op, const redisReply *el)
 		    "entry cannot be replayed, only purged");
 		return;
 	}
-	if (op->what == DEAD_REPLAY) {
-		struct sargs a;
-		const char *argv[SARGS_MAX + 3];
-		size_t lens[SARGS_MAX + 3];
-		sargs_dead_retry(&a, master_control_config(m)->redis_prefix,
-		    op->queue, el->str, el->len);
-		snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
-		argv[0] = "EVAL";
-		argv[1] = lua_script_source[a.script];
-		argv[2] = nkeys;
-		for (int i = 0; i < 3; i++)
-			lens[i] = strlen(argv[i]);
-		for (int i = 0; i < a.argc; i++) {
-			argv[i + 3] = a.argv[i];
-			lens[i + 3] = a.lens[i] ? a.lens[i] : strlen(a.argv[i]);
-		}
-		dead_entry_free(&e);
-		ask(m, op, a.argc + 3, argv, lens);
-		return;
-	}
-	char *key = dead_entry_cache_key(&e);
-	if (key != NULL && cache_key_allowed(key,
-	    master_control_config(m)->redis_prefix, op->q))
-		op->cache_key = key;
-	else
-		free(key);
+	if (op->what == DEAD_PURGE)
+		op->cache_key = http_dead_cache_key(m, op->q, &e);
 	dead_entry_free(&e);
-	const char *argv[] = { "LREM", op->k.dead, "1", el->str };
-	size_t lens[] = { 4, strlen(op->k.dead), 1, el->len };
-	ask(m, op, 4, argv, lens);
+	if (http_dead_act(m, op->queue, op->what == DEAD_REPLAY, "1", el->str,
+	    el->len, on_reply, op) == -1)
+		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not connected "
+		    "now (the master reconnects; try again)");
 }
 
 static void

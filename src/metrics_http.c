@@ -2,7 +2,8 @@
  * GET /metrics for Prometheus, and the router of the dashboard (/,
  * http_dashboard.c) and its API (/api/..., http_api.c, http_dead.c,
  * http_actions.c), whose answers may wait for a Redis reply: such a
- * request's connection is suspended until http_req_answer. libmicrohttpd parses HTTP; it runs in "external epoll"
+ * request's connection is suspended until http_req_answer.
+ * libmicrohttpd parses HTTP; it runs in "external epoll"
  * mode: its epoll descriptor is watched by the master's libev loop and
  * MHD_run() is called when it is ready or when MHD's timeout is due, so
  * the master stays one thread and never blocks on a slow scraper.
@@ -245,7 +246,8 @@ route_post(struct http_req *r, const char *url)
 		    "\"Authorization: Bearer TOKEN\"");
 		return;
 	}
-	if (!http_dead_post(r, url) && !http_actions_post(r, url))
+	if (!http_dead_post(r, url) && !http_dead_bulk_post(r, url) &&
+	    !http_actions_post(r, url))
 		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
 }
 
@@ -396,7 +398,8 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 	h->listen_fd = fd;
 	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
 	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-	    MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request, h,
+	    MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+	    on_request, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,

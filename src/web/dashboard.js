@@ -44,7 +44,8 @@
 		const r = await fetch(url, { method: "POST",
 		    headers: { Authorization: "Bearer " + token() } });
 		const body = await r.json().catch(() => ({}));
-		say(r.ok ? (body.message || "done") : "refused (" + r.status + "): " +
+		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed :
+		    body.purged !== undefined ? "purged " + body.purged : "done")) : "refused (" + r.status + "): " +
 		    (body.error || ""));
 		refresh();
 		if (deadQueue) loadDead();
@@ -171,6 +172,17 @@
 			    td("reason", e.reason, "t"), td("attempts", e.attempts),
 			    td("first_error", e.first_error, "err"), td("last_error", e.last_error, "err"), act));
 		}
+		// every entry of a reason at once (the reasons of this page)
+		const reasons = $("dead-reasons");
+		reasons.replaceChildren();
+		if (actions)
+			for (const reason of [...new Set(d.entries.map((e) => e.reason))]) {
+				const q = "queue=" + encodeURIComponent(deadQueue) + "&reason=" +
+				    encodeURIComponent(reason);
+				reasons.append(el("span", { "data-reason": reason }, reason + ": ",
+				    button("replay all", () => post("/api/dead/replay-reason?" + q)),
+				    button("purge all", () => post("/api/dead/purge-reason?" + q), "danger")), " ");
+			}
 		$("dead-prev").disabled = deadOffset === 0;
 		$("dead-next").disabled = d.entries.length < PAGE;
 	}

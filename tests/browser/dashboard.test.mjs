@@ -113,6 +113,8 @@ try {
 		check("read-only: the page says so", said.includes("read-only"), said);
 	} else {
 		check("with a token: action buttons", buttons > 0, buttons);
+		const bulk = await page.$$eval("#dead-reasons button", (b) => b.map((x) => x.textContent).join(","));
+		check("with a token: replay all and purge all of a reason", bulk === "replay all,purge all", bulk);
 		await page.fill("#token", token);
 		await page.dispatchEvent("#token", "change");
 		await page.click('#dead tbody tr:first-child button:has-text("replay")');

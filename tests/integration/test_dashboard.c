@@ -6,7 +6,8 @@
  * the dead list and one entry, 403 for every POST without the token, and
  * with it replay, purge, pause and resume. In a real browser (Debian's
  * chromium, driven by tests/browser/dashboard.test.mjs with playwright-core
- * that `npm ci` installs there; node, npm or chromium missing fails it): the numbers of `ferryctl stats --json`,
+ * that `npm ci` installs there; node, npm or chromium missing fails it):
+ * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
  * refused when read-only, replay shrinking the list with the token.
  * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
@@ -86,6 +87,36 @@ http_json(const char *path)
 
 	cr_assert_eq(status, 200, "GET %s: %d %s", path, status, body);
 	cr_assert_not_null(o, "GET %s: not JSON: %s", path, body);
+	free(body);
+	return o;
+}
+
+/* s percent-encoded for a query (malloc'd). */
+static char *
+url_encode(const char *s)
+{
+	char *out = malloc(strlen(s) * 3 + 1), *p = out;
+
+	cr_assert_not_null(out);
+	for (; *s != '\0'; s++)
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr("-_.~", *s) != NULL)
+			*p++ = *s;
+		else
+			p += sprintf(p, "%%%02X", (unsigned char)*s);
+	*p = '\0';
+	return out;
+}
+
+/* POST path with the token; fails the test unless 200. The answer. */
+static json_t *
+act(const char *path)
+{
+	char *body;
+	int status = http("POST", path, "Bearer " TOKEN, &body);
+	json_t *o = json_loads(body, 0, NULL);
+
+	cr_assert_eq(status, 200, "POST %s: %d %s", path, status, body);
 	free(body);
 	return o;
 }
@@ -253,8 +284,10 @@ Test(dashboard, page_and_api_read_only)
 
 	/* every POST refused, with or without a header; GET never acts */
 	const char *posts[] = { "/api/dead/replay?queue=ex&index=0&id=bad-3",
-		"/api/dead/purge?queue=ex&index=0&id=bad-3", "/api/pause?queue=ex" };
-	for (size_t i = 0; i < 3; i++) {
+		"/api/dead/purge?queue=ex&index=0&id=bad-3", "/api/pause?queue=ex",
+		"/api/dead/replay-reason?queue=ex&reason=failed%20by%20the%20handler",
+		"/api/dead/purge-reason?queue=ex&reason=failed%20by%20the%20handler" };
+	for (size_t i = 0; i < 5; i++) {
 		cr_assert_eq(http("POST", posts[i], NULL, &body), 403, "%s", body);
 		cr_assert(strstr(body, "read-only") != NULL, "%s", body);
 		free(body);
@@ -357,9 +390,40 @@ Test(dashboard, actions_with_the_token)
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-1\""), 0);
 
 	/* in the browser: replay bad-2, the last one */
-	run_browser(TOKEN, 14);
+	run_browser(TOKEN, 15);
 	h_wait_redis_int(&d, 0, "LLEN ferry:{ex}:dead");
 	wait_api_queue("ex", "done", 4);
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-2\""), 1);
+
+	/* every entry of a reason: 3 handler failures and a malformed job
+	 * dead; replay-reason takes the 3 (handled now), purge-reason the
+	 * malformed one */
+	char flag[400], q[600];
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	h_write_file(flag, "fail\n");
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s %s %s %s",
+	    "{\"id\":\"bad-4\",\"bad\":4}", "{\"id\":", "{\"id\":\"bad-5\","
+	    "\"bad\":5}", "{\"id\":\"bad-6\",\"bad\":6}"));
+	h_wait_redis_int(&d, 4, "LLEN ferry:{ex}:dead");
+	unlink(flag);
+	o = act("/api/dead/replay-reason?queue=ex&reason=failed%20by%20the%20"
+	    "handler");
+	cr_assert_eq(json_integer_value(json_object_get(o, "replayed")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(o, "refused")), 0);
+	json_decref(o);
+	wait_api_queue("ex", "done", 7);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 1);
+	o = http_json("/api/dead?queue=ex");
+	char *reason = url_encode(h_jstr(json_array_get(json_object_get(o,
+	    "entries"), 0), "reason"));
+	cr_assert(strncmp(reason, "malformed%20JSON", 16) == 0, "%s", reason);
+	json_decref(o);
+	snprintf(q, sizeof(q), "/api/dead/purge-reason?queue=ex&reason=%s",
+	    reason);
+	free(reason);
+	o = act(q);
+	cr_assert_eq(json_integer_value(json_object_get(o, "purged")), 1);
+	json_decref(o);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 0);
 	h_stop(&d);
 }
