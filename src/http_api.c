@@ -82,6 +82,7 @@ queue_json(struct master *m, const struct metrics_queue_view *q)
 	    (json_int_t)f->deadlettered, "recovered", (json_int_t)f->recovered,
 	    "cache_missing", (json_int_t)f->cache_missing));
 	set_int(o, "age_ms", util_monotonic_ms() - f->updated_ms);
+	set_int(o, "backlog_ms", master_series_backlog_ms(q->name));
 	return o;
 }
 

@@ -16,6 +16,7 @@
 #include "http.h"
 #include "master_control.h"
 #include "master_events.h"
+#include "master_series.h"
 #include "metrics.h"
 #include "util.h"
 #include "web.h"
@@ -49,14 +50,32 @@ cell_text(struct buf *o, const char *k, const char *v, const char *cls)
 	buf_printf(o, "</td>");
 }
 
+/* ms as "-" (0), "850 ms", "12.5 s" or "7 min" into buf. */
+static const char *
+age_text(int64_t ms, char *buf, size_t size)
+{
+	if (ms <= 0)
+		snprintf(buf, size, "-");
+	else if (ms < 1000)
+		snprintf(buf, size, "%lld ms", (long long)ms);
+	else if (ms < 120000)
+		snprintf(buf, size, "%.1f s", (double)ms / 1000.);
+	else
+		snprintf(buf, size, "%lld min", (long long)(ms / 60000));
+	return buf;
+}
+
 static void
 queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 {
+	char age[32];
+
 	buf_printf(o, "<table id=\"queues\"><thead><tr><th class=\"t\">queue</th>"
 	    "<th class=\"t\">state</th><th>workers</th><th>ready</th>"
 	    "<th>requeued</th><th>processing</th><th>delayed</th>"
 	    "<th>scheduled</th><th>dead</th><th>enqueued</th><th>done</th>"
 	    "<th>retried</th><th>dead-lettered</th><th>recovered</th>"
+	    "<th>backlog for</th>"
 	    "<th class=\"t\"></th></tr></thead><tbody>");
 	for (int i = 0; i < v->nqueues; i++) {
 		const struct metrics_queue_view *q = &v->queues[i];
@@ -74,7 +93,7 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 		cell_text(o, "state", q->paused ? "paused" : "running", "t");
 		buf_printf(o, "<td data-k=\"workers\">%d/%d</td>", live, q->target);
 		if (f == NULL) {
-			buf_printf(o, "<td colspan=\"11\">no figures from Redis yet"
+			buf_printf(o, "<td colspan=\"12\">no figures from Redis yet"
 			    "</td>");
 		} else {
 			for (int k = 0; k < HTTP_DEPTHS; k++)
@@ -84,6 +103,8 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 			cell(o, "retried", f->retried);
 			cell(o, "deadlettered", f->deadlettered);
 			cell(o, "recovered", f->recovered);
+			cell_text(o, "backlog", age_text(master_series_backlog_ms(
+			    q->name), age, sizeof(age)), "");
 		}
 		buf_printf(o, "<td class=\"t\"><a class=\"nojs\" href=\"/api/dead?"
 		    "queue=");
@@ -116,8 +137,7 @@ workers_table(struct buf *o, const struct metrics_view *v)
 				int64_t start = atomic_load(&s->batch_start_ms);
 				scoreboard_get_error(s, err, sizeof(err));
 				if (start != 0)
-					snprintf(age, sizeof(age), "%lld ms",
-					    (long long)(now - start));
+					age_text(now - start, age, sizeof(age));
 			}
 			buf_printf(o, "<tr data-pid=\"%d\">", (int)w->pid);
 			cell_text(o, "queue", w->queue, "t");

@@ -425,5 +425,38 @@ Test(dashboard, actions_with_the_token)
 	cr_assert_eq(json_integer_value(json_object_get(o, "purged")), 1);
 	json_decref(o);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 0);
+
+	/* a paused queue's backlog has an age from the chart's samples, gone
+	 * once it drains */
+	wait_api_queue("ex", "backlog_ms", 0);  /* the replays' is gone */
+	json_decref(act("/api/pause?queue=ex"));
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	bool paused = false;
+	while (!paused && h_now_ms() < end) {   /* out of its BLMOVE */
+		json_t *w;
+		size_t i;
+		o = http_json("/api/workers");
+		json_array_foreach(json_object_get(o, "workers"), i, w)
+			if (strcmp(h_jstr(w, "queue"), "ex") == 0)
+				paused = strcmp(h_jstr(w, "state"), "paused") == 0;
+		json_decref(o);
+		if (!paused)
+			h_sleep_ms(100);
+	}
+	cr_assert(paused, "the worker of ex did not pause");
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s",
+	    "{\"id\":\"good-3\"}"));
+	end = h_now_ms() + H_DEADLINE_MS;
+	while (api_queue("ex", "backlog_ms") == 0 && h_now_ms() < end)
+		h_sleep_ms(200);
+	cr_assert_gt(api_queue("ex", "backlog_ms"), 0);
+	cr_assert_eq(http("GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "<td data-k=\"backlog\" class=\"\">-</td>") !=
+	    NULL, "pg has no backlog");
+	cr_assert_eq(h_count_in_file(path, "good-3"), 0);
+	free(body);
+	json_decref(act("/api/resume?queue=ex"));
+	wait_api_queue("ex", "done", 8);
+	wait_api_queue("ex", "backlog_ms", 0);
 	h_stop(&d);
 }
