@@ -196,6 +196,23 @@ config_check_redis_user(const char *v, char *buf, size_t size)
 	return strlen(v) > 128 ? "is too long (at most 128 characters)" : NULL;
 }
 
+/* The dashboard's token goes in an HTTP header: printable, no blanks, and
+ * long enough not to be guessed. Empty: no actions. */
+const char *
+config_check_http_token(const char *v, char *buf, size_t size)
+{
+	size_t n = strlen(v);
+	(void)buf;
+	(void)size;
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (*p <= ' ' || *p >= 0x7f)
+			return "is not valid (printable ASCII without blanks: it is "
+			    "sent as \"Authorization: Bearer TOKEN\")";
+	return n > 0 && n < 16 ? "is too short (at least 16 characters; e.g. "
+	    "openssl rand -hex 24)" : n > 1024 ? "is too long (at most 1024 "
+	    "characters)" : NULL;
+}
+
 /* [A-Za-z_][A-Za-z0-9_]*, 1..CONFIG_IDENT_MAX bytes: the sink quotes it as
  * an identifier, so case matters and nothing else is allowed. */
 static bool

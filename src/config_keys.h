@@ -34,6 +34,7 @@ const char *config_check_columns(const char *v, char *buf, size_t size);
 const char *config_check_column(const char *v, char *buf, size_t size);
 const char *config_check_column_list(const char *v, char *buf, size_t size);
 const char *config_check_listen(const char *v, char *buf, size_t size);
+const char *config_check_http_token(const char *v, char *buf, size_t size);
 const char *config_check_log(const char *v, char *buf, size_t size);
 const char *config_check_pg_ports(const char *v, char *buf, size_t size);
 const char *config_check_pg_tsa(const char *v, char *buf, size_t size);

@@ -3,6 +3,7 @@
  * at every load (start and reload); and the check that a file which does
  * hold a password is not readable by every user. */
 #include "config.h"
+#include "config_keys.h"
 #include "util.h"
 
 #include <errno.h>
@@ -23,13 +24,17 @@ static const struct secret_key {
 	bool queue;
 	const char *file_key, *value_key;
 	size_t file_off, value_off;
+	/* the value's check, as its key's row has (NULL: none) */
+	const char *(*check)(const char *, char *buf, size_t size);
 } secret_keys[] = {
 	{ false, "redis_password_file", "redis_password",
-	    F(redis_password_file), F(redis_password) },
+	    F(redis_password_file), F(redis_password), NULL },
 	{ false, "pg_password_file", "pg_password", F(pg_password_file),
-	    F(pg_password) },
+	    F(pg_password), NULL },
+	{ false, "http_token_file", "http_token", F(http_token_file),
+	    F(http_token), config_check_http_token },
 	{ true, "pg_password_file", "pg_password", Q(pg_password_file),
-	    Q(pg_password) },
+	    Q(pg_password), NULL },
 };
 
 #define FIELD(base, off) (*(char **)((char *)(base) + (off)))
@@ -95,6 +100,16 @@ fill_one(const struct secret_key *k, void *base, int queue,
 		why = xasprintf("set together with %s (allowed: one of the two; "
 		    "remove %s)", k->value_key, k->value_key);
 	} else if ((why = config_secret_read(file, &value)) == NULL) {
+		char buf[160];
+		const char *bad = k->check != NULL ? k->check(value, buf,
+		    sizeof(buf)) : NULL;
+		if (bad != NULL) {
+			why = xasprintf("the first line of %s %s", file, bad);
+			free(value);
+			error(ctx, queue, k->file_key, why);
+			free(why);
+			return;
+		}
 		free(FIELD(base, k->value_off));
 		FIELD(base, k->value_off) = value;
 		return;

@@ -29,6 +29,8 @@
 #include "control.h"
 #include "metrics.h"
 #include "metrics_http.h"
+#include "master_events.h"
+#include "master_series.h"
 #include "log.h"
 #include "master_control.h"
 #include "master_memory.h"
@@ -278,6 +280,10 @@ worker_died(struct master *m, struct master_worker *w, int status)
 	char what[96];
 
 	describe_status(status, what, sizeof(what));
+	if (!w->retiring && m->phase == MASTER_RUNNING &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_OK))
+		master_event("worker", "queue %s: worker %d (pid %d) %s",
+		    mq->cfg.name, w->number, (int)pid, what);
 	w->pid = 0;
 	if (w->sb_index != -1)    /* its slot goes to the next process */
 		scoreboard_totals_add_slot(&mq->totals,
@@ -559,6 +565,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_memory_start(m);
 	master_sentinel_start(m);
 	m->metrics = metrics_start(m->loop, m, master_control_view);
+	master_series_start(m);
 	control_start(m->control, m->loop, m);
 	metrics_http_start(m->http, m->loop, m);
 
@@ -574,6 +581,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_sentinel_stop(m);
 	master_memory_stop(m);
 	master_redis_finish(m);
+	master_series_stop(m);
 	metrics_stop(m->metrics);
 	m->metrics = NULL;
 	log_notice("ferryd stopped");

@@ -65,6 +65,18 @@ master_control_view(struct master *m, struct metrics_view *v)
 		view_queue(mq, &v->queues[n++]);
 }
 
+const struct ferry_config *
+master_control_config(const struct master *m)
+{
+	return m->cfg;
+}
+
+const struct metrics *
+master_control_figures(const struct master *m)
+{
+	return m->metrics;
+}
+
 void
 master_control_metrics(struct master *m, struct buf *o)
 {

@@ -17,6 +17,12 @@ void master_control_run(struct master *m, int command, char **argv,
     struct buf *o);
 /* The Prometheus text format 0.0.4 of `metrics`, without the "ok". */
 void master_control_metrics(struct master *m, struct buf *o);
+/* The dashboard's reads (http_api.c): the configuration running now and
+ * the last Redis figures (metrics.h). */
+struct ferry_config;
+struct metrics;
+const struct ferry_config *master_control_config(const struct master *m);
+const struct metrics *master_control_figures(const struct master *m);
 /* Fill v with the master's queues and workers now (metrics_view_fn). */
 void master_control_view(struct master *m, struct metrics_view *v);
 

@@ -14,6 +14,7 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "master_events.h"
 #include "master_int.h"
 #include "queue.h"
 #include "redis_auth.h"
@@ -66,9 +67,12 @@ mark_lost(struct master_link *l)
 static void
 lost(struct master_link *l, const char *why)
 {
-	if (!l->outage_logged)
+	if (!l->outage_logged) {
 		log_warn("redis at %s unreachable: %s (retrying; workers' jobs "
 		    "wait in Redis)", where(l), why);
+		master_event("redis", "redis at %s unreachable: %s", where(l),
+		    why);
+	}
 	mark_lost(l);
 	l->up = false;
 	l->ac = NULL;
@@ -236,8 +240,10 @@ link_worked(struct master_link *l)
 	if (l->replicas_short)
 		log_notice("redis at %s takes writes again", where(l));
 	l->replicas_short = false;
-	if (l->outage_logged)
+	if (l->outage_logged) {
 		log_notice("redis reachable again at %s", where(l));
+		master_event("redis", "redis reachable again at %s", where(l));
+	}
 	l->outage_logged = false;
 	l->retry_s = RECONNECT_MIN_S;
 }
@@ -246,9 +252,16 @@ int
 link_send(struct master_link *l, redisCallbackFn *cb, void *priv, int argc,
     const char **argv)
 {
+	return link_sendv(l, cb, priv, argc, argv, NULL);
+}
+
+int
+link_sendv(struct master_link *l, redisCallbackFn *cb, void *priv, int argc,
+    const char **argv, const size_t *lens)
+{
 	if (!l->up)
 		return -1;
-	if (redisAsyncCommandArgv(l->ac, cb, priv, argc, argv, NULL) != REDIS_OK)
+	if (redisAsyncCommandArgv(l->ac, cb, priv, argc, argv, lens) != REDIS_OK)
 		return -1;
 	l->inflight++;
 	return 0;

@@ -48,6 +48,9 @@ void link_free(struct master_link *l);
  * l->inflight down. */
 int link_send(struct master_link *l, redisCallbackFn *cb, void *priv,
     int argc, const char **argv);
+/* The same with the arguments' lengths (binary-safe; NULL: strlen). */
+int link_sendv(struct master_link *l, redisCallbackFn *cb, void *priv,
+    int argc, const char **argv, const size_t *lens);
 /* EVAL (not EVALSHA): the master's calls are few, and this survives a
  * SCRIPT FLUSH or a restarted Redis without a round trip. */
 int link_script(struct master_link *l, enum lua_script s,

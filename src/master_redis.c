@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "lua_scripts.h"
+#include "master_events.h"
 #include "master_int.h"
 #include "master_id.h"
 #include "master_link.h"
@@ -104,9 +105,13 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		link_worked(l);
 	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
 	    rep->elements >= 2 && rep->element[0]->integer +
-	    rep->element[1]->integer > 0)
+	    rep->element[1]->integer > 0) {
 		log_notice("%s: %lld jobs handed back (requeue), %lld dead", what,
 		    rep->element[0]->integer, rep->element[1]->integer);
+		master_event("handback", "%s: %lld jobs handed back (requeue), "
+		    "%lld dead", what, rep->element[0]->integer,
+		    rep->element[1]->integer);
+	}
 }
 
 static void
@@ -136,9 +141,12 @@ on_reclaim(redisAsyncContext *ac, void *reply, void *privdata)
 		rc->sent = false;   /* retried with the next reaper run */
 		return;
 	}
-	if (rep->element[0]->integer + rep->element[1]->integer > 0)
+	if (rep->element[0]->integer + rep->element[1]->integer > 0) {
 		log_notice("queue %s: handed back the jobs of %s", rc->queue,
 		    rc->worker_id);
+		master_event("handback", "queue %s: handed back the jobs of %s",
+		    rc->queue, rc->worker_id);
+	}
 	if (r->m->cfg->redis_wait_replicas == 0)
 		reclaim_free(r, rc);
 	else
@@ -445,12 +453,20 @@ int
 master_redis_command(struct master *m, const char *queue,
     master_redis_fn *fn, void *priv, int argc, const char **argv)
 {
+	return master_redis_commandv(m, queue, fn, priv, argc, argv, NULL);
+}
+
+int
+master_redis_commandv(struct master *m, const char *queue,
+    master_redis_fn *fn, void *priv, int argc, const char **argv,
+    const size_t *lens)
+{
 	struct relay *rl = xmalloc(sizeof(*rl));
 
 	rl->fn = fn;
 	rl->priv = priv;
-	if (m->redis == NULL || link_send(link_of(m->redis, queue), on_relay,
-	    rl, argc, argv) == -1) {
+	if (m->redis == NULL || link_sendv(link_of(m->redis, queue), on_relay,
+	    rl, argc, argv, lens) == -1) {
 		free(rl);
 		return -1;
 	}

@@ -4,6 +4,7 @@
 #define FERRY_MASTER_REDIS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -27,6 +28,10 @@ typedef void master_redis_fn(struct master *m, struct redisReply *reply,
 /* queue: the link that serves it (redis_cluster), NULL: the first one. */
 int master_redis_command(struct master *m, const char *queue,
     master_redis_fn *fn, void *priv, int argc, const char **argv);
+/* The same with the arguments' lengths (binary-safe: dead entries). */
+int master_redis_commandv(struct master *m, const char *queue,
+    master_redis_fn *fn, void *priv, int argc, const char **argv,
+    const size_t *lens);
 /* Every link connected and answering. */
 bool master_redis_up(const struct master *m);
 /* HOST:PORT (or socket) of the Redis the master talks to or tries. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "master_events.h"
 #include "master_int.h"
 #include "util.h"
 
@@ -103,6 +104,8 @@ restart_fatal(struct master *m)
 void
 master_reload_log_errors(const char *path, const struct config_errors *errs)
 {
+	master_event("reload", "reload refused: %s has %d error%s", path,
+	    errs->n, errs->n == 1 ? "" : "s");
 	log_error("reload: %s has %d error%s; still running the previous "
 	    "configuration", path, errs->n, errs->n == 1 ? "" : "s");
 	for (int i = 0; i < errs->n; i++)
@@ -137,5 +140,6 @@ master_reload(struct master *m, struct config_errors *errs)
 	free(m->cfg);
 	m->cfg = fresh;
 	log_notice("reload: done");
+	master_event("reload", "reloaded %s", path);
 	return 0;
 }

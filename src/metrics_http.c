@@ -1,5 +1,9 @@
-/* metrics_http.c - GET /metrics over HTTP for Prometheus ([ferryd]
- * metrics_listen). libmicrohttpd parses HTTP; it runs in "external epoll"
+/* metrics_http.c - the master's HTTP listener ([ferryd] metrics_listen):
+ * GET /metrics for Prometheus, and the router of the dashboard (/,
+ * http_dashboard.c) and its API (/api/..., http_api.c, http_dead.c,
+ * http_actions.c), whose answers may wait for a Redis reply: such a
+ * request's connection is suspended until http_req_answer.
+ * libmicrohttpd parses HTTP; it runs in "external epoll"
  * mode: its epoll descriptor is watched by the master's libev loop and
  * MHD_run() is called when it is ready or when MHD's timeout is due, so
  * the master stays one thread and never blocks on a slow scraper.
@@ -16,6 +20,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <ev.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -27,6 +33,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "http.h"
 #include "log.h"
 #include "master_control.h"
 #include "util.h"
@@ -49,6 +56,7 @@ struct metrics_http {
 	int64_t logged_ms;      /* when MHD last had a line logged */
 	unsigned quiet;         /* MHD lines not logged since */
 	char listen[64];
+	struct http_req *waiting; /* suspended for a Redis reply */
 };
 
 /* MHD's messages, at most one line per HTTP_LOG_INTERVAL_MS: a client
@@ -75,6 +83,115 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	h->quiet = 0;
 }
 
+/* One request, from its first call to MHD's notice that it completed
+ * (or to its late answer, when that comes after the notice). */
+struct http_req {
+	struct metrics_http *h;
+	struct MHD_Connection *conn;
+	bool answered, suspended, completed;
+	bool orphan;              /* the listener closed while it waited */
+	unsigned status;
+	char type[64];
+	char *body;
+	size_t len;
+	struct http_req *next;    /* h->waiting: suspended */
+};
+
+static void
+req_free(struct http_req *r)
+{
+	free(r->body);
+	free(r);
+}
+
+struct master *
+http_req_master(const struct http_req *r)
+{
+	return r->h->m;
+}
+
+const char *
+http_req_arg(const struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *
+http_req_header(const struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static void run(struct metrics_http *h);
+
+static void
+unlink_waiting(struct metrics_http *h, struct http_req *r)
+{
+	for (struct http_req **p = &h->waiting; *p != NULL; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			return;
+		}
+}
+
+void
+http_req_answer(struct http_req *r, unsigned status, const char *type,
+    char *body, size_t len)
+{
+	if (r->orphan) {          /* the listener closed: nobody waits */
+		free(body);
+		if (r->completed)
+			req_free(r);
+		return;
+	}
+	if (r->answered) {
+		free(body);
+		return;
+	}
+	r->answered = true;
+	r->status = status;
+	snprintf(r->type, sizeof(r->type), "%s", type);
+	r->body = body;
+	r->len = len;
+	if (r->suspended) {
+		r->suspended = false;
+		unlink_waiting(r->h, r);
+		MHD_resume_connection(r->conn);
+		run(r->h);
+	}
+}
+
+void
+http_req_json(struct http_req *r, unsigned status, json_t *o)
+{
+	char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (text == NULL) {
+		http_req_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory "
+		    "writing the answer");
+		return;
+	}
+	http_req_answer(r, status, "application/json", text, strlen(text));
+}
+
+void
+http_req_error(struct http_req *r, unsigned status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *o = json_pack("{s:s}", "error", msg);
+	char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (text == NULL)
+		text = xstrdup("{\"error\":\"out of memory\"}");
+	http_req_answer(r, status, "application/json", text, strlen(text));
+}
+
 static enum MHD_Result
 answer(struct MHD_Connection *conn, unsigned status, const char *type,
     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
@@ -87,11 +204,51 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+		    "GET, HEAD, POST");
 	enum MHD_Result ok = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ok;
+}
+
+/* GET and HEAD: the page, the metrics, the API. */
+static void
+route_get(struct metrics_http *h, struct http_req *r, const char *url)
+{
+	if (strcmp(url, "/") == 0) {
+		http_dashboard(r);
+	} else if (strcmp(url, "/metrics") == 0) {
+		struct buf o = BUF_INIT;
+		master_control_metrics(h->m, &o);
+		size_t len = o.len;
+		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
+		    "charset=utf-8", buf_take(&o), len);
+	} else if (!http_api_get(r, url) && !http_dead_get(r, url)) {
+		char *text = xstrdup("not found: the dashboard is at /, the "
+		    "metrics at /metrics\n");
+		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
+		    strlen(text));
+	}
+}
+
+/* POST: the actions, with the token only (http_actions.c). */
+static void
+route_post(struct http_req *r, const char *url)
+{
+	if (!http_authorized(r)) {
+		http_req_error(r, MHD_HTTP_FORBIDDEN, "%s",
+		    !http_actions_enabled(http_req_master(r)) ? "read-only: no "
+		    "[ferryd] http_token is configured, actions are off" :
+		    "refused: send the token of [ferryd] http_token as "
+		    "\"Authorization: Bearer TOKEN\"");
+		return;
+	}
+	if (!http_dead_post(r, url) && !http_dead_bulk_post(r, url) &&
+	    !http_actions_post(r, url))
+		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
 }
 
 static enum MHD_Result
@@ -100,26 +257,74 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
     size_t *upload_data_size, void **con_cls)
 {
 	struct metrics_http *h = cls;
-	static char not_found[] = "not found: the metrics are at /metrics\n";
-	static char not_allowed[] = "only GET and HEAD\n";
+	struct http_req *r = *con_cls;
+	static char not_allowed[] = "only GET, HEAD and POST\n";
+	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+	bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	(void)version;
 	(void)upload_data;
-	(void)con_cls;
 
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+	if (!get && !post) {
 		*upload_data_size = 0;   /* a body, if any, is not read */
 		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 		    not_allowed, sizeof(not_allowed) - 1, MHD_RESPMEM_PERSISTENT);
 	}
-	if (strcmp(url, "/metrics") != 0)
-		return answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
-		    sizeof(not_found) - 1, MHD_RESPMEM_PERSISTENT);
-	struct buf o = BUF_INIT;
-	master_control_metrics(h->m, &o);
-	size_t len = o.len;
-	return answer(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; "
-	    "charset=utf-8", buf_take(&o), len, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {              /* the headers: nothing done yet */
+		r = xcalloc(1, sizeof(*r));
+		r->h = h;
+		r->conn = conn;
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) { /* a POST's body is not read */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->orphan) {
+		static char stopping[] = "{\"error\":\"ferryd is stopping\"}";
+		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "application/json", stopping, sizeof(stopping) - 1,
+		    MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r->answered && !r->suspended) {
+		if (get)
+			route_get(h, r, url);
+		else
+			route_post(r, url);
+	}
+	if (!r->answered) {           /* a Redis reply answers it */
+		if (!r->suspended) {
+			r->suspended = true;
+			r->next = h->waiting;
+			h->waiting = r;
+			MHD_suspend_connection(conn);
+		}
+		return MHD_YES;
+	}
+	char *body = r->body;
+	r->body = NULL;
+	return answer(conn, r->status, r->type, body, r->len,
+	    MHD_RESPMEM_MUST_FREE);
+}
+
+/* MHD is done with a request: it is freed, or when an answer is still to
+ * come from Redis, freed by that answer. */
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct http_req *r = *con_cls;
+	(void)cls;
+	(void)conn;
+	(void)toe;
+
+	if (r == NULL)
+		return;
+	*con_cls = NULL;
+	r->completed = true;
+	if (!r->orphan)           /* an orphan waits for its Redis reply */
+		req_free(r);
 }
 
 /* MHD's notice of a connection opened or closed: the count that stops
@@ -193,13 +398,15 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 	h->listen_fd = fd;
 	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
 	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-	    MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, h,
+	    MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+	    on_request, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned)HTTP_CONNECTIONS_PER_IP,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_END);
 	if (h->daemon == NULL) {
 		snprintf(err, errsize, "cannot start the HTTP server for metrics "
@@ -301,6 +508,16 @@ metrics_http_close(struct metrics_http *h)
 		ev_timer_stop(h->loop, &h->timer);
 	}
 	h->loop = NULL;  /* MHD's closing notices must not restart accepting */
+	/* MHD refuses to stop with suspended connections: answer them now;
+	 * their Redis replies, when they come, find them orphaned */
+	while (h->waiting != NULL) {
+		struct http_req *r = h->waiting;
+		h->waiting = r->next;
+		r->suspended = false;
+		r->orphan = true;
+		MHD_resume_connection(r->conn);
+	}
+	MHD_run(h->daemon);
 	MHD_stop_daemon(h->daemon);
 	close(h->listen_fd);
 	free(h);

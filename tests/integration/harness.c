@@ -1016,3 +1016,22 @@ h_jobs_free(struct job *jobs, int n)
 	for (int i = 0; i < n; i++)
 		job_free(&jobs[i]);
 }
+
+char *
+h_shell(struct ferryd *d, const char *command, const char *name)
+{
+	char out[400];
+	size_t n = strlen(command) + sizeof(out) + 16;
+	char *line = malloc(n);
+
+	cr_assert_not_null(line);
+	snprintf(out, sizeof(out), "%s/%s", d->dir, name);
+	snprintf(line, n, "%s > %s 2>&1", command, out);
+	int status = system(line);
+	free(line);
+	char *text = h_read_file(out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "%s failed (exit %d):\n%s", command,
+	    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text ? text : "");
+	return text;
+}

@@ -31,21 +31,6 @@ h_client_start(struct ferryd *d, const char *queues, const char *sql,
 	h_start(d, workers);
 }
 
-char *
-h_shell(struct ferryd *d, const char *command, const char *name)
-{
-	char line[8192], out[400];
-
-	snprintf(out, sizeof(out), "%s/%s", d->dir, name);
-	snprintf(line, sizeof(line), "%s > %s 2>&1", command, out);
-	int status = system(line);
-	char *text = h_read_file(out);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	    "%s failed (exit %d):\n%s", command,
-	    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text);
-	return text;
-}
-
 void
 h_assert_rows(struct ferryd *d, const char *table, long long total,
     const struct h_rows *ranges, int nranges)

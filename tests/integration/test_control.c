@@ -580,10 +580,14 @@ Test(control, metrics_over_http)
 	cr_assert_null(strstr(body, "\nok\n"), "no control-socket ok line");
 	check_exposition(body + 4);
 	free(a);
-	a = http(port, "GET / HTTP/1.0\r\n\r\n");
+	a = http(port, "GET /nothing HTTP/1.0\r\n\r\n");
 	cr_assert_eq(strncmp(a, "HTTP/1.1 404 ", 13), 0, "%.200s", a);
 	free(a);
+	/* POST is for the dashboard's actions: refused without http_token */
 	a = http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi");
+	cr_assert_eq(strncmp(a, "HTTP/1.1 403 ", 13), 0, "%.200s", a);
+	free(a);
+	a = http(port, "PUT /metrics HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi");
 	cr_assert_eq(strncmp(a, "HTTP/1.1 405 ", 13), 0, "%.200s", a);
 	free(a);
 	/* a scraper that connects and says nothing does not stop the master */

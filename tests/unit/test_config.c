@@ -686,6 +686,29 @@ Test(config_errors, strings)
 	    "is not valid (allowed: 1..32 characters of A-Z a-z 0-9 _ . -)\n");
 }
 
+Test(config_errors, http_token)
+{
+	struct ferry_config cfg;
+
+	load_ok("[ferryd]\nhttp_token = 0123456789abcdef-xyz\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.http_token, "0123456789abcdef-xyz");
+	config_free(&cfg);
+	load_ok(Q1, &cfg);
+	cr_assert_str_eq(cfg.http_token, "");
+	cr_assert_str_eq(cfg.http_token_file, "");
+	config_free(&cfg);
+	expect_errors("[ferryd]\nhttp_token = short\n" Q1,
+	    "F:2: [ferryd] http_token: \"short\" is too short (at least 16 "
+	    "characters; e.g. openssl rand -hex 24)\n");
+	expect_errors("[ferryd]\nhttp_token = 0123456789abcdef\xc3\xa9\n" Q1,
+	    "F:2: [ferryd] http_token: \"0123456789abcdef\xc3\xa9\" is not "
+	    "valid (printable ASCII without blanks: it is sent as "
+	    "\"Authorization: Bearer TOKEN\")\n");
+	expect_errors("[ferryd]\nhttp_token_file = token.txt\n" Q1,
+	    "F:2: [ferryd] http_token_file: \"token.txt\" is not an absolute "
+	    "path (allowed: empty or /path)\n");
+}
+
 /* --- errors: cross checks --- */
 
 Test(config_errors, command)
@@ -1732,6 +1755,37 @@ Test(config, password_files_fill_the_password_keys)
 	free(pg);
 	free(qpg);
 	free(text);
+}
+
+Test(config, http_token_file)
+{
+	struct ferry_config c;
+	char *good = secret_file("0123456789abcdef0123\n");
+	char *weak = secret_file("abc\n");
+	char *text = xasprintf("[ferryd]\nhttp_token_file = %s\n" Q1, good);
+
+	load_ok(text, &c);
+	cr_expect_str_eq(c.http_token, "0123456789abcdef0123");
+	config_free(&c);
+	free(text);
+	text = xasprintf("[ferryd]\nhttp_token_file = %s\n" Q1, weak);
+	char *want = xasprintf("F:2: [ferryd] http_token_file: the first line "
+	    "of %s is too short (at least 16 characters; e.g. openssl rand -hex "
+	    "24)\n", weak);
+	expect_errors(text, want);
+	free(want);
+	free(text);
+	text = xasprintf("[ferryd]\nhttp_token = 0123456789abcdef0123\n"
+	    "http_token_file = %s\n" Q1, good);
+	want = xasprintf("F:3: [ferryd] http_token_file: set together with "
+	    "http_token (allowed: one of the two; remove http_token)\n");
+	expect_errors(text, want);
+	free(want);
+	free(text);
+	unlink(good);
+	unlink(weak);
+	free(good);
+	free(weak);
 }
 
 Test(config, password_file_errors)

@@ -1,0 +1,56 @@
+/* http.h - one request to the master's HTTP listener (metrics_http.c), as
+ * the pages and the API (http_api.c, http_dead.c, http_dashboard.c) see
+ * it: its arguments and headers, and its answer, given at once or later
+ * (after a Redis reply): the connection waits, suspended, meanwhile. */
+#ifndef FERRY_HTTP_H
+#define FERRY_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct http_req;
+struct master;
+
+/* The master the request asks (master_control.h). */
+struct master *http_req_master(const struct http_req *r);
+/* A query argument, a request header (case-insensitive), or NULL; valid
+ * until the answer. */
+const char *http_req_arg(const struct http_req *r, const char *name);
+const char *http_req_header(const struct http_req *r, const char *name);
+/* The answer (once): body is taken (freed by the server). A request not
+ * answered when its handler returns waits for it. After the listener
+ * closed, the answer only frees what is left. */
+void http_req_answer(struct http_req *r, unsigned status, const char *type,
+    char *body, size_t len);
+/* The answer as JSON text (o is taken; NULL: 500). */
+void http_req_json(struct http_req *r, unsigned status, json_t *o);
+/* {"error": "..."} with that status. */
+void http_req_error(struct http_req *r, unsigned status, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
+
+/* The routes (true: the url is theirs and r is answered or will be). */
+bool http_api_get(struct http_req *r, const char *url);
+bool http_dead_get(struct http_req *r, const char *url);
+bool http_dead_post(struct http_req *r, const char *url);
+bool http_dead_bulk_post(struct http_req *r, const char *url);
+bool http_actions_post(struct http_req *r, const char *url);
+void http_dashboard(struct http_req *r);
+
+/* http_api.c: the length of the host part of a master id (host:pid:hex),
+ * and the depths of struct metrics_figures by name, in the order the page
+ * shows them (HTTP_DEPTHS of them). */
+#include <stdint.h>
+size_t http_host_len(const char *master_id);
+struct metrics_figures;
+#define HTTP_DEPTHS 6
+extern const char *const http_depth_names[HTTP_DEPTHS];
+int64_t http_depth(const struct metrics_figures *f, int i);
+
+/* http_actions.c: the request carries "Authorization: Bearer TOKEN" with
+ * [ferryd] http_token (constant-time compare); false when no token is
+ * configured. */
+bool http_authorized(const struct http_req *r);
+bool http_actions_enabled(const struct master *m);
+
+#endif

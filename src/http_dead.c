@@ -1,0 +1,385 @@
+/* http_dead.c - the dashboard's dead-letter list: GET /api/dead (a page of
+ * entries, newest first, their headers decoded by dead_entry.c) and
+ * /api/dead/one (one entry with its document); POST /api/dead/replay and
+ * /api/dead/purge (one entry, named by its index and checked by its id:
+ * when the list moved meanwhile, 409 and nothing done). Every question
+ * goes to Redis over the master's asynchronous connection
+ * (master_redis_commandv); the HTTP request waits, the loop does not.
+ * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
+ * dead retry` does; a purge is LREM of those bytes and DEL of the job's
+ * cache key when cache_key_allowed (as `ferryctl dead purge`). */
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "config.h"
+#include "dead_entry.h"
+#include "http.h"
+#include "http_dead.h"
+#include "lua_scripts.h"
+#include "master_control.h"
+#include "master_redis.h"
+#include "queue.h"
+#include "script_args.h"
+#include "util.h"
+
+#define DEAD_PAGE_MAX 100
+
+enum dead_what { DEAD_LIST, DEAD_ONE, DEAD_REPLAY, DEAD_PURGE };
+
+/* One request's work, from its first question to its answer. */
+struct dead_op {
+	struct http_req *r;
+	enum dead_what what;
+	const struct queue_config *q;   /* checked on every reply: reload */
+	char queue[CONFIG_QUEUE_NAME_MAX + 1];
+	struct queue_keys k;
+	long offset, limit, index;
+	int step;                       /* 0: LINDEX asked, 1: acting */
+	char id[JOB_ID_MAX + 1];        /* replay, purge: the entry's id */
+	char *cache_key;                /* purge: DEL after the LREM */
+};
+
+static void on_reply(struct master *m, redisReply *rep, void *priv);
+
+int
+http_dead_act(struct master *m, const char *queue, bool replay,
+    const char *count, const char *el, size_t len, master_redis_fn *fn,
+    void *priv)
+{
+	const char *prefix = master_control_config(m)->redis_prefix;
+	const char *argv[SARGS_MAX + 3];
+	size_t lens[SARGS_MAX + 3];
+	char nkeys[8];
+	struct sargs a;
+	int argc = 0;
+
+	if (replay) {
+		sargs_dead_retry(&a, prefix, queue, el, len);
+		snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
+		argv[argc++] = "EVAL";
+		argv[argc++] = lua_script_source[a.script];
+		argv[argc++] = nkeys;
+		for (int i = 0; i < a.argc; i++)
+			argv[argc++] = a.argv[i];
+	} else {
+		queue_keys_init(&a.k, prefix, queue);
+		argv[argc++] = "LREM";
+		argv[argc++] = a.k.dead;
+		argv[argc++] = count;
+		argv[argc++] = el;
+	}
+	for (int i = 0; i < argc; i++)
+		lens[i] = argv[i] == el ? len : strlen(argv[i]);
+	return master_redis_commandv(m, queue, fn, priv, argc, argv, lens);
+}
+
+char *
+http_dead_cache_key(struct master *m, const struct queue_config *q,
+    const struct dead_entry *e)
+{
+	char *key = dead_entry_cache_key(e);
+
+	if (key != NULL && !cache_key_allowed(key,
+	    master_control_config(m)->redis_prefix, q)) {
+		free(key);
+		key = NULL;
+	}
+	return key;
+}
+
+/* A number argument in lo..hi, or def when absent; -1 when invalid. */
+static int
+arg_long(struct http_req *r, const char *name, long def, long lo, long hi,
+    long *out)
+{
+	const char *s = http_req_arg(r, name);
+	char *end;
+
+	if (s == NULL || *s == '\0') {
+		*out = def;
+		return 0;
+	}
+	long n = strtol(s, &end, 10);
+	if (*end != '\0' || n < lo || n > hi) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s: \"%s\" is not a "
+		    "number in %ld..%ld", name, s, lo, hi);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static void
+op_done(struct dead_op *op)
+{
+	free(op->cache_key);
+	free(op);
+}
+
+static void
+op_fail(struct dead_op *op, unsigned status, const char *what)
+{
+	http_req_error(op->r, status, "%s", what);
+	op_done(op);
+}
+
+static int
+ask(struct master *m, struct dead_op *op, int argc, const char **argv,
+    const size_t *lens)
+{
+	if (master_redis_commandv(m, op->queue, on_reply, op, argc, argv,
+	    lens) == -1) {
+		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not connected "
+		    "now (the master reconnects; try again)");
+		return -1;
+	}
+	return 0;
+}
+
+/* The members of one entry: index, id, its header (or the raw bytes of
+ * a malformed one) and, with job, its document. */
+static json_t *
+entry_json(const struct dead_op *op, const redisReply *el, long index,
+    bool job)
+{
+	struct dead_entry e;
+	char id[JOB_ID_MAX + 1];
+	json_t *o = json_object();
+
+	dead_entry_read(&e, el->str, el->len);
+	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
+	    op->q->max_job_bytes, id);
+	json_object_set_new(o, "index", json_integer(index));
+	json_object_set_new(o, "id", json_string(id));
+	if (!e.ok || (job ? dead_entry_decode(o, &e) :
+	    dead_entry_header(o, &e.w)) != 0) {
+		json_object_set_new(o, "reason", json_string(e.ok ?
+		    "undecodable dead entry" : DEAD_ENTRY_MALFORMED));
+		if (job)
+			dead_entry_raw(o, el->str, el->len);
+	}
+	dead_entry_free(&e);
+	return o;
+}
+
+static void
+list_done(struct dead_op *op, const redisReply *rep)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < rep->elements; i++)
+		json_array_append_new(a, entry_json(op, rep->element[i],
+		    op->offset + (long)i, false));
+	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:i, s:i, s:o}",
+	    "queue", op->queue, "offset", (int)op->offset, "limit",
+	    (int)op->limit, "entries", a));
+	op_done(op);
+}
+
+/* LINDEX answered for replay or purge: the entry still is the one the
+ * page showed (same id), then act on its exact bytes. */
+static void
+act_on(struct master *m, struct dead_op *op, const redisReply *el)
+{
+	struct dead_entry e;
+	char id[JOB_ID_MAX + 1];
+
+	dead_entry_read(&e, el->str, el->len);
+	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
+	    op->q->max_job_bytes, id);
+	if (strcmp(id, op->id) != 0) {
+		dead_entry_free(&e);
+		op_fail(op, MHD_HTTP_CONFLICT, "the dead-letter list changed: "
+		    "that entry is no longer at that index (reload the list)");
+		return;
+	}
+	if (op->what == DEAD_REPLAY && !e.ok) {
+		dead_entry_free(&e);
+		op_fail(op, MHD_HTTP_UNPROCESSABLE_CONTENT, "a malformed dead "
+		    "entry cannot be replayed, only purged");
+		return;
+	}
+	if (op->what == DEAD_PURGE)
+		op->cache_key = http_dead_cache_key(m, op->q, &e);
+	dead_entry_free(&e);
+	if (http_dead_act(m, op->queue, op->what == DEAD_REPLAY, "1", el->str,
+	    el->len, on_reply, op) == -1)
+		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not connected "
+		    "now (the master reconnects; try again)");
+}
+
+static void
+on_done_del(struct master *m, redisReply *rep, void *priv)
+{
+	(void)m;
+	(void)rep;
+	op_done(priv);
+}
+
+static void
+acted(struct master *m, struct dead_op *op, const redisReply *rep)
+{
+	if (rep->type == REDIS_REPLY_ERROR) {
+		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
+		return;
+	}
+	if (rep->type != REDIS_REPLY_INTEGER || rep->integer == 0) {
+		op_fail(op, MHD_HTTP_CONFLICT, "the entry was gone before it could "
+		    "be acted on (another ferryctl or page?)");
+		return;
+	}
+	bool replay = op->what == DEAD_REPLAY;
+	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:s, s:i}",
+	    "queue", op->queue, "id", op->id, replay ? "replayed" : "purged", 1));
+	if (replay || op->cache_key == NULL) {
+		op_done(op);
+		return;
+	}
+	const char *argv[] = { "DEL", op->cache_key };
+	if (master_redis_command(m, op->queue, on_done_del, op, 2, argv) == -1)
+		op_done(op);
+}
+
+static void
+on_reply(struct master *m, redisReply *rep, void *priv)
+{
+	struct dead_op *op = priv;
+
+	if (rep == NULL) {
+		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "the connection to redis "
+		    "was lost (the master reconnects; try again)");
+		return;
+	}
+	if ((op->q = config_find_queue(master_control_config(m), op->queue)) ==
+	    NULL) {
+		op_fail(op, MHD_HTTP_NOT_FOUND, "the queue is gone (reload)");
+		return;
+	}
+	if (rep->type == REDIS_REPLY_ERROR) {
+		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
+		return;
+	}
+	if (op->what == DEAD_LIST) {
+		if (rep->type != REDIS_REPLY_ARRAY)
+			op_fail(op, MHD_HTTP_BAD_GATEWAY, "LRANGE: not an array");
+		else
+			list_done(op, rep);
+		return;
+	}
+	if (op->step++ == 0) {        /* the LINDEX */
+		if (rep->type == REDIS_REPLY_NIL) {
+			op_fail(op, MHD_HTTP_NOT_FOUND, "no dead entry at that index");
+		} else if (rep->type != REDIS_REPLY_STRING) {
+			op_fail(op, MHD_HTTP_BAD_GATEWAY, "LINDEX: not a string");
+		} else if (op->what == DEAD_ONE) {
+			http_req_json(op->r, MHD_HTTP_OK, entry_json(op, rep,
+			    op->index, true));
+			op_done(op);
+		} else {
+			act_on(m, op, rep);
+		}
+		return;
+	}
+	acted(m, op, rep);
+}
+
+/* The queue argument and the op for it, or NULL after an answer. */
+static struct dead_op *
+op_new(struct http_req *r, enum dead_what what)
+{
+	struct master *m = http_req_master(r);
+	const char *name = http_req_arg(r, "queue");
+	const struct queue_config *q = name != NULL ?
+	    config_find_queue(master_control_config(m), name) : NULL;
+
+	if (q == NULL) {
+		http_req_error(r, MHD_HTTP_NOT_FOUND, "no queue \"%s\" in the "
+		    "configuration", name != NULL ? name : "");
+		return NULL;
+	}
+	struct dead_op *op = xcalloc(1, sizeof(*op));
+	op->r = r;
+	op->what = what;
+	op->q = q;
+	snprintf(op->queue, sizeof(op->queue), "%s", q->name);
+	queue_keys_init(&op->k, master_control_config(m)->redis_prefix,
+	    q->name);
+	return op;
+}
+
+static void
+dead_list(struct http_req *r)
+{
+	struct dead_op *op = op_new(r, DEAD_LIST);
+	char from[24], to[24];
+
+	if (op == NULL)
+		return;
+	if (arg_long(r, "offset", 0, 0, 1L << 40, &op->offset) == -1 ||
+	    arg_long(r, "limit", 20, 1, DEAD_PAGE_MAX, &op->limit) == -1) {
+		op_done(op);
+		return;
+	}
+	snprintf(from, sizeof(from), "%ld", op->offset);
+	snprintf(to, sizeof(to), "%ld", op->offset + op->limit - 1);
+	const char *argv[] = { "LRANGE", op->k.dead, from, to };
+	ask(http_req_master(r), op, 4, argv, NULL);
+}
+
+/* LINDEX the entry at ?index= (one, replay, purge: with ?id=). */
+static void
+dead_indexed(struct http_req *r, enum dead_what what)
+{
+	struct dead_op *op = op_new(r, what);
+	const char *id = http_req_arg(r, "id");
+	char at[24];
+
+	if (op == NULL)
+		return;
+	if (arg_long(r, "index", -1, 0, 1L << 40, &op->index) == -1 ||
+	    op->index == -1) {
+		if (op->index == -1)
+			http_req_error(r, MHD_HTTP_BAD_REQUEST, "index: missing");
+		op_done(op);
+		return;
+	}
+	if (what != DEAD_ONE && (id == NULL || strlen(id) > JOB_ID_MAX)) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "id: missing (the id of "
+		    "the entry at that index, as /api/dead lists it)");
+		op_done(op);
+		return;
+	}
+	snprintf(op->id, sizeof(op->id), "%s", id != NULL ? id : "");
+	snprintf(at, sizeof(at), "%ld", op->index);
+	const char *argv[] = { "LINDEX", op->k.dead, at };
+	ask(http_req_master(r), op, 3, argv, NULL);
+}
+
+bool
+http_dead_get(struct http_req *r, const char *url)
+{
+	if (strcmp(url, "/api/dead") == 0)
+		dead_list(r);
+	else if (strcmp(url, "/api/dead/one") == 0)
+		dead_indexed(r, DEAD_ONE);
+	else
+		return false;
+	return true;
+}
+
+bool
+http_dead_post(struct http_req *r, const char *url)
+{
+	if (strcmp(url, "/api/dead/replay") == 0)
+		dead_indexed(r, DEAD_REPLAY);
+	else if (strcmp(url, "/api/dead/purge") == 0)
+		dead_indexed(r, DEAD_PURGE);
+	else
+		return false;
+	return true;
+}

@@ -1,0 +1,26 @@
+/* http_dead.h - what http_dead.c (one dead entry) and http_dead_bulk.c
+ * (every entry of a reason) share: the action on one entry's exact bytes,
+ * sent over the master's asynchronous Redis connection. */
+#ifndef FERRY_HTTP_DEAD_H
+#define FERRY_HTTP_DEAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "dead_entry.h"
+#include "master_redis.h"
+
+/* replay: dead_retry.lua on el (1 when replayed, 0 when gone, BADENTRY
+ * for a malformed entry); else LREM dead COUNT el (count "1": from the
+ * newest end, "-1": from the oldest). fn gets the reply; -1 when Redis is
+ * not connected now (fn never called). */
+int http_dead_act(struct master *m, const char *queue, bool replay,
+    const char *count, const char *el, size_t len, master_redis_fn *fn,
+    void *priv);
+/* The cache key of e's job when cache_key_allowed for q (malloc'd), else
+ * NULL: purging a job deletes it, as `ferryctl dead purge` does. */
+char *http_dead_cache_key(struct master *m, const struct queue_config *q,
+    const struct dead_entry *e);
+
+#endif

@@ -1,0 +1,221 @@
+// dashboard.js - ferryd's dashboard (src/http_dashboard.c embeds it): every
+// few seconds it reads /api/queues, /api/workers, /api/series and
+// /api/events and redraws the tables the server wrote and the chart (inline
+// SVG: a few polylines need no library, and nothing is fetched from the
+// network). The dead-letter list is read page by page from /api/dead; with
+// a token configured (data-actions="1") replay, purge, pause and resume are
+// POSTs that carry it as "Authorization: Bearer TOKEN".
+"use strict";
+(function () {
+	const REFRESH_MS = 3000, PAGE = 20;
+	const actions = document.body.dataset.actions === "1";
+	const $ = (id) => document.getElementById(id);
+	const counters = ["done", "retried", "dead", "recovered"];
+	let deadQueue = null, deadOffset = 0;
+
+	function el(tag, attrs, ...kids) {
+		const e = document.createElement(tag);
+		for (const [k, v] of Object.entries(attrs || {})) {
+			if (k === "class") e.className = v;
+			else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+			else e.setAttribute(k, v);
+		}
+		for (const k of kids)
+			e.append(k instanceof Node ? k : k === null || k === undefined ? "" : String(k));
+		return e;
+	}
+	function td(k, v, cls) {
+		const c = el("td", { "data-k": k }, v === null || v === undefined ? "-" : v);
+		if (cls) c.className = cls;
+		return c;
+	}
+	function ms(v) {
+		if (v === null || v === undefined) return "-";
+		return v < 1000 ? v + " ms" : v < 120000 ? (v / 1000).toFixed(1) + " s" :
+		    Math.round(v / 60000) + " min";
+	}
+	async function getJSON(url) {
+		const r = await fetch(url, { cache: "no-store" });
+		if (!r.ok) throw new Error(url + ": " + r.status);
+		return r.json();
+	}
+	function token() { return $("token") ? $("token").value : ""; }
+	async function post(url) {
+		const r = await fetch(url, { method: "POST",
+		    headers: { Authorization: "Bearer " + token() } });
+		const body = await r.json().catch(() => ({}));
+		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed :
+		    body.purged !== undefined ? "purged " + body.purged : "done")) : "refused (" + r.status + "): " +
+		    (body.error || ""));
+		refresh();
+		if (deadQueue) loadDead();
+		return r.ok;
+	}
+	function say(text) { $("said").textContent = text; }
+	function button(label, fn, cls) {
+		return el("button", { class: cls || "", onclick: fn }, label);
+	}
+
+	function drawQueues(d) {
+		$("host").textContent = d.host;
+		const tb = $("queues").tBodies[0];
+		tb.replaceChildren();
+		for (const q of d.queues) {
+			const c = q.counters || {};
+			const tr = el("tr", { "data-queue": q.name, class: q.paused ? "paused" : "" });
+			tr.append(td("name", q.name, "t"), td("state", q.paused ? "paused" : "running", "t"),
+			    td("workers", q.workers + "/" + q.target), td("ready", q.ready),
+			    td("requeued", q.requeued), td("processing", q.processing),
+			    td("delayed", q.delayed), td("scheduled", q.scheduled), td("dead", q.dead),
+			    td("enqueued", c.enqueued), td("done", c.done), td("retried", c.retried),
+			    td("deadlettered", c.deadlettered), td("recovered", c.recovered),
+			    td("backlog", q.backlog_ms ? ms(q.backlog_ms) : "-"));
+			const act = el("td", { class: "t" });
+			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); }));
+			if (actions)
+				act.append(q.paused ? button("resume", () => post("/api/resume?queue=" + encodeURIComponent(q.name)))
+				    : button("pause", () => post("/api/pause?queue=" + encodeURIComponent(q.name))));
+			tr.append(act);
+			tb.append(tr);
+		}
+		$("updated").textContent = "updated " + new Date().toLocaleTimeString() +
+		    (d.redis_up ? "" : " · redis unreachable");
+	}
+
+	function drawWorkers(d) {
+		const tb = $("workers").tBodies[0];
+		tb.replaceChildren();
+		for (const w of d.workers)
+			tb.append(el("tr", { "data-pid": w.pid }, ...[
+			    td("queue", w.queue, "t"), td("number", w.number), td("host", w.host, "t"),
+			    td("pid", w.pid), td("state", w.state, "t"), td("batch_size", w.batch_size),
+			    td("batch_age", ms(w.batch_age_ms)), td("jobs_done", w.jobs_done),
+			    td("restarts", w.restarts), td("last_error", w.last_error, "err")]));
+	}
+
+	function drawEvents(d) {
+		const tb = $("events").tBodies[0];
+		tb.replaceChildren();
+		for (const e of d.events.slice(0, 50))
+			tb.append(el("tr", {}, td("time", new Date(e.time_ms).toLocaleTimeString(), "t"),
+			    td("kind", e.kind, "t"), td("text", e.text, "t")));
+	}
+
+	// the rates of every queue summed, one polyline per counter
+	function drawChart(d) {
+		const svg = $("chart"), W = 600, H = 200, pad = 4;
+		const lists = Object.values(d.queues);
+		const n = Math.max(0, ...lists.map((l) => l.length));
+		const sums = [];
+		for (let i = 0; i < n; i++) {
+			const s = { time_ms: 0 };
+			for (const c of counters) s[c] = 0;
+			for (const l of lists) {
+				const p = l[l.length - n + i];
+				if (!p) continue;
+				s.time_ms = p.time_ms;
+				for (const c of counters) s[c] += p[c];
+			}
+			sums.push(s);
+		}
+		const max = Math.max(1, ...sums.flatMap((s) => counters.map((c) => s[c])));
+		svg.replaceChildren();
+		const ns = "http://www.w3.org/2000/svg";
+		const slots = 15 * 60 / d.step_s;
+		for (const c of counters) {
+			const pts = sums.map((s, i) => {
+				const x = W - pad - (n - 1 - i) * (W - 2 * pad) / slots;
+				const y = H - pad - s[c] * (H - 2 * pad) / max;
+				return x.toFixed(1) + "," + y.toFixed(1);
+			});
+			const line = document.createElementNS(ns, "polyline");
+			line.setAttribute("class", "c-" + c);
+			line.setAttribute("data-counter", c);
+			line.setAttribute("points", pts.join(" "));
+			svg.append(line);
+			for (const p of pts.slice(-60)) {   // dots: a lone sample shows too
+				const dot = document.createElementNS(ns, "circle");
+				const [x, y] = p.split(",");
+				dot.setAttribute("class", "c-" + c);
+				dot.setAttribute("cx", x);
+				dot.setAttribute("cy", y);
+				dot.setAttribute("r", "2.5");
+				svg.append(dot);
+			}
+		}
+		for (const [x, anchor, label] of [[pad, "start", "15 min ago"], [W - pad, "end", "now"]]) {
+			const t = document.createElementNS(ns, "text");
+			t.setAttribute("x", x);
+			t.setAttribute("y", 14);
+			t.setAttribute("text-anchor", anchor);
+			t.textContent = label;
+			svg.append(t);
+		}
+		$("chart-max").textContent = "top: " + max.toFixed(1) + " jobs/s; " + n + " samples";
+	}
+
+	async function loadDead() {
+		const d = await getJSON("/api/dead?queue=" + encodeURIComponent(deadQueue) +
+		    "&offset=" + deadOffset + "&limit=" + PAGE).catch((e) => { say(e.message); return null; });
+		if (!d) return;
+		$("dead-queue").textContent = deadQueue;
+		const tb = $("dead").tBodies[0];
+		tb.replaceChildren();
+		for (const e of d.entries) {
+			const q = "queue=" + encodeURIComponent(deadQueue) + "&index=" + e.index +
+			    "&id=" + encodeURIComponent(e.id);
+			const act = el("td", { class: "t" }, button("show", () => showDoc(q)));
+			if (actions)
+				act.append(button("replay", () => post("/api/dead/replay?" + q)),
+				    button("purge", () => post("/api/dead/purge?" + q), "danger"));
+			tb.append(el("tr", { "data-id": e.id }, td("index", e.index), td("id", e.id, "t"),
+			    td("time", e.time ? new Date(e.time).toLocaleString() : "-", "t"),
+			    td("reason", e.reason, "t"), td("attempts", e.attempts),
+			    td("first_error", e.first_error, "err"), td("last_error", e.last_error, "err"), act));
+		}
+		// every entry of a reason at once (the reasons of this page)
+		const reasons = $("dead-reasons");
+		reasons.replaceChildren();
+		if (actions)
+			for (const reason of [...new Set(d.entries.map((e) => e.reason))]) {
+				const q = "queue=" + encodeURIComponent(deadQueue) + "&reason=" +
+				    encodeURIComponent(reason);
+				reasons.append(el("span", { "data-reason": reason }, reason + ": ",
+				    button("replay all", () => post("/api/dead/replay-reason?" + q)),
+				    button("purge all", () => post("/api/dead/purge-reason?" + q), "danger")), " ");
+			}
+		$("dead-prev").disabled = deadOffset === 0;
+		$("dead-next").disabled = d.entries.length < PAGE;
+	}
+
+	async function showDoc(q) {
+		const d = await getJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
+		const doc = $("doc");
+		let text = d.job !== undefined ? d.job : JSON.stringify(d, null, 2);
+		try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
+		doc.textContent = text;
+		doc.hidden = false;
+	}
+
+	async function refresh() {
+		try {
+			const [q, w, s, e] = await Promise.all(["/api/queues", "/api/workers",
+			    "/api/series", "/api/events"].map(getJSON));
+			drawQueues(q); drawWorkers(w); drawChart(s); drawEvents(e);
+			document.body.dataset.refreshed = String(Date.now());
+		} catch (err) {
+			$("updated").textContent = "refresh failed: " + err.message;
+		}
+	}
+
+	$("dead-prev").addEventListener("click", () => { deadOffset = Math.max(0, deadOffset - PAGE); loadDead(); });
+	$("dead-next").addEventListener("click", () => { deadOffset += PAGE; loadDead(); });
+	if ($("token")) {
+		$("token").value = sessionStorage.getItem("ferry-token") || "";
+		$("token").addEventListener("change", () => sessionStorage.setItem("ferry-token", token()));
+	}
+	for (const n of document.querySelectorAll(".nojs")) n.hidden = true;
+	for (const n of document.querySelectorAll(".js")) n.hidden = false;
+	refresh();
+	setInterval(refresh, REFRESH_MS);
+})();

@@ -1,0 +1,134 @@
+// dashboard.test.mjs - ferryd's dashboard in a real browser: Debian's
+// chromium, headless, driven by playwright-core (no browser download).
+// tests/integration/test_dashboard.c starts Redis, PostgreSQL and ferryd
+// and runs this with:
+//   FERRY_URL        the dashboard (http://127.0.0.1:PORT/)
+//   FERRY_STATS      a file with `ferryctl stats --json` taken while quiet
+//   FERRY_DEAD_QUEUE the queue whose dead entries are checked
+//   FERRY_TOKEN      the token (token mode), or unset (read-only mode)
+//   FERRY_SCREENSHOT where to save a screenshot (optional)
+//   CHROMIUM         the browser (default /usr/bin/chromium)
+// It prints "ok N - what" / "not ok N - what" lines and "# pass N",
+// "# fail N" at the end, and exits 1 when a check failed.
+import { readFileSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const url = process.env.FERRY_URL;
+const token = process.env.FERRY_TOKEN || "";
+const deadQueue = process.env.FERRY_DEAD_QUEUE;
+const stats = JSON.parse(readFileSync(process.env.FERRY_STATS, "utf8"));
+let pass = 0, fail = 0, n = 0;
+
+function check(what, ok, detail) {
+	n++;
+	if (ok) pass++; else fail++;
+	console.log((ok ? "ok " : "not ok ") + n + " - " + what +
+	    (ok || detail === undefined ? "" : ": " + detail));
+}
+
+const browser = await chromium.launch({
+	executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+	headless: true,
+	args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+try {
+	const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
+	const errors = [];
+	page.on("pageerror", (e) => errors.push(e.message));
+	await page.goto(url);
+	// the script has redrawn the tables from /api at least once
+	await page.waitForFunction(() => document.body.dataset.refreshed, null, { timeout: 20000 });
+
+	const host = await page.textContent("#host");
+	check("the page names its host", host.length > 0 && (await page.title()).includes(host), host);
+
+	// every queue's numbers are those of ferryctl stats --json
+	for (const [name, st] of Object.entries(stats)) {
+		const row = `#queues tr[data-queue="${name}"]`;
+		const cell = async (k) => (await page.textContent(`${row} td[data-k="${k}"]`)).trim();
+		const want = { ready: st.ready, requeued: st.requeued, processing: st.processing,
+		    delayed: st.delayed, scheduled: st.scheduled, dead: st.dead,
+		    done: st.counters.done, retried: st.counters.retried,
+		    deadlettered: st.counters.deadlettered, recovered: st.counters.recovered,
+		    enqueued: st.counters.enqueued };
+		const got = {};
+		for (const k of Object.keys(want)) got[k] = Number(await cell(k));
+		check(`queue ${name}: the page's numbers match ferryctl stats --json`,
+		    JSON.stringify(got) === JSON.stringify(want),
+		    "page " + JSON.stringify(got) + " stats " + JSON.stringify(want));
+	}
+
+	// the chart: a polyline per counter, with points (two samples at least)
+	await page.waitForFunction(() => {
+		const l = document.querySelector('#chart polyline[data-counter="done"]');
+		return l && l.getAttribute("points").trim().length > 0;
+	}, null, { timeout: 30000 }).catch(() => {});
+	const points = await page.$eval('#chart polyline[data-counter="done"]',
+	    (l) => l.getAttribute("points").trim().split(/\s+/).filter(Boolean).length).catch(() => 0);
+	check("the chart has points", points >= 1, points + " points");
+	const peak = await page.$eval('#chart polyline[data-counter="done"]', (l) =>
+	    Math.min(...l.getAttribute("points").trim().split(/\s+/).map((p) => Number(p.split(",")[1]))));
+	check("the chart shows jobs done (a point above the bottom)", peak < 196, "lowest y " + peak);
+
+	const workers = await page.$$eval("#workers tbody tr", (r) => r.length);
+	check("the workers are listed", workers > 0, workers);
+
+	// the dead-letter list of deadQueue, and one entry's document
+	await page.click(`#queues tr[data-queue="${deadQueue}"] button:has-text("dead letters")`);
+	await page.waitForFunction(() => document.querySelectorAll("#dead tbody tr").length > 0,
+	    null, { timeout: 10000 }).catch(() => {});
+	const deadRows = await page.$$eval("#dead tbody tr", (r) => r.length);
+	check(`the dead-letter list of ${deadQueue} has its ${stats[deadQueue].dead} entries`,
+	    deadRows === stats[deadQueue].dead, deadRows);
+	const firstId = await page.textContent('#dead tbody tr:first-child td[data-k="id"]');
+	await page.click('#dead tbody tr:first-child button:has-text("show")');
+	await page.waitForSelector("#doc:not([hidden])", { timeout: 10000 }).catch(() => {});
+	const doc = (await page.textContent("#doc")).trim();
+	const job = await page.evaluate(async (q) =>
+	    (await (await fetch(`/api/dead/one?queue=${q}&index=0`)).json()).job, deadQueue);
+	let want = job;
+	try { want = JSON.stringify(JSON.parse(job), null, 2); } catch (e) { /* as it is */ }
+	check("a dead job's document opens", job !== undefined && doc === want.trim(),
+	    `page "${doc}" entry "${job}"`);
+
+	// a POST that carries no token, or a wrong one, is refused
+	const forged = await page.evaluate(async ([q, id]) => {
+		const u = `/api/dead/replay?queue=${q}&index=0&id=${encodeURIComponent(id)}`;
+		const a = await fetch(u, { method: "POST" });
+		const b = await fetch(u, { method: "POST", headers: { Authorization: "Bearer not-the-token-at-all" } });
+		const c = await fetch("/api/pause?queue=" + q, { method: "POST" });
+		return [a.status, b.status, c.status];
+	}, [deadQueue, firstId.trim()]);
+	check("forged POSTs are refused with 403", forged.every((s) => s === 403), forged.join(","));
+	const getActs = await page.evaluate(async (q) => (await fetch("/api/pause?queue=" + q)).status, deadQueue);
+	check("GET does not act (no pause by GET)", getActs === 404, getActs);
+
+	if (process.env.FERRY_SCREENSHOT)
+		await page.screenshot({ path: process.env.FERRY_SCREENSHOT, fullPage: true });
+	const buttons = await page.$$eval("button", (b) => b.map((x) => x.textContent)
+	    .filter((t) => ["replay", "purge", "pause", "resume"].includes(t)).length);
+	if (!token) {
+		check("read-only: no action buttons", buttons === 0, buttons);
+		const said = await page.textContent("#readonly").catch(() => "");
+		check("read-only: the page says so", said.includes("read-only"), said);
+	} else {
+		check("with a token: action buttons", buttons > 0, buttons);
+		const bulk = await page.$$eval("#dead-reasons button", (b) => b.map((x) => x.textContent).join(","));
+		check("with a token: replay all and purge all of a reason", bulk === "replay all,purge all", bulk);
+		await page.fill("#token", token);
+		await page.dispatchEvent("#token", "change");
+		await page.click('#dead tbody tr:first-child button:has-text("replay")');
+		await page.waitForFunction((want) => document.querySelectorAll("#dead tbody tr").length === want,
+		    deadRows - 1, { timeout: 10000 }).catch(() => {});
+		const after = await page.$$eval("#dead tbody tr", (r) => r.length);
+		check("replay moves the job back: the list shrinks by one", after === deadRows - 1,
+		    `${deadRows} -> ${after}`);
+		const ids = await page.$$eval('#dead tbody td[data-k="id"]', (c) => c.map((x) => x.textContent));
+		check("the replayed job is gone from the list", !ids.includes(firstId), ids.join(","));
+	}
+	check("no script error on the page", errors.length === 0, errors.join("; "));
+} finally {
+	await browser.close();
+}
+console.log(`# pass ${pass}\n# fail ${fail}`);
+process.exit(fail === 0 ? 0 : 1);

@@ -1,0 +1,462 @@
+/* test_dashboard.c - the dashboard on the metrics listener, with Redis,
+ * PostgreSQL and ferryd of two queues (pg: into a table, some malformed
+ * jobs dead; ex: an exec handler that fails the "bad" jobs while a flag
+ * file exists). Over plain HTTP (a small GET/POST helper, no curl): the
+ * page's tables without JavaScript, /api/queues, workers, series, events,
+ * the dead list and one entry, 403 for every POST without the token, and
+ * with it replay, purge, pause and resume. In a real browser (Debian's
+ * chromium, driven by tests/browser/dashboard.test.mjs with playwright-core
+ * that `npm ci` installs there; node, npm or chromium missing fails it):
+ * the numbers of `ferryctl stats --json`,
+ * the chart's points, a dead job's document, no buttons and forged POSTs
+ * refused when read-only, replay shrinking the list with the token.
+ * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define BROWSER_DIR TEST_SRCDIR "/tests/browser"
+#define TOKEN "test-token-0123456789abcdef"
+#define PG_JOBS 300
+
+static struct ferryd d;
+static int port;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(dashboard, .fini = teardown, .timeout = 300);
+
+/* One HTTP/1.0 request to the listener: the status, the body in *body
+ * (malloc'd). auth: the Authorization header's value, or NULL. */
+static int
+http(const char *method, const char *path, const char *auth, char **body)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { 10, 0 };
+	char req[1024];
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
+	ssize_t n;
+
+	cr_assert(fd != -1 && buf != NULL);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0,
+	    "connect to the dashboard on port %d", port);
+	int rl = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\n%s%s%s"
+	    "Content-Length: 0\r\n\r\n", method, path, auth ? "Authorization: " :
+	    "", auth ? auth : "", auth ? "\r\n" : "");
+	cr_assert_eq(write(fd, req, (size_t)rl), rl);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (len + 1 == cap)
+			cr_assert((buf = realloc(buf, cap *= 2)) != NULL);
+	}
+	close(fd);
+	buf[len] = '\0';
+	sscanf(buf, "HTTP/1.%*d %d", &status);
+	char *start = strstr(buf, "\r\n\r\n");
+	*body = strdup(start != NULL ? start + 4 : "");
+	free(buf);
+	return status;
+}
+
+static json_t *
+http_json(const char *path)
+{
+	char *body;
+	int status = http("GET", path, NULL, &body);
+	json_t *o = json_loads(body, 0, NULL);
+
+	cr_assert_eq(status, 200, "GET %s: %d %s", path, status, body);
+	cr_assert_not_null(o, "GET %s: not JSON: %s", path, body);
+	free(body);
+	return o;
+}
+
+/* s percent-encoded for a query (malloc'd). */
+static char *
+url_encode(const char *s)
+{
+	char *out = malloc(strlen(s) * 3 + 1), *p = out;
+
+	cr_assert_not_null(out);
+	for (; *s != '\0'; s++)
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr("-_.~", *s) != NULL)
+			*p++ = *s;
+		else
+			p += sprintf(p, "%%%02X", (unsigned char)*s);
+	*p = '\0';
+	return out;
+}
+
+/* POST path with the token; fails the test unless 200. The answer. */
+static json_t *
+act(const char *path)
+{
+	char *body;
+	int status = http("POST", path, "Bearer " TOKEN, &body);
+	json_t *o = json_loads(body, 0, NULL);
+
+	cr_assert_eq(status, 200, "POST %s: %d %s", path, status, body);
+	free(body);
+	return o;
+}
+
+/* /api/queues' member `key` of queue q (a depth, or counters.key). */
+static long long
+api_queue(const char *q, const char *key)
+{
+	json_t *o = http_json("/api/queues"), *e;
+	size_t i;
+	long long v = -1;
+
+	json_array_foreach(json_object_get(o, "queues"), i, e) {
+		if (strcmp(h_jstr(e, "name"), q) != 0)
+			continue;
+		json_t *x = json_object_get(e, key);
+		if (x == NULL)
+			x = json_object_get(json_object_get(e, "counters"), key);
+		v = json_is_true(x) ? 1 : json_is_false(x) ? 0 :
+		    json_integer_value(x);
+	}
+	json_decref(o);
+	return v;
+}
+
+static void
+wait_api_queue(const char *q, const char *key, long long want)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS, got;
+
+	while ((got = api_queue(q, key)) != want && h_now_ms() < end)
+		h_sleep_ms(100);
+	cr_assert_eq(got, want, "/api/queues: %s %s is %lld, not %lld", q, key,
+	    got, want);
+}
+
+/* tests/browser/dashboard.test.mjs in headless chromium against the page,
+ * with `ferryctl stats --json` taken now (the queues are quiet), the
+ * token or none; want: how many checks it must pass. */
+static void
+run_browser(const char *token, int want)
+{
+	const char *node = getenv("NODE") ? getenv("NODE") : "node";
+	const char *npm = getenv("NPM") ? getenv("NPM") : "npm";
+	const char *shot = getenv("FERRY_SCREENSHOT");
+	char line[4096], stats[400], pass[32];
+
+	snprintf(stats, sizeof(stats), "%s/stats.json", d.dir);
+	struct h_run r;
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "stats", "--json", NULL), 0,
+	    "%s", r.err);
+	h_write_file(stats, "%s", r.out);
+	h_run_free(&r);
+	/* one at a time: npm ci replaces node_modules under the other test */
+	snprintf(line, sizeof(line), "cd %s && flock %s sh -c '%s ci --no-audit "
+	    "--no-fund --prefer-offline >/dev/null && FERRY_URL=http://127.0.0.1:"
+	    "%d/ FERRY_STATS=%s FERRY_DEAD_QUEUE=ex FERRY_TOKEN=%s "
+	    "FERRY_SCREENSHOT=%s CHROMIUM=%s %s dashboard.test.mjs'",
+	    BROWSER_DIR, TEST_BUILDDIR "/tests/browser.lock", npm, port, stats,
+	    token, shot != NULL && *token != '\0' ? shot : "",
+	    getenv("CHROMIUM") ? getenv("CHROMIUM") : "/usr/bin/chromium", node);
+	char *text = h_shell(&d, line, "browser.out");
+	snprintf(pass, sizeof(pass), "# pass %d\n", want);
+	cr_assert(strstr(text, pass) != NULL && strstr(text, "# fail 0\n"),
+	    "not %d checks passed in the browser:\n%s", want, text);
+	fprintf(stderr, "dashboard: browser (%s): %d checks passed\n",
+	    *token ? "token" : "read-only", want);
+	free(text);
+}
+
+/* Two queues with jobs done and some dead: pg has PG_JOBS rows and 2
+ * malformed jobs dead, ex 2 jobs done and 3 "bad" ones dead. */
+static void
+setup_queues(const char *ferryd_extra)
+{
+	char extra[2048], queues[1024], handler[400], flag[400];
+
+	port = test_free_port();
+	h_setup(&d, NULL, "");
+	snprintf(handler, sizeof(handler), "%s/handler.sh", d.dir);
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	h_write_file(handler, "#!/bin/sh\nexec awk -F'\"' -v out=%s/done.txt "
+	    "-v flag=%s '{ if (index($0, \"bad\") && (getline x < flag) >= 0) "
+	    "{ close(flag); print \"fail \" $4 \" bad job\" } else { print $0 >> "
+	    "out; print \"ok \" $4 }; fflush() }'\n", d.dir, flag);
+	chmod(handler, 0755);
+	h_write_file(flag, "fail\n");
+	snprintf(extra, sizeof(extra), "metrics_listen = 127.0.0.1:%d\n%s%s",
+	    port, ferryd_extra, h_pg_start(&d));
+	snprintf(queues, sizeof(queues), "[queue pg]\nhandler = postgres\n"
+	    "table = events\ncolumns = n\nworkers = 2\n"
+	    "[queue ex]\nhandler = exec\ncommand = %s\nworkers = 1\n", handler);
+	h_config(&d, extra, queues);
+	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
+	struct h_run r;
+	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 0, "%s", r.err);
+	h_run_free(&r);
+	h_start(&d, 3);
+	h_wait_log(&d, "metrics served over HTTP", 1);
+	/* a first sample of the chart before the jobs: their rate shows */
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	json_t *o;
+	while ((o = http_json("/api/series")) != NULL &&
+	    json_object_get(json_object_get(o, "queues"), "pg") == NULL &&
+	    h_now_ms() < end) {
+		json_decref(o);
+		h_sleep_ms(100);
+	}
+	json_decref(o);
+	h_push_jobs(&d, "pg", 0, PG_JOBS);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{pg}:ready %s %s", "not json",
+	    "{\"n\":"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s %s %s %s %s",
+	    "{\"id\":\"good-1\"}", "{\"id\":\"bad-1\",\"bad\":1}",
+	    "{\"id\":\"good-2\"}", "{\"id\":\"bad-2\",\"bad\":2}",
+	    "{\"id\":\"bad-3\",\"bad\":3}"));
+	h_wait_redis_int(&d, 2, "LLEN ferry:{pg}:dead");
+	h_wait_redis_int(&d, 3, "LLEN ferry:{ex}:dead");
+	wait_api_queue("pg", "done", PG_JOBS);
+	wait_api_queue("ex", "done", 2);
+	wait_api_queue("ex", "dead", 3);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), PG_JOBS);
+}
+
+Test(dashboard, page_and_api_read_only)
+{
+	char *body, path[400];
+	size_t i;
+
+	setup_queues("");
+	/* the page: plain tables, the host, read-only, no token field */
+	cr_assert_eq(http("GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "<tr data-queue=\"pg\">") != NULL, "%s", body);
+	snprintf(path, sizeof(path), "<td data-k=\"done\">%d</td>", PG_JOBS);
+	cr_assert(strstr(body, path) != NULL, "no %s in the page", path);
+	cr_assert(strstr(body, "<td data-k=\"dead\">3</td>") != NULL);
+	cr_assert(strstr(body, "id=\"readonly\"") != NULL);
+	cr_assert(strstr(body, "id=\"token\"") == NULL);
+	cr_assert(strstr(body, "<title>ferry &middot; ") != NULL);
+	free(body);
+
+	/* the dead list, newest first, and one entry's document */
+	json_t *o = http_json("/api/dead?queue=ex");
+	json_t *a = json_object_get(o, "entries");
+	cr_assert_eq(json_array_size(a), 3);
+	cr_assert_str_eq(h_jstr(json_array_get(a, 0), "id"), "bad-3");
+	cr_assert_str_eq(h_jstr(json_array_get(a, 2), "id"), "bad-1");
+	cr_assert_str_eq(h_jstr(json_array_get(a, 0), "last_error"), "bad job");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(a, 0),
+	    "attempts")), 1);
+	json_decref(o);
+	o = http_json("/api/dead?queue=ex&offset=1&limit=1");
+	a = json_object_get(o, "entries");
+	cr_assert_eq(json_array_size(a), 1);
+	cr_assert_str_eq(h_jstr(json_array_get(a, 0), "id"), "bad-2");
+	json_decref(o);
+	o = http_json("/api/dead/one?queue=ex&index=1");
+	cr_assert_str_eq(h_jstr(o, "job"), "{\"id\":\"bad-2\",\"bad\":2}");
+	json_decref(o);
+	cr_assert_eq(http("GET", "/api/dead/one?queue=ex&index=7", NULL, &body),
+	    404, "%s", body);
+	free(body);
+	cr_assert_eq(http("GET", "/api/dead?queue=nope", NULL, &body), 404);
+	free(body);
+
+	/* every POST refused, with or without a header; GET never acts */
+	const char *posts[] = { "/api/dead/replay?queue=ex&index=0&id=bad-3",
+		"/api/dead/purge?queue=ex&index=0&id=bad-3", "/api/pause?queue=ex",
+		"/api/dead/replay-reason?queue=ex&reason=failed%20by%20the%20handler",
+		"/api/dead/purge-reason?queue=ex&reason=failed%20by%20the%20handler" };
+	for (size_t i = 0; i < 5; i++) {
+		cr_assert_eq(http("POST", posts[i], NULL, &body), 403, "%s", body);
+		cr_assert(strstr(body, "read-only") != NULL, "%s", body);
+		free(body);
+		cr_assert_eq(http("POST", posts[i], "Bearer " TOKEN, &body), 403);
+		free(body);
+		cr_assert_eq(http("GET", posts[i], NULL, &body), 404);
+		free(body);
+	}
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
+	cr_assert_eq(api_queue("ex", "paused"), 0);
+	run_browser("", 13);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
+
+	/* workers of this host; a worker killed is an event and a hand-back */
+	o = http_json("/api/workers");
+	cr_assert_eq(json_array_size(json_object_get(o, "workers")), 3);
+	cr_assert_str_eq(h_jstr(json_array_get(json_object_get(o, "workers"),
+	    0), "state"), "idle");
+	json_t *w = json_array_get(json_object_get(o, "workers"), 0);
+	pid_t victim = (pid_t)json_integer_value(json_object_get(w, "pid"));
+	json_decref(o);
+	kill(victim, SIGKILL);
+	h_wait_log(&d, "was killed by signal 9 (SIGKILL)", 1);
+	h_wait_children(&d, 3);
+	o = http_json("/api/events");
+	a = json_object_get(o, "events");
+	snprintf(path, sizeof(path), "(pid %d) was killed by signal 9", victim);
+	int deaths = 0;
+	json_array_foreach(a, i, w)
+		deaths += strcmp(h_jstr(w, "kind"), "worker") == 0 &&
+		    strstr(h_jstr(w, "text"), path) != NULL;
+	cr_assert_eq(deaths, 1, "%s", json_dumps(a, 0));
+	json_decref(o);
+
+	/* the chart's series: rates per queue, two samples at least */
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	size_t points = 0;
+	do {
+		o = http_json("/api/series");
+		points = json_array_size(json_object_get(json_object_get(o,
+		    "queues"), "pg"));
+		json_decref(o);
+	} while (points < 1 && h_now_ms() < end && (h_sleep_ms(500), 1));
+	cr_assert_geq(points, 1);
+	h_stop(&d);
+}
+
+Test(dashboard, actions_with_the_token)
+{
+	char *body, path[400];
+
+	setup_queues("http_token = " TOKEN "\n");
+	cr_assert_eq(http("GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "id=\"token\"") != NULL);
+	cr_assert(strstr(body, "id=\"readonly\"") == NULL);
+	free(body);
+	cr_assert_eq(http("POST", "/api/pause?queue=ex", "Bearer wrong-token-"
+	    "0123456789", &body), 403);
+	free(body);
+	cr_assert_eq(http("POST", "/api/pause?queue=ex", NULL, &body), 403);
+	free(body);
+
+	/* pause, resume */
+	cr_assert_eq(http("POST", "/api/pause?queue=ex", "Bearer " TOKEN,
+	    &body), 200, "%s", body);
+	free(body);
+	cr_assert_eq(api_queue("ex", "paused"), 1);
+	cr_assert_eq(http("POST", "/api/resume?queue=ex", "Bearer " TOKEN,
+	    &body), 200, "%s", body);
+	free(body);
+	cr_assert_eq(api_queue("ex", "paused"), 0);
+	cr_assert_eq(http("POST", "/api/pause?queue=nope", "Bearer " TOKEN,
+	    &body), 404);
+	free(body);
+
+	/* an index whose entry is not that id: nothing done */
+	cr_assert_eq(http("POST", "/api/dead/replay?queue=ex&index=0&id=bad-1",
+	    "Bearer " TOKEN, &body), 409, "%s", body);
+	free(body);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
+
+	/* replay bad-3 (now handled: the flag is gone), purge bad-1 */
+	snprintf(path, sizeof(path), "%s/fail", d.dir);
+	unlink(path);
+	cr_assert_eq(http("POST", "/api/dead/replay?queue=ex&index=0&id=bad-3",
+	    "Bearer " TOKEN, &body), 200, "%s", body);
+	free(body);
+	wait_api_queue("ex", "done", 3);
+	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
+	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-3\""), 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 2);
+	cr_assert_eq(http("POST", "/api/dead/purge?queue=ex&index=1&id=bad-1",
+	    "Bearer " TOKEN, &body), 200, "%s", body);
+	free(body);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 1);
+	json_t *o = http_json("/api/dead?queue=ex");
+	cr_assert_str_eq(h_jstr(json_array_get(json_object_get(o, "entries"),
+	    0), "id"), "bad-2");
+	json_decref(o);
+	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-1\""), 0);
+
+	/* in the browser: replay bad-2, the last one */
+	run_browser(TOKEN, 15);
+	h_wait_redis_int(&d, 0, "LLEN ferry:{ex}:dead");
+	wait_api_queue("ex", "done", 4);
+	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-2\""), 1);
+
+	/* every entry of a reason: 3 handler failures and a malformed job
+	 * dead; replay-reason takes the 3 (handled now), purge-reason the
+	 * malformed one */
+	char flag[400], q[600];
+	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
+	h_write_file(flag, "fail\n");
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s %s %s %s",
+	    "{\"id\":\"bad-4\",\"bad\":4}", "{\"id\":", "{\"id\":\"bad-5\","
+	    "\"bad\":5}", "{\"id\":\"bad-6\",\"bad\":6}"));
+	h_wait_redis_int(&d, 4, "LLEN ferry:{ex}:dead");
+	unlink(flag);
+	o = act("/api/dead/replay-reason?queue=ex&reason=failed%20by%20the%20"
+	    "handler");
+	cr_assert_eq(json_integer_value(json_object_get(o, "replayed")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(o, "refused")), 0);
+	json_decref(o);
+	wait_api_queue("ex", "done", 7);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 1);
+	o = http_json("/api/dead?queue=ex");
+	char *reason = url_encode(h_jstr(json_array_get(json_object_get(o,
+	    "entries"), 0), "reason"));
+	cr_assert(strncmp(reason, "malformed%20JSON", 16) == 0, "%s", reason);
+	json_decref(o);
+	snprintf(q, sizeof(q), "/api/dead/purge-reason?queue=ex&reason=%s",
+	    reason);
+	free(reason);
+	o = act(q);
+	cr_assert_eq(json_integer_value(json_object_get(o, "purged")), 1);
+	json_decref(o);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 0);
+
+	/* a paused queue's backlog has an age from the chart's samples, gone
+	 * once it drains */
+	wait_api_queue("ex", "backlog_ms", 0);  /* the replays' is gone */
+	json_decref(act("/api/pause?queue=ex"));
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	bool paused = false;
+	while (!paused && h_now_ms() < end) {   /* out of its BLMOVE */
+		json_t *w;
+		size_t i;
+		o = http_json("/api/workers");
+		json_array_foreach(json_object_get(o, "workers"), i, w)
+			if (strcmp(h_jstr(w, "queue"), "ex") == 0)
+				paused = strcmp(h_jstr(w, "state"), "paused") == 0;
+		json_decref(o);
+		if (!paused)
+			h_sleep_ms(100);
+	}
+	cr_assert(paused, "the worker of ex did not pause");
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s",
+	    "{\"id\":\"good-3\"}"));
+	end = h_now_ms() + H_DEADLINE_MS;
+	while (api_queue("ex", "backlog_ms") == 0 && h_now_ms() < end)
+		h_sleep_ms(200);
+	cr_assert_gt(api_queue("ex", "backlog_ms"), 0);
+	cr_assert_eq(http("GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "<td data-k=\"backlog\" class=\"\">-</td>") !=
+	    NULL, "pg has no backlog");
+	cr_assert_eq(h_count_in_file(path, "good-3"), 0);
+	free(body);
+	json_decref(act("/api/resume?queue=ex"));
+	wait_api_queue("ex", "done", 8);
+	wait_api_queue("ex", "backlog_ms", 0);
+	h_stop(&d);
+}
