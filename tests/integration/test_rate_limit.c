@@ -4,7 +4,8 @@
  * worker to wait and expires its key; ferryd with two masters on one
  * Redis holds a queue to its rate and runs every job once; no limit
  * creates no key; a bad value is refused by `ferryd -t`; a reload sets
- * and lifts the limit. */
+ * and lifts the limit; the README's ACL line for ferry's user covers the
+ * bucket. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -332,5 +333,31 @@ Test(rate_limit, reload_sets_and_lifts_the_limit)
 	reloaded(2, 2);
 	h_wait_redis_int(&d, 80, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_distinct_done(&d, 80), 80);
+	h_stop(&d);
+}
+
+/* ferry's user with exactly the README's ACL line (one inline command,
+ * which Redis splits at blanks) runs a limited queue: nothing refused. */
+Test(rate_limit, readme_acl_covers_the_bucket)
+{
+	const char *start = "ACL SETUSER ferry ";
+	char *text = h_read_file(TEST_SRCDIR "/README.md"), *at, *pw, buf[256];
+
+	h_setup(&d, "redis_user = ferry\nredis_password = rl-pw\n",
+	    "[queue q]\nworkers = 2\nrate_limit = 1000/s\n");
+	cr_assert_not_null(at = strstr(text, start));
+	at[strcspn(at, "\n")] = '\0';
+	cr_assert_not_null(pw = strstr(at, ">SECRET "));
+	memcpy(pw, ">rl-pw  ", 8);
+	cr_assert_gt(test_redis_command(d.redis.port, at, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "+OK\r\n");
+	free(text);
+	h_start(&d, 2);
+	h_push_jobs(&d, "q", 0, 200);
+	h_wait_redis_int(&d, 200, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "EXISTS " RATE), 1);
+	redisReply *log = h_redis(&d, "ACL LOG");
+	cr_assert_eq(log->elements, 0, "the ACL refused ferry something");
+	freeReplyObject(log);
 	h_stop(&d);
 }
