@@ -46,27 +46,6 @@ end
 local held_new = 0
 if held > 0 and not redis.call('HGET', KEYS[3], ARGV[2]) then held_new = held end
 
--- allow: how many jobs this fetch may take (n without a rate limit)
-local allow, bucket, now = n, 0, 0
-if rate > 0 then
-	now = now_ms()
-	bucket = burst * 1000
-	local v = redis.call('GET', KEYS[7])
-	local t, at = string.match(v or '', '^(%-?%d+) (%d+)$')
-	if t then
-		bucket = math.min(bucket, tonumber(t) + math.max(0, now - tonumber(at)) * rate)
-	end
-	bucket = bucket - held_new * 1000
-	if held == 0 and n > 0 then
-		local want = math.min(n, burst, redis.call('LLEN', KEYS[5]) + redis.call('LLEN', KEYS[1]))
-		if want < 1 and bucket < 1000 then want = 1 end
-		if bucket < want * 1000 then
-			return { 'r', {}, math.max(1, math.ceil((want * 1000 - bucket) / rate)) }
-		end
-	end
-	allow = math.min(n, math.max(0, math.floor(bucket / 1000)))
-end
-
 -- Batch size for jobs recovered r times: n, then shrinking geometrically
 -- to 1 at r = max_recoveries (n^((M-r)/M): 1000, 100, 10, 1 for M = 3).
 local function batch_share(r)
@@ -79,6 +58,34 @@ end
 local function recoveries_of(el)
 	local r = string.match(el, '^{"ferry":1,"recoveries":(%d%d?%d?%d?%d?%d?%d?%d?%d?)[,}]')
 	return tonumber(r) or maxr
+end
+
+-- allow: how many jobs this fetch may take (n without a rate limit)
+local allow, bucket, now = n, 0, 0
+if rate > 0 then
+	now = now_ms()
+	bucket = burst * 1000
+	local v = redis.call('GET', KEYS[7])
+	local t, at = string.match(v or '', '^(%-?%d+) (%d+)$')
+	if t then
+		bucket = math.min(bucket, tonumber(t) + math.max(0, now - tonumber(at)) * rate)
+	end
+	bucket = bucket - held_new * 1000
+	if held == 0 and n > 0 then
+		-- what this fetch would take: requeue's next batch, else ready
+		local want = redis.call('LLEN', KEYS[5])
+		if want > 0 then
+			want = math.min(want, batch_share(recoveries_of(redis.call('LINDEX', KEYS[5], -1))))
+		else
+			want = redis.call('LLEN', KEYS[1])
+		end
+		want = math.min(n, burst, want)
+		if want < 1 and bucket < 1000 then want = 1 end
+		if bucket < want * 1000 then
+			return { 'r', {}, math.max(1, math.ceil((want * 1000 - bucket) / rate)) }
+		end
+	end
+	allow = math.min(n, math.max(0, math.floor(bucket / 1000)))
 end
 
 local kind, out = 'r', {}

@@ -137,7 +137,8 @@ Test(rate_scripts, grants_never_exceed_the_bucket)
 }
 
 /* A fetch waits for as many tokens as it could take (its batch, the
- * burst, what the queue holds), then takes what the bucket has. */
+ * burst, what the queue holds: requeue's next batch, else ready), then
+ * takes what the bucket has. */
 Test(rate_scripts, waits_for_a_whole_batch)
 {
 	long long wait;
@@ -156,6 +157,15 @@ Test(rate_scripts, waits_for_a_whole_batch)
 	freeze_bucket(0);
 	cr_assert_eq(fetch(10, 0, 10, 10, &wait), 0);
 	cr_assert(wait > 0 && wait <= 100, "wait %lld", wait);
+	/* requeue first, in its shrinking batches: five jobs recovered
+	 * max_recoveries times go one by one, so one token is enough */
+	for (int i = 0; i < 5; i++)
+		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:requeue %s",
+		    "{\"ferry\":1,\"recoveries\":3,\"attempts\":0,"
+		    "\"job\":{\"n\":1}}"));
+	freeze_bucket(1000);
+	cr_assert_eq(fetch(10, 0, 10, 10, &wait), 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:requeue"), 4);
 	h_stop(&d);
 }
 
