@@ -64,7 +64,12 @@ batch_clear(struct batch *b)
 	b->n = 0;
 }
 
-static bool fetching_stopped(const struct consumer *c);
+/* Quiet (TSTP) for all, or this queue paused (control socket). */
+static bool
+fetching_stopped(const struct consumer *c)
+{
+	return atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused);
+}
 
 /* Run fetch.lua for up to n more jobs, `held` already in the list (moved
  * there by BLMOVE from ready). */
@@ -225,13 +230,6 @@ take_batch(struct consumer *c, struct batch *b)
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
 	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
-}
-
-/* Quiet (TSTP) for all, or this queue paused (control socket). */
-static bool
-fetching_stopped(const struct consumer *c)
-{
-	return atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused);
 }
 
 /* `ferryctl pause` answers once the flag is set, and a fetch under way
