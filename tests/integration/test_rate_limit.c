@@ -5,7 +5,7 @@
  * Redis holds a queue to its rate and runs every job once; no limit
  * creates no key; a bad value is refused by `ferryd -t`; a reload sets
  * and lifts the limit; the README's ACL line for ferry's user covers the
- * bucket. */
+ * bucket; on a Redis Cluster the bucket lives in the queue's slot. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "lua_scripts.h"
+#include "servers_cluster.h"
 #include "queue.h"
 #include "script_args.h"
 
@@ -24,12 +25,14 @@
 #define RATE "ferry:{q}:rate"
 
 static struct ferryd d, d2;
+static struct test_cluster cl;
 
 static void
 teardown(void)
 {
 	h_teardown(&d2);
 	h_teardown(&d);
+	test_cluster_stop(&cl);
 }
 
 TestSuite(rate_scripts, .fini = teardown, .timeout = 120);
@@ -369,5 +372,59 @@ Test(rate_limit, readme_acl_covers_the_bucket)
 	redisReply *log = h_redis(&d, "ACL LOG");
 	cr_assert_eq(log->elements, 0, "the ACL refused ferry something");
 	freeReplyObject(log);
+	h_stop(&d);
+}
+
+/* One inline command on the cluster node at port: an integer reply, or a
+ * bulk string read as one (nil: 0). */
+static long long
+node_int(int port, const char *cmd)
+{
+	char buf[256];
+
+	cr_assert_gt(test_redis_command(port, cmd, buf, sizeof(buf)), 0,
+	    "%s: no reply", cmd);
+	cr_assert(buf[0] == ':' || buf[0] == '$', "%s: %s", cmd, buf);
+	if (strncmp(buf, "$-1", 3) == 0)
+		return 0;
+	return atoll(buf[0] == ':' ? buf + 1 : strstr(buf, "\r\n") + 2);
+}
+
+/* Redis Cluster: the bucket has the queue's hash tag, so the fetch script
+ * (all its keys in one slot) runs on the node that serves the queue, and
+ * holds it to its rate there: 250 jobs at 100/s take at least
+ * (250 - 100 burst - 2 held) / 100 s. */
+Test(rate_limit, on_a_redis_cluster)
+{
+	char lines[512], push[8192];
+	size_t len;
+
+	cr_assert_eq(test_cluster_start(&cl, 3, 0, NULL), 0);
+	h_setup(&d, NULL, "");
+	len = (size_t)snprintf(lines, sizeof(lines), "redis_cluster = ");
+	for (int i = 0; i < cl.n; i++)
+		len += (size_t)snprintf(lines + len, sizeof(lines) - len,
+		    "%s127.0.0.1:%d", i > 0 ? ", " : "", cl.node[i].port);
+	snprintf(lines + len, sizeof(lines) - len, "\n");
+	d.redis_lines = lines;
+	h_config(&d, NULL, "[queue q]\nworkers = 2\nbatch_size = 20\n"
+	    "rate_limit = 100/s\n");
+	int port = test_cluster_owner(&cl, test_cluster_slot_of("{q}"));
+	cr_assert_gt(port, 0);
+	len = (size_t)snprintf(push, sizeof(push), "LPUSH ferry:{q}:ready");
+	for (int i = 0; i < 250; i++)
+		len += (size_t)snprintf(push + len, sizeof(push) - len,
+		    " '{\"n\":%d}'", i);
+	h_start(&d, 2);
+	long long start = h_now_ms();
+	cr_assert_eq(node_int(port, push), 250);
+	while (node_int(port, "HGET ferry:{q}:stats done") < 250 &&
+	    h_now_ms() < start + 30000)
+		h_sleep_ms(10);
+	long long took = h_now_ms() - start;
+	cr_assert_eq(node_int(port, "HGET ferry:{q}:stats done"), 250);
+	cr_assert_geq(took, 1300, "250 jobs at 100/s in %lld ms", took);
+	cr_assert_eq(node_int(port, "EXISTS ferry:{q}:rate"), 1);
+	cr_assert_eq(node_int(port, "LLEN ferry:{q}:ready"), 0);
 	h_stop(&d);
 }
