@@ -35,7 +35,7 @@ teardown(void)
 	test_cluster_stop(&cl);
 }
 
-TestSuite(rate_scripts, .fini = teardown, .timeout = 120);
+TestSuite(rate_scripts, .fini = teardown, .timeout = 180);
 TestSuite(rate_limit, .fini = teardown, .timeout = 180);
 
 /* fetch.lua for w1 with n jobs wanted, held already in its list, and a
