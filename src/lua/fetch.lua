@@ -62,13 +62,20 @@ end
 
 -- allow: how many jobs this fetch may take (n without a rate limit)
 local allow, bucket, now = n, 0, 0
+local function store_bucket(b)
+	redis.call('SET', KEYS[7], string.format('%d %d', b, now), 'PX', math.ceil((burst * 1000 - b) / rate) + 1000)
+end
 if rate > 0 then
 	now = now_ms()
 	bucket = burst * 1000
 	local v = redis.call('GET', KEYS[7])
 	local t, at = string.match(v or '', '^(%-?%d+) (%d+)$')
 	if t then
-		bucket = math.min(bucket, tonumber(t) + math.max(0, now - tonumber(at)) * rate)
+		t, at = tonumber(t), tonumber(at)
+		bucket = math.min(bucket, t + math.max(0, now - at) * rate)
+		-- a clock that went back (a failover to another host): count from
+		-- now, or the queue would stand still until the clock caught up
+		if at > now then store_bucket(bucket) end
 	end
 	bucket = bucket - held_new * 1000
 	if held == 0 and n > 0 then
@@ -111,9 +118,5 @@ if kind == 'r' then arrived = #out + held_new end
 push_all('RPUSH', KEYS[2], out)
 if #out + held > 0 then redis.call('HSET', KEYS[3], ARGV[2], kind .. ' ' .. ARGV[3]) end
 if arrived > 0 then redis.call('HINCRBY', KEYS[6], 'enqueued', arrived) end
-if rate > 0 and #out + held_new > 0 then
-	bucket = bucket - #out * 1000
-	local ttl = math.ceil((burst * 1000 - bucket) / rate) + 1000
-	redis.call('SET', KEYS[7], string.format('%d %d', bucket, now), 'PX', ttl)
-end
+if rate > 0 and #out + held_new > 0 then store_bucket(bucket - #out * 1000) end
 return { kind, out }

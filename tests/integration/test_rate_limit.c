@@ -70,13 +70,15 @@ redis_ms(void)
 	    "return t[1] * 1000 + math.floor(t[2] / 1000)");
 }
 
-/* The bucket at `milli` milli-tokens, refilling only in 100 s. */
+/* The bucket at `milli` milli-tokens as of `ahead` ms from now: the next
+ * fetch takes that for a clock that went back and counts from then on, so
+ * the bucket does not refill between this and that fetch. */
 static void
-freeze_bucket(long long milli)
+set_bucket(long long milli, long long ahead)
 {
 	char v[64];
 
-	snprintf(v, sizeof(v), "%lld %lld", milli, redis_ms() + 100000);
+	snprintf(v, sizeof(v), "%lld %lld", milli, redis_ms() + ahead);
 	freeReplyObject(h_redis(&d, "SET " RATE " %s PX 60000", v));
 }
 
@@ -147,8 +149,8 @@ Test(rate_scripts, waits_for_a_whole_batch)
 	long long wait;
 
 	start_with_jobs(5);
-	/* an empty bucket, far in the future: no refill */
-	freeze_bucket(3000);
+	/* 3 tokens, not refilled before the next fetch */
+	set_bucket(3000, 100000);
 	/* 3 tokens, 5 jobs, batch 10: wait for 2 more tokens at 10/s */
 	cr_assert_eq(fetch(10, 0, 10, 10, &wait), 0);
 	cr_assert(wait > 0 && wait <= 200, "wait %lld", wait);
@@ -157,7 +159,7 @@ Test(rate_scripts, waits_for_a_whole_batch)
 	/* none left: wait for one token even with an empty queue, rather
 	 * than block in BLMOVE and take a job into debt */
 	freeReplyObject(h_redis(&d, "DEL " READY));
-	freeze_bucket(0);
+	set_bucket(0, 100000);
 	cr_assert_eq(fetch(10, 0, 10, 10, &wait), 0);
 	cr_assert(wait > 0 && wait <= 100, "wait %lld", wait);
 	/* requeue first, in its shrinking batches: five jobs recovered
@@ -166,9 +168,28 @@ Test(rate_scripts, waits_for_a_whole_batch)
 		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:requeue %s",
 		    "{\"ferry\":1,\"recoveries\":3,\"attempts\":0,"
 		    "\"job\":{\"n\":1}}"));
-	freeze_bucket(1000);
+	set_bucket(1000, 100000);
 	cr_assert_eq(fetch(10, 0, 10, 10, &wait), 1);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:requeue"), 4);
+	h_stop(&d);
+}
+
+/* A bucket stamped by a clock ahead of this one (a failover to a host
+ * whose clock is behind) counts from now: the queue does not stand still
+ * until the clock catches up. */
+Test(rate_scripts, clock_went_back)
+{
+	long long wait;
+	start_with_jobs(5);
+	set_bucket(0, 3600 * 1000);
+	cr_assert_eq(fetch(1, 0, 10, 10, &wait), 0);
+	cr_assert(wait > 0 && wait <= 100, "wait %lld", wait);
+	redisReply *r = h_redis(&d, "GET " RATE);
+	long long at = atoll(strchr(r->str, ' ') + 1);
+	freeReplyObject(r);
+	cr_assert_leq(at, redis_ms(), "the bucket still counts from the future");
+	h_sleep_ms(150);        /* over one token at 10/s */
+	cr_assert_eq(fetch(1, 0, 10, 10, &wait), 1, "wait %lld", wait);
 	h_stop(&d);
 }
 
@@ -180,7 +201,7 @@ Test(rate_scripts, held_jobs_go_into_debt)
 	long long wait;
 
 	start_with_jobs(20);
-	freeze_bucket(0);
+	set_bucket(0, 100000);
 	/* two jobs BLMOVE'd into the list, no token: both run, debt 2 */
 	freeReplyObject(h_redis(&d, "RPOPLPUSH " READY " " PROC));
 	freeReplyObject(h_redis(&d, "RPOPLPUSH " READY " " PROC));
@@ -197,7 +218,7 @@ Test(rate_scripts, held_jobs_go_into_debt)
 	freeReplyObject(v);
 	freeReplyObject(h_redis(&d, "DEL " PROC " " BKEYS));
 	/* debt 2: a fetch waits for 3 tokens at 10/s before its first job */
-	freeze_bucket(-2000);
+	set_bucket(-2000, 100000);
 	cr_assert_eq(fetch(1, 0, 10, 10, &wait), 0);
 	cr_assert(wait > 200 && wait <= 300, "wait %lld", wait);
 	h_stop(&d);
