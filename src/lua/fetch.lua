@@ -61,12 +61,12 @@ local function recoveries_of(el)
 end
 
 -- allow: how many jobs this fetch may take (n without a rate limit)
-local allow, bucket, now = n, 0, 0
-local function store_bucket(b)
-	redis.call('SET', KEYS[7], string.format('%d %d', b, now), 'PX', math.ceil((burst * 1000 - b) / rate) + 1000)
-end
+local allow, bucket, now, store_bucket = n, 0, 0, nil
 if rate > 0 then
 	now = now_ms()
+	store_bucket = function(b)
+		redis.call('SET', KEYS[7], string.format('%d %d', b, now), 'PX', math.ceil((burst * 1000 - b) / rate) + 1000)
+	end
 	bucket = burst * 1000
 	local v = redis.call('GET', KEYS[7])
 	local t, at = string.match(v or '', '^(%-?%d+) (%d+)$')
