@@ -62,6 +62,8 @@ struct queue_config {
 	long handler_timeout_ms; /* worker kills an exec handler that runs longer */
 	long max_jobs_per_worker; /* 0: never recycle on job count */
 	long max_worker_rss_mb;  /* 0: never recycle on memory */
+	long rate_limit;         /* jobs per second for the whole queue, every
+	                          * host: 0 = none (rate_limit.h) */
 	long max_job_bytes;
 	int chunk_rows;          /* ferryctl enqueue: rows per job, at most */
 	long dead_max;           /* dead entries kept; 0: no bound */

@@ -5,6 +5,7 @@
 #include "config_keys.h"
 #include "copy.h"
 #include "handler_env.h"
+#include "rate_limit.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -23,8 +24,10 @@
 #define S_FERRYD CONFIG_SECT_FERRYD
 #define S_QUEUE CONFIG_SECT_QUEUE
 
-/* T_OPTINT: an int, or empty for 0 ("not set here"). T_BOOL: a bool. */
-enum { T_STRING, T_INT, T_OPTINT, T_LONG, T_ENUM, T_DURATION, T_BOOL };
+/* T_OPTINT: an int, or empty for 0 ("not set here"). T_BOOL: a bool.
+ * T_RATE: jobs per second into a long (rate_limit.c). */
+enum { T_STRING, T_INT, T_OPTINT, T_LONG, T_ENUM, T_DURATION, T_BOOL,
+	T_RATE };
 
 struct config_key {
 	int sect;
@@ -160,6 +163,7 @@ static const struct config_key config_keys[] = {
 	    "60s", 100, MS_DAY),
 	NUM(S_QUEUE, "max_jobs_per_worker", T_LONG, Q(max_jobs_per_worker),
 	    "0", 0, 1000000000),
+	NUM(S_QUEUE, "rate_limit", T_RATE, Q(rate_limit), "", 0, 0),
 	NUM(S_QUEUE, "max_worker_rss_mb", T_LONG, Q(max_worker_rss_mb),
 	    "0", 0, 1048576),
 	NUM(S_QUEUE, "max_job_bytes", T_LONG, Q(max_job_bytes),
@@ -376,6 +380,11 @@ set_value(const struct config_key *k, char *base, const char *value)
 		return set_duration(k, base, value);
 	case T_BOOL:
 		return set_bool(k, base, value);
+	case T_RATE:
+		if ((why = rate_limit_parse(value, (long *)(base +
+		    k->offset))) != NULL)
+			return xstrdup(why);
+		return NULL;
 	default:
 		return set_number(k, base, value);
 	}

@@ -20,6 +20,7 @@
 #include "dead_archive.h"
 #include "handler.h"
 #include "log.h"
+#include "rate_limit.h"
 #include "script_args.h"
 #include "util.h"
 
@@ -63,6 +64,13 @@ batch_clear(struct batch *b)
 	b->n = 0;
 }
 
+/* Quiet (TSTP) for all, or this queue paused (control socket). */
+static bool
+fetching_stopped(const struct consumer *c)
+{
+	return atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused);
+}
+
 /* Run fetch.lua for up to n more jobs, `held` already in the list (moved
  * there by BLMOVE from ready). */
 static redisReply *
@@ -74,6 +82,9 @@ fetch(struct consumer *c, int n, int held)
 	    c->nonce, ++c->batch_seq);
 	sargs_fetch(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
 	    c->master_id, c->batch_key, n, held, c->q->max_recoveries);
+	if (c->q->rate_limit > 0)
+		sargs_fetch_limit(&a, c->q->rate_limit,
+		    rate_limit_burst(c->q->rate_limit));
 	return queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv, a.lens);
 }
 
@@ -95,6 +106,32 @@ fetched_nothing(const redisReply *r)
 	return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    r->element[1]->type == REDIS_REPLY_ARRAY &&
 	    r->element[1]->elements == 0;
+}
+
+/* fetch.lua's {'r', {}, ms} when the queue's rate limit has too few
+ * tokens: how long until it has them; 0 for any other reply. */
+static long
+rate_wait_ms(const redisReply *r)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER)
+		return 0;
+	return r->element[2]->integer > 0 ? r->element[2]->integer : 1;
+}
+
+/* Sleep until the bucket has the tokens (at most RATE_LIMIT_WAIT_MAX_MS,
+ * then fetch again), in short steps that see a stop or a pause. Idle: no
+ * batch is held meanwhile, so there is nothing to time or hand back. */
+static void
+rate_wait(struct consumer *c, long ms)
+{
+	int64_t until = util_monotonic_ms() + (ms < RATE_LIMIT_WAIT_MAX_MS ?
+	    ms : RATE_LIMIT_WAIT_MAX_MS);
+
+	for (int64_t now = util_monotonic_ms(); now < until &&
+	    !c->should_stop() && !fetching_stopped(c);
+	    now = util_monotonic_ms())
+		consumer_sleep_ms(until - now < 100 ? (long)(until - now) : 100);
 }
 
 /* Wait up to a second for a job with BLMOVE (it cannot run at maxmemory:
@@ -165,6 +202,13 @@ take_batch(struct consumer *c, struct batch *b)
 	}
 	b->fresh = true;
 	r = fetch(c, c->q->batch_size, 0);
+	long wait = r != NULL ? rate_wait_ms(r) : 0;
+	if (wait > 0) {
+		consumer_script_ok(c);
+		freeReplyObject(r);
+		rate_wait(c, wait);
+		return true;
+	}
 	if (r != NULL && fetched_nothing(r)) {
 		freeReplyObject(r);
 		r = wait_for_jobs(c, b);
@@ -186,13 +230,6 @@ take_batch(struct consumer *c, struct batch *b)
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
 	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
-}
-
-/* Quiet (TSTP) for all, or this queue paused (control socket). */
-static bool
-fetching_stopped(const struct consumer *c)
-{
-	return atomic_load(&c->quiet[0]) || atomic_load(&c->slot->paused);
 }
 
 /* `ferryctl pause` answers once the flag is set, and a fetch under way

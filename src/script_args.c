@@ -34,21 +34,37 @@ sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
 {
 	start(a, LUA_FETCH, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
-	/* KEYS: ready, proc, bkeys, owners, requeue, stats */
+	/* the token bucket of rate_limit, in the queue's slot: named here
+	 * always, read and written only when sargs_fetch_limit sets a rate */
+	snprintf(a->rate, sizeof(a->rate), "%s:{%s}:rate", prefix, queue);
+	/* KEYS: ready, proc, bkeys, owners, requeue, stats, rate */
 	put(a, a->k.ready);
 	put(a, a->proc);
 	put(a, a->k.bkeys);
 	put(a, a->k.owners);
 	put(a, a->k.requeue);
 	put(a, a->k.stats);
-	a->nkeys = 6;
-	/* ARGV: n, worker id, batch key, held, master id, max_recoveries */
+	put(a, a->rate);
+	a->nkeys = 7;
+	/* ARGV: n, worker id, batch key, held, master id, max_recoveries,
+	 * rate (jobs/s, 0: none), burst (tokens) */
 	put(a, num(a, 0, n));
 	put(a, worker);
 	put(a, batch_key);
 	put(a, num(a, 1, held));
 	put(a, master);
 	put(a, num(a, 2, max_recoveries));
+	put(a, "0");
+	put(a, "0");
+}
+
+void
+sargs_fetch_limit(struct sargs *a, long per_s, long burst)
+{
+	a->argv[a->argc - 2] = num(a, 3, per_s);
+	a->lens[a->argc - 2] = strlen(a->argv[a->argc - 2]);
+	a->argv[a->argc - 1] = num(a, 4, burst);
+	a->lens[a->argc - 1] = strlen(a->argv[a->argc - 1]);
 }
 
 void

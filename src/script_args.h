@@ -12,7 +12,7 @@
 #include "lua_scripts.h"
 #include "queue.h"
 
-#define SARGS_MAX 12
+#define SARGS_MAX 16
 #define SARGS_KEY_MAX (QUEUE_KEY_MAX + 160)
 
 /* One call: script, nkeys, argc, argv and lens (argv points into the
@@ -24,13 +24,17 @@ struct sargs {
 	size_t lens[SARGS_MAX];
 	struct queue_keys k;
 	char proc[SARGS_KEY_MAX];
-	char num[4][24];
+	char rate[SARGS_KEY_MAX];
+	char num[5][24];
 };
 
 /* fetch.lua: up to n jobs into proc; held already there (BLMOVE). */
 void sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master, const char *batch_key, int n,
     int held, int max_recoveries);
+/* ... and with a rate limit (per_s jobs/s > 0, a bucket of burst tokens):
+ * call right after sargs_fetch. */
+void sargs_fetch_limit(struct sargs *a, long per_s, long burst);
 /* register.lua: worker records its master. */
 void sargs_register(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master);

@@ -1036,6 +1036,60 @@ Test(config_api, queue_changed_memory_keys)
 	config_free(&a);
 }
 
+/* rate_limit: N/s or plain N jobs per second, 0 or empty for none; a
+ * change is a changed queue (its workers are replaced on reload). */
+Test(config, rate_limit)
+{
+	static const struct { const char *v; long want; } ok[] = {
+		{ "", 0 }, { "0", 0 }, { "0/s", 0 }, { "500/s", 500 },
+		{ "500", 500 }, { "1", 1 }, { "1000000/s", 1000000 },
+	};
+	struct ferry_config a, b;
+	char text[128];
+
+	load_ok(Q1, &a);
+	cr_expect_eq(a.queues[0].rate_limit, 0);
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(ok); i++) {
+		snprintf(text, sizeof(text), Q1 "rate_limit = %s\n", ok[i].v);
+		load_ok(text, &b);
+		cr_expect_eq(b.queues[0].rate_limit, ok[i].want, "%s: %ld",
+		    ok[i].v, b.queues[0].rate_limit);
+		if (ok[i].want > 0)
+			cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]),
+			    "%s", ok[i].v);
+		else
+			cr_expect_not(config_queue_changed(&a.queues[0],
+			    &b.queues[0]), "%s", ok[i].v);
+		config_free(&b);
+	}
+	config_free(&a);
+}
+
+Test(config_errors, rate_limit)
+{
+#define NOT_A_RATE "is not a rate (allowed: N/s or N, jobs per second, " \
+	"0..1000000; 0 or empty: no limit)\n"
+	expect_errors(Q1 "rate_limit = 30/m\n",
+	    "F:2: [queue q] rate_limit: \"30/m\" " NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = 1000001/s\n",
+	    "F:2: [queue q] rate_limit: \"1000001/s\" " NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = 99999999999999999999999\n",
+	    "F:2: [queue q] rate_limit: \"99999999999999999999999\" "
+	    NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = -5\n",
+	    "F:2: [queue q] rate_limit: \"-5\" " NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = 1.5/s\n",
+	    "F:2: [queue q] rate_limit: \"1.5/s\" " NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = 5/\n",
+	    "F:2: [queue q] rate_limit: \"5/\" " NOT_A_RATE);
+	expect_errors(Q1 "rate_limit = /s\n",
+	    "F:2: [queue q] rate_limit: \"/s\" " NOT_A_RATE);
+	expect_errors("[ferryd]\nrate_limit = 5\n" Q1,
+	    "F:2: [ferryd] rate_limit: unknown key (it belongs in a [queue "
+	    "NAME] section)\n");
+#undef NOT_A_RATE
+}
+
 /* --- the rest of the interface --- */
 
 Test(config_api, free_is_safe)
