@@ -82,13 +82,14 @@ lat_analyse() {
 		if (cp) cls = "checkpoint"
 		else if (aof) cls = "aof"
 		else if (wmax >= 1024) cls = "writeback"
+		else if (imax >= 0.5) cls = "io-pressure"
 		else if (cmax >= 0.5) cls = "cpu-pressure"
 		print lat > (dir "/lat-" cls ".txt")
 		print lat > (dir "/lat-all.txt")
 		printf "%.0f %.0f %.0f %.0f %.0f %d %.0f %.0f\n", lat, e, $3 - e, c - $3, wmax, (cp ? 2 : 0) + aof, cmax * 100, imax * 100 > (dir "/lat-ctx.txt")
 	}' "$lf"
 	local cls f n p50 p99 max
-	for cls in all quiet cpu-pressure writeback aof checkpoint; do
+	for cls in all quiet cpu-pressure io-pressure writeback aof checkpoint; do
 		f=$tmp/lat-$cls.txt
 		[[ -s $f ]] || continue
 		n=$(wc -l <"$f")
@@ -201,8 +202,10 @@ report_latency() {
 	echo "Every 100 ms a sampler records the kernel's Dirty and Writeback (/proc/meminfo) and Redis'"
 	echo "\`aof_rewrite_in_progress\` / \`rdb_bgsave_in_progress\` (INFO persistence); checkpoints come from the server log"
 	echo "(log_checkpoints). Each job is put in one class by what overlapped [enqueue, commit]: checkpoint, else AOF"
-	echo "rewrite or RDB save, else Writeback ≥ 1 MB, else CPU pressure ≥ 50 % (/proc/pressure/cpu \"some\": some runnable"
-	echo "task waited for a CPU in at least half of a 100 ms interval), else quiet."
+	echo "rewrite or RDB save, else Writeback ≥ 1 MB, else I/O pressure ≥ 50 %, else CPU pressure ≥ 50 % (/proc/pressure"
+	echo "\"some\": some task waited for I/O / for a CPU in at least half of a 100 ms interval), else quiet."
+	echo "The commit timestamp precedes the WAL flush: a commit whose fsync stalls shows up in the latency of the jobs"
+	echo "queued behind it (\"to PG\"), not in its own."
 	echo
 	echo "| jobs/s | class | jobs | p50 ms | p99 ms | max ms |"
 	echo "|---:|---|---:|---:|---:|---:|"
