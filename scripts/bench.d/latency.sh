@@ -14,7 +14,7 @@
 # after the COMMIT, and has no trigger or extra write on the table. The
 # row's inserted_at (clock_timestamp() when COPY wrote it) splits the time
 # into enqueue -> in PostgreSQL and in PostgreSQL -> commit.
-# shellcheck shell=bash disable=SC2154
+# shellcheck shell=bash disable=SC2154,SC2016
 
 lat_table="bench_latency (seq bigint, enq_us bigint, payload text, inserted_at timestamptz DEFAULT clock_timestamp())"
 declare -a lat_rows=() lat_class_rows=() lat_top_rows=()
@@ -118,7 +118,7 @@ lat_pcts() {
 }
 
 bench_latency() {
-	local push_bin wait_bin rate base sent first last achieved behind wend got
+	local push_bin wait_bin rate base sent first achieved behind wend got
 	local c0 c1 wal0 wal1 n p50 p90 p99 max i50 i99 c50 c99 wsync secs
 	push_bin=$(helper latency_push)
 	wait_bin=$(helper drain_wait)
@@ -139,7 +139,7 @@ bench_latency() {
 		say "latency: $rate jobs/s for ${lat_warmup} s warm-up + ${lat_secs} s"
 		run_helper "$push_bin" 127.0.0.1 "$port" "$k_ready" "$rate" "$secs" "$base" ||
 			die "latency_push failed"
-		read -r sent first last achieved behind <<<"$helper_out"
+		read -r sent first _ achieved behind <<<"$helper_out"
 		run_helper "$wait_bin" 127.0.0.1 "$port" "$k_stats" "done" $((base + sent)) 10 300 ||
 			ferryd_failed "the queue did not drain ($rate jobs/s)"
 		base=$((base + sent))
@@ -234,6 +234,7 @@ lat_secs=${BENCH_LAT_SECS:-30}
 lat_warmup=${BENCH_LAT_WARMUP:-5}
 lat_workers=${BENCH_LAT_WORKERS:-2}
 lat_batch=${BENCH_LAT_BATCH:-1000}
+# shellcheck disable=SC2034 # read by scripts/bench
 lat_envs=(BENCH_LAT_RATES BENCH_LAT_SECS BENCH_LAT_WARMUP BENCH_LAT_WORKERS BENCH_LAT_BATCH
 	BENCH_REDIS_ARGS BENCH_PG_ARGS PG_BINDIR FERRYD FERRYCTL)
 
