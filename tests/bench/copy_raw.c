@@ -1,8 +1,8 @@
 /* copy_raw.c - benchmark helper of scripts/bench pg: the physical ceiling
  * of one PostgreSQL client, to compare ferry's sink with.
  *
- *   copy_raw CONNINFO TABLE FILE ROWS_PER_TX [copy|insert]
- *   copy_raw CONNINFO TABLE FILE ROWS_PER_TX upsert SETUP_SQL TX_SQL
+ *   copy_raw [-c CLIENTS] CONNINFO TABLE FILE ROWS_PER_TX [copy|insert]
+ *   copy_raw [-c CLIENTS] CONNINFO TABLE FILE ROWS_PER_TX upsert SETUP_SQL TX_SQL
  *
  * FILE holds rows in COPY text format (one line a row, columns separated by
  * tabs, as COPY TABLE FROM STDIN reads them). All rows are read into memory
@@ -20,6 +20,11 @@
  *           SELECT ... FROM stage ON CONFLICT ...;COMMIT", the rows sent
  *           at its COPY: two round trips, as ferry's upsert does
  *
+ * -c CLIENTS (default 1): that many processes (forked after the rows are
+ * read), each with its own connection and a contiguous 1/CLIENTS share of
+ * the rows, into the same table. All connect first; the clock starts when
+ * the last one is connected and stops when the last one is done.
+ *
  * Prints: rows seconds rows_per_second. Exit status 0 done, 1 a server
  * error, 2 usage.
  * Built by scripts/bench: gcc -O2 copy_raw.c $(pkg-config --cflags --libs libpq) */
@@ -28,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include <libpq-fe.h>
 
@@ -86,13 +93,24 @@ exec_ok(const char *sql)
 int
 main(int argc, char **argv)
 {
+	long clients = 1;
+	if (argc > 2 && strcmp(argv[1], "-c") == 0) {
+		clients = atol(argv[2]);
+		if (clients < 1 || clients > 256) {
+			fprintf(stderr, "copy_raw: -c takes 1 to 256 clients, not "
+			    "\"%s\"\n", argv[2]);
+			return 2;
+		}
+		argv += 2;
+		argc -= 2;
+	}
 	int upsert = argc == 8 && strcmp(argv[5], "upsert") == 0;
 	if (argc < 5 || (argc > 6 && !upsert) || atol(argv[4]) < 1 ||
 	    (argc == 6 && strcmp(argv[5], "copy") != 0 &&
 	    strcmp(argv[5], "insert") != 0)) {
-		fprintf(stderr, "usage: copy_raw CONNINFO TABLE FILE ROWS_PER_TX "
+		fprintf(stderr, "usage: copy_raw [-c CLIENTS] CONNINFO TABLE FILE ROWS_PER_TX "
 		    "[copy|insert]\n"
-		    "       copy_raw CONNINFO TABLE FILE ROWS_PER_TX upsert "
+		    "       copy_raw [-c CLIENTS] CONNINFO TABLE FILE ROWS_PER_TX upsert "
 		    "SETUP_SQL TX_SQL\n");
 		return 2;
 	}
@@ -128,6 +146,62 @@ main(int argc, char **argv)
 	for (char *p = data; nrows > 0 && p < line[1]; p++)
 		ncols += *p == '\t';
 
+	/* -c: fork the clients; each takes rows [lo, hi) and reports on
+	 * ready that it is connected, then waits for go to close */
+	long lo = 0, hi = nrows;
+	int ready[2], go[2];
+	pid_t *kids = NULL;
+	if (clients > 1) {
+		if (pipe(ready) != 0 || pipe(go) != 0) {
+			perror("copy_raw: pipe");
+			return 2;
+		}
+		kids = calloc((size_t)clients, sizeof(*kids));
+		for (long k = 0; k < clients; k++) {
+			pid_t pid = fork();
+			if (pid < 0) {
+				perror("copy_raw: fork");
+				return 2;
+			}
+			if (pid == 0) {
+				lo = nrows * k / clients;
+				hi = nrows * (k + 1) / clients;
+				close(ready[0]);
+				close(go[1]);
+				break;
+			}
+			kids[k] = pid;
+		}
+		if (lo == 0 && hi == nrows) {
+			/* the parent: wait until all are connected, start the
+			 * clock, let them go, wait for them all */
+			close(ready[1]);
+			close(go[0]);
+			char c;
+			for (long k = 0; k < clients; k++)
+				if (read(ready[0], &c, 1) != 1) {
+					fprintf(stderr, "copy_raw: a client failed "
+					    "before it was ready\n");
+					return 1;
+				}
+			double t0 = now_s();
+			close(go[1]);
+			int bad = 0, status;
+			for (long k = 0; k < clients; k++)
+				if (waitpid(kids[k], &status, 0) != kids[k] ||
+				    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+					bad = 1;
+			double secs = now_s() - t0;
+			if (bad) {
+				fprintf(stderr, "copy_raw: a client failed\n");
+				return 1;
+			}
+			printf("%ld %.6f %.0f\n", nrows, secs,
+			    secs > 0 ? nrows / secs : 0);
+			return 0;
+		}
+	}
+
 	conn = PQconnectdb(argv[1]);
 	if (PQstatus(conn) != CONNECTION_OK)
 		fail("connect", NULL);
@@ -157,9 +231,14 @@ main(int argc, char **argv)
 		PQclear(r);
 	}
 
+	if (clients > 1) {
+		char c = 'r';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 0)
+			return 1;
+	}
 	double t0 = now_s();
-	for (long first = 0; first < nrows; first += per_tx) {
-		long end = first + per_tx < nrows ? first + per_tx : nrows;
+	for (long first = lo; first < hi; first += per_tx) {
+		long end = first + per_tx < hi ? first + per_tx : hi;
 		int tx = insert && per_tx > 1;
 		if (tx)
 			exec_ok("BEGIN");
@@ -202,7 +281,9 @@ main(int argc, char **argv)
 	}
 	double secs = now_s() - t0;
 
-	printf("%ld %.6f %.0f\n", nrows, secs, secs > 0 ? nrows / secs : 0);
+	if (clients == 1)
+		printf("%ld %.6f %.0f\n", nrows, secs,
+		    secs > 0 ? nrows / secs : 0);
 	PQfreemem(table);
 	PQfinish(conn);
 	free(sql);
