@@ -1,4 +1,4 @@
-# tests/bench/rate_limit.sh - `scripts/bench ratelimit`, sourced by
+# scripts/bench.d/ratelimit.sh - `scripts/bench ratelimit`, sourced by
 # scripts/bench once its helpers are defined (start_redis, write_config,
 # start_ferryd, enqueue, drain_wait...): a noop queue held to rate_limit.
 #
