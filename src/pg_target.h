@@ -40,12 +40,13 @@ struct pg_target {
 	                          * connection (pg_target_prepare) */
 	char *delete_sql;        /* the staged deletes (NULL: op_member "") */
 	char *apply_sql;         /* the staged rows into the table, after
-	                          * delete_sql */
-	/* update with missing = dead only, else NULL: after apply_sql, */
-	char *missing_sql;       /* rows (job index, key text) of every staged
-	                          * update whose key has no row */
-	char *guard_sql;         /* fails (22000) when missing_sql would give
-	                          * a row: the one-query path stops there */
+	                          * delete_sql (NULL with missing_sql: that
+	                          * one applies them) */
+	/* update with missing = dead only, else NULL: the update itself, */
+	char *missing_sql;       /* returning rows (job index, key text) of
+	                          * every staged update that found no row */
+	char *guard_sql;         /* it, failing (22000) when it gave a row:
+	                          * the one-query path stops there */
 };
 
 /* A target for queue q's table, not yet described. */

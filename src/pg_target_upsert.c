@@ -357,18 +357,25 @@ delete_sql(const struct pg_target *t, PGconn *conn,
 	return buf_take(&b);
 }
 
-/* SELECT s.ferry_job, 'update: no row with key (k)=(' || concat_ws(', ',
- * s.k) || ')' FROM stage s JOIN winners USING (key) WHERE neither
- * deletes AND NOT EXISTS (the key's row): every staged update of a key
- * whose winner is an update and that has no row (after the deletes). */
+/* WITH ferry_u AS (the update RETURNING its keys) SELECT s.ferry_job,
+ * 'update: no row with key (k)=(' || concat_ws(', ', s.k) || ')' FROM
+ * stage s JOIN winners USING (key) WHERE neither deletes AND the update
+ * did not write the key [AND no row of the key has a version as great]:
+ * the update and its check in one statement, so one snapshot. As two
+ * statements (READ COMMITTED: a snapshot each), a row another
+ * transaction commits between them was not updated yet seen by the check,
+ * and its job was done unapplied. A stale update (the row's version as
+ * great) is not missing: done, as if applied before the newer write. */
 static char *
 missing_sql(const struct pg_target *t, PGconn *conn,
-    const struct name_list *key, const char *v)
+    const struct name_list *key, const char *v, const char *update)
 {
 	struct buf b = BUF_INIT;
 
+	buf_printf(&b, "WITH ferry_u AS (%s RETURNING ", update);
+	put_names(&b, conn, key, "ferry_t.");
 	/* key names are checked identifiers: nothing to escape in the text */
-	buf_printf(&b, "SELECT s." JOB_COL ", 'update: no row with key (");
+	buf_printf(&b, ") SELECT s." JOB_COL ", 'update: no row with key (");
 	for (int i = 0; i < key->n; i++)
 		buf_printf(&b, "%s%s", i ? ", " : "", key->names[i]);
 	buf_printf(&b, ")=(' || concat_ws(', ', ");
@@ -378,19 +385,27 @@ missing_sql(const struct pg_target *t, PGconn *conn,
 	buf_printf(&b, " USING (");
 	put_names(&b, conn, key, "");
 	buf_printf(&b, ") WHERE NOT s." DELETE_COL " AND NOT " WINNERS "."
-	    DELETE_COL " AND NOT EXISTS (SELECT 1 FROM %s ferry_t WHERE ",
-	    t->quoted);
+	    DELETE_COL " AND NOT EXISTS (SELECT 1 FROM ferry_u ferry_t WHERE ");
 	put_key_match(&b, conn, key, "s");
 	buf_printf(&b, ")");
+	if (v != NULL) {
+		buf_printf(&b, " AND NOT EXISTS (SELECT 1 FROM %s ferry_t WHERE ",
+		    t->quoted);
+		put_key_match(&b, conn, key, "s");
+		buf_printf(&b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
+	}
 	return buf_take(&b);
 }
 
-/* A DO block (PL/pgSQL, in every database since 9.0): the one-query path
- * cannot read rows before its COMMIT, so it stops when there are some. */
+/* A DO block (PL/pgSQL, in every database since 9.0) that runs it (the
+ * update): the one-query path cannot read rows before its COMMIT, so it
+ * stops when there are some. EXECUTE: a data-modifying WITH must be a
+ * statement's top level, and a SELECT in PL/pgSQL needs an INTO. */
 static char *
 guard_sql(const char *missing)
 {
-	return xasprintf("DO $ferry$BEGIN IF EXISTS (%s) THEN RAISE EXCEPTION "
+	return xasprintf("DO $ferry$DECLARE n bigint; BEGIN EXECUTE $q$%s$q$; "
+	    "GET DIAGNOSTICS n = ROW_COUNT; IF n > 0 THEN RAISE EXCEPTION "
 	    "'ferry: an update found no row: the batch is redone statement by "
 	    "statement' USING ERRCODE = 'data_exception'; END IF; END$ferry$",
 	    missing);
@@ -464,8 +479,11 @@ generate(struct pg_target *t, PGconn *conn, PGresult *table_cols,
 	    upsert_sql(t, conn, key, update, v);
 	if (t->mode == PG_TARGET_UPDATE &&
 	    t->q->missing == CONFIG_MISSING_DEAD) {
-		t->missing_sql = missing_sql(t, conn, key, v);
+		/* the update runs inside the check (one snapshot) */
+		t->missing_sql = missing_sql(t, conn, key, v, t->apply_sql);
 		t->guard_sql = guard_sql(t->missing_sql);
+		free(t->apply_sql);
+		t->apply_sql = NULL;
 	}
 	t->copy_sql = stage_copy_sql(t, conn);
 	PQfreemem(v);

@@ -66,7 +66,7 @@ apply_stage(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 	if ((s->deletes && t->delete_sql != NULL &&
 	    !sink_pg_sql(s, t->delete_sql, f)) ||
-	    !sink_pg_sql(s, t->apply_sql, f) ||
+	    (t->apply_sql != NULL && !sink_pg_sql(s, t->apply_sql, f)) ||
 	    (missing = find_missing(s, jobs, res, f)) < 0)
 		return -1;
 	if (missing == 0 && !sink_pg_sql(s, PG_TARGET_CLEAR_STAGE_SQL, f))
