@@ -318,7 +318,9 @@ prom_errors(const struct metrics_view *v, struct buf *o,
 
 	family(o, "ferry_sink_errors_total", "counter", "Errors writing jobs "
 	    "out, by class: postgres (server failing or unreachable), schema "
-	    "(table or columns missing), handler (exec handler failed), other.");
+	    "(table or columns missing), handler (exec handler could not start, "
+	    "crashed, timed out or printed nonsense, leaving jobs without a "
+	    "result: not jobs it answered fail), other.");
 	for (int k = 0; k < v->nqueues; k++)
 		for (size_t c = 0; c < FERRY_ARRAY_LEN(classes) &&
 		    !v->queues[k].removed; c++)
