@@ -1,9 +1,9 @@
 /* test_dashboard_hosts.c - the dashboard on several hosts: two ferryd
- * masters on one Redis, each with its own metrics_listen and its own
- * master id (FERRYD_TEST_MASTER_ID: host-a, host-b, as two machines would
- * be). Each master's page and /api show the same queue totals, those of
- * Redis (`ferryctl stats --json`), and only its own workers, naming its
- * own host and master id. */
+ * masters on one Redis, each with its own listener (metrics_listen, and
+ * http_listen, its new name) and its own master id (FERRYD_TEST_MASTER_ID:
+ * host-a, host-b, as two machines would be). Each master's page and /api
+ * show the same queue totals, those of Redis (`ferryctl stats --json`),
+ * and only its own workers, naming its own host and master id. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -166,8 +166,8 @@ Test(dashboard_hosts, each_page_has_the_totals_and_its_own_workers)
 
 	for (int i = 0; i < 2; i++) {
 		port[i] = test_free_port();
-		snprintf(extra[i], sizeof(extra[i]), "metrics_listen = 127.0.0.1:%d\n",
-		    port[i]);
+		snprintf(extra[i], sizeof(extra[i]), "%s = 127.0.0.1:%d\n",
+		    i == 0 ? "metrics_listen" : "http_listen", port[i]);
 	}
 	h_setup(&d[0], extra[0], queues[0]);
 	h_setup_peer(&d[1], &d[0], extra[1], queues[1]);
