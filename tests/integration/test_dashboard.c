@@ -4,12 +4,15 @@
  * file exists). Over plain HTTP (a small GET/POST helper, no curl): the
  * page's tables without JavaScript, /api/queues, workers, series, events,
  * the dead list and one entry, 403 for every POST without the token, and
- * with it replay, purge, pause and resume. In a real browser (Debian's
+ * with it replay, purge, pause and resume, and the age of a paused queue's
+ * oldest job (that of `ferryctl status`, 0 once drained). In a real
+ * browser (Debian's
  * chromium, driven by tests/browser/dashboard.test.mjs with playwright-core
  * that `npm ci` installs there; node, npm or chromium missing fails it):
  * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
- * refused when read-only, replay shrinking the list with the token.
+ * refused when read-only, replay shrinking the list with the token, the
+ * oldest waiting job's age while its queue is paused and none once drained.
  * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
 #include <criterion/criterion.h>
 #include <jansson.h>
