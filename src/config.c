@@ -25,7 +25,7 @@ static const struct { const char *name; size_t offset; } static_keys[] = {
 	{ "user", F(user) },
 	{ "group", F(group) },
 	{ "control_socket", F(control_socket) },
-	{ "metrics_listen", F(metrics_listen) },
+	{ "http_listen", F(metrics_listen) },
 };
 
 
