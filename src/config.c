@@ -25,7 +25,7 @@ static const struct { const char *name; size_t offset; } static_keys[] = {
 	{ "user", F(user) },
 	{ "group", F(group) },
 	{ "control_socket", F(control_socket) },
-	{ "metrics_listen", F(metrics_listen) },
+	{ "http_listen", F(metrics_listen) },
 };
 
 
@@ -288,6 +288,25 @@ unknown_key(struct loader *st, const char *name)
 	    hint);
 }
 
+/* Key k and its alias (the same field under its old name) both set, to
+ * different values: an error (the same value is allowed). */
+static bool
+alias_differs(struct loader *st, int k, const int *seen, const void *base,
+    const char *name, const char *value)
+{
+	int a = config_key_alias(k), sect;
+	const char *had = a >= 0 ? config_key_string(a, base) : NULL;
+
+	if (a < 0 || seen[a] <= 0 || strcmp(had != NULL ? had : "", value) == 0)
+		return false;
+	const char *other = config_key_name(a, &sect);
+	config_error(st, st->lineno, "%s %s: \"%s\" differs from %s = \"%s\" "
+	    "(line %d): %s is the old name of %s, one setting; set only one of "
+	    "them", st->label, name, value, other, had != NULL ? had : "",
+	    seen[a], a > k ? other : name, a > k ? name : other);
+	return true;
+}
+
 static int
 config_handler(void *user, const char *section, const char *name,
     const char *value)
@@ -322,9 +341,11 @@ config_handler(void *user, const char *section, const char *name,
 		    st->label, name, abs(seen[k]));
 		return 1;
 	}
-	seen[k] = st->lineno;
 	base = st->sect == S_QUEUE ? (void *)&st->cfg->queues[st->queue] :
 	    (void *)st->cfg;
+	if (alias_differs(st, k, seen, base, name, value))
+		return 1;
+	seen[k] = st->lineno;
 	if ((why = config_key_set(k, base, value)) != NULL) {
 		config_error(st, st->lineno, "%s %s: \"%s\" %s", st->label, name,
 		    value, why);

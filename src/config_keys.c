@@ -78,6 +78,9 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "group", F(group), "", NULL),
 	STR(S_FERRYD, "control_socket", F(control_socket), "/run/ferryd.sock",
 	    config_check_abs_path),
+	/* the listener of /metrics, the dashboard and /api; metrics_listen
+	 * is its old name (config_key_alias) */
+	STR(S_FERRYD, "http_listen", F(metrics_listen), "", config_check_listen),
 	STR(S_FERRYD, "metrics_listen", F(metrics_listen), "", config_check_listen),
 	STR(S_FERRYD, "http_token", F(http_token), "", config_check_http_token),
 	STR(S_FERRYD, "http_token_file", F(http_token_file), "",
@@ -426,6 +429,28 @@ config_keys_free(int sect, void *base)
 		free(*p);
 		*p = NULL;
 	}
+}
+
+int
+config_key_alias(int key)
+{
+	const struct config_key *k = &config_keys[key];
+
+	for (size_t i = 0; i < NKEYS; i++)
+		if ((int)i != key && config_keys[i].sect == k->sect &&
+		    config_keys[i].offset == k->offset)
+			return (int)i;
+	return -1;
+}
+
+const char *
+config_key_string(int key, const void *base)
+{
+	const struct config_key *k = &config_keys[key];
+
+	if (k->type != T_STRING)
+		return NULL;
+	return *(char *const *)((const char *)base + k->offset);
 }
 
 int

@@ -21,6 +21,13 @@ int config_key_find(int sect, const char *name);
  * ferry_config or queue_config); NULL, or what is wrong (to be freed). */
 char *config_key_set(int key, void *base, const char *value);
 void config_keys_default(int sect, void *base);
+/* The other row that sets key's field (a key and its old name, such as
+ * http_listen and metrics_listen: the first row is the name, the later
+ * the old one), or -1. */
+int config_key_alias(int key);
+/* The value of a string key's field in the struct at base (NULL: not a
+ * string key, or unset). */
+const char *config_key_string(int key, const void *base);
 void config_keys_free(int sect, void *base);
 
 bool config_valid_name(const char *s, size_t max);

@@ -5,7 +5,9 @@
  * attempts. (A timeout is not split: that would multiply the wait.) */
 #include "handler.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache.h"
 #include "log.h"
@@ -31,6 +33,21 @@ exec_close(void *state)
 	free(state);
 }
 
+/* A run that left jobs without a result (the command crashed, exited
+ * early or timed out: why, a job's message) is the handler's error, as one
+ * that could not start or printed nonsense: the worker's last error,
+ * counted in ferry_sink_errors_total{class="handler"}. */
+static void
+unanswered_error(char *err, size_t size, const char *why, int unanswered,
+    int n)
+{
+	const char *cut = strstr(why, " without a result");
+	int len = cut != NULL ? (int)(cut - why) : (int)strlen(why);
+
+	snprintf(err, size, "%.*s: %d of %d job%s without a result, retried",
+	    len, why, unanswered, n, n == 1 ? "" : "s");
+}
+
 /* Run the jobs idx[0..n) of jobs/results, splitting after a crash. */
 static void
 run_split(struct exec_ops *x, struct job *all_jobs,
@@ -39,6 +56,7 @@ run_split(struct exec_ops *x, struct job *all_jobs,
 	struct job *jobs = xmalloc(sizeof(*jobs) * (size_t)n);
 	struct handler_result *res = xmalloc(sizeof(*res) * (size_t)n);
 	int *again = xmalloc(sizeof(*again) * (size_t)n), nagain = 0;
+	int nanswerless = 0, first = 0;
 	char err[1024] = "";
 
 	for (int i = 0; i < n; i++) {
@@ -46,13 +64,18 @@ run_split(struct exec_ops *x, struct job *all_jobs,
 		res[i] = all_results[idx[i]];
 	}
 	int rc = handler_exec_run(x->host.q, jobs, res, n, err, sizeof(err));
-	if (err[0] != '\0')
-		x->host.warn(x->host.arg, err);
 	for (int i = 0; i < n; i++) {
 		all_results[idx[i]] = res[i];
+		if (res[i].unanswered && nanswerless++ == 0)
+			first = i;
 		if (rc == HANDLER_EXEC_CRASHED && res[i].unanswered)
 			again[nagain++] = idx[i];
 	}
+	if (err[0] == '\0' && nanswerless > 0)
+		unanswered_error(err, sizeof(err), res[first].message,
+		    nanswerless, n);
+	if (err[0] != '\0')
+		x->host.warn(x->host.arg, err);
 	if (nagain > 1) {
 		log_info("queue %s: handler crashed with %d jobs unanswered: "
 		    "splitting them to find the culprit", x->host.q->name, nagain);

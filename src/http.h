@@ -46,6 +46,9 @@ struct metrics_figures;
 #define HTTP_DEPTHS 6
 extern const char *const http_depth_names[HTTP_DEPTHS];
 int64_t http_depth(const struct metrics_figures *f, int i);
+/* The jobs producers ever pushed, as `ferryctl stats` counts them: those
+ * workers took (the stats hash's `enqueued`) and those still in ready. */
+int64_t http_enqueued(const struct metrics_figures *f);
 
 /* http_actions.c: the request carries "Authorization: Bearer TOKEN" with
  * [ferryd] http_token (constant-time compare); false when no token is

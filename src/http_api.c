@@ -1,8 +1,9 @@
 /* http_api.c - the dashboard's read-only JSON (GET): /api/queues (depths
  * and counters of each queue, as Redis said at the last refresh of
- * metrics.c), /api/workers (this master's scoreboard), /api/series (the
- * chart's rates, master_series.c), /api/events (master_events.c). All of
- * it is what the master holds already: nothing here waits for Redis. */
+ * metrics.c, and the age of its oldest ready job), /api/workers (this
+ * master's scoreboard), /api/series (the chart's rates, master_series.c),
+ * /api/events (master_events.c). All of it is what the master holds
+ * already: nothing here waits for Redis. */
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -27,6 +28,12 @@ http_depth(const struct metrics_figures *f, int i)
 		f->delayed, f->scheduled, f->dead };
 
 	return v[i];
+}
+
+int64_t
+http_enqueued(const struct metrics_figures *f)
+{
+	return f->enqueued + f->ready;
 }
 
 size_t
@@ -77,12 +84,12 @@ queue_json(struct master *m, const struct metrics_queue_view *q)
 	for (int i = 0; i < HTTP_DEPTHS; i++)
 		set_int(o, http_depth_names[i], http_depth(f, i));
 	json_object_set_new(o, "counters", json_pack("{s:I, s:I, s:I, s:I, "
-	    "s:I, s:I}", "enqueued", (json_int_t)f->enqueued, "done",
+	    "s:I, s:I}", "enqueued", (json_int_t)http_enqueued(f), "done",
 	    (json_int_t)f->done, "retried", (json_int_t)f->retried, "deadlettered",
 	    (json_int_t)f->deadlettered, "recovered", (json_int_t)f->recovered,
 	    "cache_missing", (json_int_t)f->cache_missing));
 	set_int(o, "age_ms", util_monotonic_ms() - f->updated_ms);
-	set_int(o, "backlog_ms", master_series_backlog_ms(q->name));
+	set_int(o, "oldest_ready_age_ms", metrics_oldest_ready_ms(f));
 	return o;
 }
 

@@ -16,7 +16,6 @@
 #include "http.h"
 #include "master_control.h"
 #include "master_events.h"
-#include "master_series.h"
 #include "metrics.h"
 #include "util.h"
 #include "web.h"
@@ -75,7 +74,7 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 	    "<th>requeued</th><th>processing</th><th>delayed</th>"
 	    "<th>scheduled</th><th>dead</th><th>enqueued</th><th>done</th>"
 	    "<th>retried</th><th>dead-lettered</th><th>recovered</th>"
-	    "<th>backlog for</th>"
+	    "<th>oldest waiting</th>"
 	    "<th class=\"t\"></th></tr></thead><tbody>");
 	for (int i = 0; i < v->nqueues; i++) {
 		const struct metrics_queue_view *q = &v->queues[i];
@@ -98,13 +97,13 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 		} else {
 			for (int k = 0; k < HTTP_DEPTHS; k++)
 				cell(o, http_depth_names[k], http_depth(f, k));
-			cell(o, "enqueued", f->enqueued);
+			cell(o, "enqueued", http_enqueued(f));
 			cell(o, "done", f->done);
 			cell(o, "retried", f->retried);
 			cell(o, "deadlettered", f->deadlettered);
 			cell(o, "recovered", f->recovered);
-			cell_text(o, "backlog", age_text(master_series_backlog_ms(
-			    q->name), age, sizeof(age)), "");
+			cell_text(o, "oldest_ready_age", age_text(
+			    metrics_oldest_ready_ms(f), age, sizeof(age)), "");
 		}
 		buf_printf(o, "<td class=\"t\"><a class=\"nojs\" href=\"/api/dead?"
 		    "queue=");

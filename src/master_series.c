@@ -30,7 +30,6 @@ struct series {
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
 	struct sample ring[MASTER_SERIES_SAMPLES];
 	unsigned long n;          /* samples ever taken */
-	int64_t backlog_since_ms; /* first sample of a backlog, 0: none */
 	struct series *next;
 };
 
@@ -84,10 +83,6 @@ sample_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		x->c[C_RETRIED] = f->retried;
 		x->c[C_DEAD] = f->deadlettered;
 		x->c[C_RECOVERED] = f->recovered;
-		if (f->ready + f->requeued == 0)
-			s->backlog_since_ms = 0;
-		else if (s->backlog_since_ms == 0)
-			s->backlog_since_ms = now;
 	}
 }
 
@@ -109,16 +104,6 @@ master_series_stop(struct master *m)
 		S.all = s->next;
 		free(s);
 	}
-}
-
-int64_t
-master_series_backlog_ms(const char *queue)
-{
-	for (struct series *s = S.all; s != NULL; s = s->next)
-		if (strcmp(s->queue, queue) == 0)
-			return s->backlog_since_ms != 0 ? wall_ms() -
-			    s->backlog_since_ms : 0;
-	return 0;
 }
 
 /* The rates between samples a and b (b later); a counter that went down

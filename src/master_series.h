@@ -20,10 +20,4 @@ void master_series_stop(struct master *m);
  * "recovered"}...]}}: per-second rates between consecutive samples,
  * oldest first. */
 json_t *master_series_json(void);
-/* How long queue's ready and requeue lists have not been empty at any
- * sample (ms; 0: empty at the last one, or never sampled): the age of
- * the backlog, as close as the master can tell without a timestamp in
- * the jobs (to MASTER_SERIES_STEP_S, and never before ferryd started). */
-int64_t master_series_backlog_ms(const char *queue);
-
 #endif

@@ -91,6 +91,13 @@ metrics_figures_of(const struct metrics *mt, const char *queue)
 	return e != NULL ? &e->v : NULL;
 }
 
+int64_t
+metrics_oldest_ready_ms(const struct metrics_figures *f)
+{
+	return f->ready_since_ms != 0 ? util_monotonic_ms() -
+	    f->ready_since_ms : 0;
+}
+
 /* ready is a FIFO (LPUSH, RPOP): the oldest job in it is the one that
  * arrived right after the `taken` jobs workers have had (stats
  * `enqueued`), so it had arrived by the first refresh that counted more

@@ -79,6 +79,9 @@ void metrics_stop(struct metrics *mt);
 /* The last figures of queue, or NULL before the first refresh. */
 const struct metrics_figures *metrics_figures_of(const struct metrics *mt,
     const char *queue);
+/* Age of the oldest job in f's ready list now, from ready_since_ms (ms;
+ * 0: ready empty). */
+int64_t metrics_oldest_ready_ms(const struct metrics_figures *f);
 /* INFO memory's used_memory and maxmemory (-1: not said) at memory_ms,
  * 0 before the first answer. */
 void metrics_memory(const struct metrics *mt, int64_t *used,

@@ -66,14 +66,6 @@ status_master(const struct metrics *mt, const struct metrics_view *v,
 	buf_printf(o, "\n");
 }
 
-/* Age of the oldest job in ready now (0: none). */
-static int64_t
-oldest_ready_ms(const struct metrics_figures *f)
-{
-	return f->ready_since_ms != 0 ? util_monotonic_ms() -
-	    f->ready_since_ms : 0;
-}
-
 static void
 status_queue(const struct metrics *mt, const struct metrics_view *v,
     const struct metrics_queue_view *mq, struct buf *o)
@@ -98,7 +90,7 @@ status_queue(const struct metrics *mt, const struct metrics_view *v,
 	    (long long)f->scheduled, (long long)f->dead,
 	    (long long)f->done, (long long)f->retried,
 	    (long long)f->deadlettered, (long long)f->recovered,
-	    (long long)f->cache_missing, (long long)oldest_ready_ms(f),
+	    (long long)f->cache_missing, (long long)metrics_oldest_ready_ms(f),
 	    (long long)(util_monotonic_ms() - f->updated_ms));
 }
 
@@ -202,7 +194,7 @@ prom_ages(const struct metrics *mt, const struct metrics_view *v,
 		    mq->name);
 		if (f != NULL && !mq->removed)
 			buf_printf(o, "%s{queue=\"%s\"} %.3f\n", name, mq->name,
-			    (double)(oldest ? oldest_ready_ms(f) :
+			    (double)(oldest ? metrics_oldest_ready_ms(f) :
 			    now - f->updated_ms) / 1000.);
 	}
 }
@@ -326,7 +318,9 @@ prom_errors(const struct metrics_view *v, struct buf *o,
 
 	family(o, "ferry_sink_errors_total", "counter", "Errors writing jobs "
 	    "out, by class: postgres (server failing or unreachable), schema "
-	    "(table or columns missing), handler (exec handler failed), other.");
+	    "(table or columns missing), handler (exec handler could not start, "
+	    "crashed, timed out or printed nonsense, leaving jobs without a "
+	    "result: not jobs it answered fail), other.");
 	for (int k = 0; k < v->nqueues; k++)
 		for (size_t c = 0; c < FERRY_ARRAY_LEN(classes) &&
 		    !v->queues[k].removed; c++)

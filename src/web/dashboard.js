@@ -69,7 +69,7 @@
 			    td("delayed", q.delayed), td("scheduled", q.scheduled), td("dead", q.dead),
 			    td("enqueued", c.enqueued), td("done", c.done), td("retried", c.retried),
 			    td("deadlettered", c.deadlettered), td("recovered", c.recovered),
-			    td("backlog", q.backlog_ms ? ms(q.backlog_ms) : "-"));
+			    td("oldest_ready_age", q.oldest_ready_age_ms ? ms(q.oldest_ready_age_ms) : "-"));
 			const act = el("td", { class: "t" });
 			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); }));
 			if (actions)

@@ -7,9 +7,12 @@
 //   FERRY_DEAD_QUEUE the queue whose dead entries are checked
 //   FERRY_TOKEN      the token (token mode), or unset (read-only mode)
 //   FERRY_SCREENSHOT where to save a screenshot (optional)
+//   FERRY_CTL, FERRY_CONFIG  ferryctl and ferryd's config (token mode: a
+//                    job enqueued into FERRY_DEAD_QUEUE while it is paused)
 //   CHROMIUM         the browser (default /usr/bin/chromium)
 // It prints "ok N - what" / "not ok N - what" lines and "# pass N",
 // "# fail N" at the end, and exits 1 when a check failed.
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -125,6 +128,30 @@ try {
 		    `${deadRows} -> ${after}`);
 		const ids = await page.$$eval('#dead tbody td[data-k="id"]', (c) => c.map((x) => x.textContent));
 		check("the replayed job is gone from the list", !ids.includes(firstId), ids.join(","));
+
+		// paused with a job waiting, the oldest waiting age shows; once
+		// resumed and drained, none (the script's refresh, not a reload)
+		const row = `#queues tr[data-queue="${deadQueue}"]`;
+		const age = `${row} td[data-k="oldest_ready_age"]`;
+		await page.click(`${row} button:has-text("pause")`);
+		const paused = await page.waitForFunction(async (q) => {
+			const w = (await (await fetch("/api/workers")).json()).workers;
+			return w.some((x) => x.queue === q) &&
+			    w.filter((x) => x.queue === q).every((x) => x.state === "paused");
+		}, deadQueue, { timeout: 20000, polling: 200 }).then(() => true, () => false);
+		execFileSync(process.env.FERRY_CTL, ["-c", process.env.FERRY_CONFIG, "enqueue",
+		    deadQueue, '{"id":"good-browser"}']);
+		await page.waitForFunction((sel) => /^[0-9.]+ (ms|s|min)$/.test(
+		    document.querySelector(sel).textContent), age, { timeout: 20000 }).catch(() => {});
+		const waiting = (await page.textContent(age)).trim();
+		check("paused with a job waiting: the page shows its age", paused &&
+		    /^[0-9.]+ (ms|s|min)$/.test(waiting), `paused ${paused}, "${waiting}"`);
+		await page.click(`${row} button:has-text("resume")`);
+		await page.waitForFunction(([sel, r]) => document.querySelector(sel).textContent === "-" &&
+		    document.querySelector(r + ' td[data-k="ready"]').textContent === "0",
+		    [age, row], { timeout: 20000 }).catch(() => {});
+		const drained = (await page.textContent(age)).trim();
+		check("resumed and drained: no oldest waiting age", drained === "-", `"${drained}"`);
 	}
 	check("no script error on the page", errors.length === 0, errors.join("; "));
 } finally {

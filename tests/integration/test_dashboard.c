@@ -4,27 +4,28 @@
  * file exists). Over plain HTTP (a small GET/POST helper, no curl): the
  * page's tables without JavaScript, /api/queues, workers, series, events,
  * the dead list and one entry, 403 for every POST without the token, and
- * with it replay, purge, pause and resume. In a real browser (Debian's
+ * with it replay, purge, pause and resume, and the age of a paused queue's
+ * oldest job (that of `ferryctl status`, 0 once drained). In a real
+ * browser (Debian's
  * chromium, driven by tests/browser/dashboard.test.mjs with playwright-core
  * that `npm ci` installs there; node, npm or chromium missing fails it):
  * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
- * refused when read-only, replay shrinking the list with the token.
+ * refused when read-only, replay shrinking the list with the token, the
+ * oldest waiting job's age while its queue is paused and none once drained.
  * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
 #include <criterion/criterion.h>
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_http.h"
 
 #define BROWSER_DIR TEST_SRCDIR "/tests/browser"
 #define TOKEN "test-token-0123456789abcdef"
@@ -41,54 +42,16 @@ teardown(void)
 
 TestSuite(dashboard, .fini = teardown, .timeout = 300);
 
-/* One HTTP/1.0 request to the listener: the status, the body in *body
- * (malloc'd). auth: the Authorization header's value, or NULL. */
 static int
 http(const char *method, const char *path, const char *auth, char **body)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct timeval tv = { 10, 0 };
-	char req[1024];
-	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
-	ssize_t n;
-
-	cr_assert(fd != -1 && buf != NULL);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0,
-	    "connect to the dashboard on port %d", port);
-	int rl = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\n%s%s%s"
-	    "Content-Length: 0\r\n\r\n", method, path, auth ? "Authorization: " :
-	    "", auth ? auth : "", auth ? "\r\n" : "");
-	cr_assert_eq(write(fd, req, (size_t)rl), rl);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (len + 1 == cap)
-			cr_assert((buf = realloc(buf, cap *= 2)) != NULL);
-	}
-	close(fd);
-	buf[len] = '\0';
-	sscanf(buf, "HTTP/1.%*d %d", &status);
-	char *start = strstr(buf, "\r\n\r\n");
-	*body = strdup(start != NULL ? start + 4 : "");
-	free(buf);
-	return status;
+	return h_http(port, method, path, auth, body);
 }
 
 static json_t *
 http_json(const char *path)
 {
-	char *body;
-	int status = http("GET", path, NULL, &body);
-	json_t *o = json_loads(body, 0, NULL);
-
-	cr_assert_eq(status, 200, "GET %s: %d %s", path, status, body);
-	cr_assert_not_null(o, "GET %s: not JSON: %s", path, body);
-	free(body);
-	return o;
+	return h_http_json(port, path);
 }
 
 /* s percent-encoded for a query (malloc'd). */
@@ -121,36 +84,36 @@ act(const char *path)
 	return o;
 }
 
-/* /api/queues' member `key` of queue q (a depth, or counters.key). */
 static long long
 api_queue(const char *q, const char *key)
 {
-	json_t *o = http_json("/api/queues"), *e;
-	size_t i;
-	long long v = -1;
+	return h_api_queue(port, q, key);
+}
 
-	json_array_foreach(json_object_get(o, "queues"), i, e) {
-		if (strcmp(h_jstr(e, "name"), q) != 0)
-			continue;
-		json_t *x = json_object_get(e, key);
-		if (x == NULL)
-			x = json_object_get(json_object_get(e, "counters"), key);
-		v = json_is_true(x) ? 1 : json_is_false(x) ? 0 :
-		    json_integer_value(x);
-	}
-	json_decref(o);
+/* oldest_ready_age_ms of queue q in `ferryctl status`. */
+static long long
+status_oldest(const char *q)
+{
+	struct h_run r;
+	char want[200];
+
+	h_ctl(&r, d.config, NULL, "status", (const char *)NULL);
+	h_run_expect(&r, 0);
+	snprintf(want, sizeof(want), "\nqueue name=%s ", q);
+	char *line = strstr(r.out, want);
+	cr_assert_not_null(line, "no queue %s in:\n%s", q, r.out);
+	char *eol = strchr(line + 1, '\n');
+	char *at = strstr(line, " oldest_ready_age_ms=");
+	cr_assert(at != NULL && (eol == NULL || at < eol), "%s", r.out);
+	long long v = strtoll(at + 21, NULL, 10);
+	h_run_free(&r);
 	return v;
 }
 
 static void
 wait_api_queue(const char *q, const char *key, long long want)
 {
-	long long end = h_now_ms() + H_DEADLINE_MS, got;
-
-	while ((got = api_queue(q, key)) != want && h_now_ms() < end)
-		h_sleep_ms(100);
-	cr_assert_eq(got, want, "/api/queues: %s %s is %lld, not %lld", q, key,
-	    got, want);
+	h_wait_api_queue(port, q, key, want);
 }
 
 /* tests/browser/dashboard.test.mjs in headless chromium against the page,
@@ -174,9 +137,11 @@ run_browser(const char *token, int want)
 	snprintf(line, sizeof(line), "cd %s && flock %s sh -c '%s ci --no-audit "
 	    "--no-fund --prefer-offline >/dev/null && FERRY_URL=http://127.0.0.1:"
 	    "%d/ FERRY_STATS=%s FERRY_DEAD_QUEUE=ex FERRY_TOKEN=%s "
-	    "FERRY_SCREENSHOT=%s CHROMIUM=%s %s dashboard.test.mjs'",
-	    BROWSER_DIR, TEST_BUILDDIR "/tests/browser.lock", npm, port, stats,
-	    token, shot != NULL && *token != '\0' ? shot : "",
+	    "FERRY_SCREENSHOT=%s FERRY_CTL=%s FERRY_CONFIG=%s CHROMIUM=%s %s "
+	    "dashboard.test.mjs'", BROWSER_DIR, TEST_BUILDDIR
+	    "/tests/browser.lock", npm, port, stats, token, shot != NULL &&
+	    *token != '\0' ? shot : "", getenv("FERRYCTL") ? getenv("FERRYCTL") :
+	    TEST_BUILDDIR "/ferryctl", d.config,
 	    getenv("CHROMIUM") ? getenv("CHROMIUM") : "/usr/bin/chromium", node);
 	char *text = h_shell(&d, line, "browser.out");
 	snprintf(pass, sizeof(pass), "# pass %d\n", want);
@@ -390,9 +355,9 @@ Test(dashboard, actions_with_the_token)
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-1\""), 0);
 
 	/* in the browser: replay bad-2, the last one */
-	run_browser(TOKEN, 15);
+	run_browser(TOKEN, 17);
 	h_wait_redis_int(&d, 0, "LLEN ferry:{ex}:dead");
-	wait_api_queue("ex", "done", 4);
+	wait_api_queue("ex", "done", 5);    /* and the one it enqueued */
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-2\""), 1);
 
 	/* every entry of a reason: 3 handler failures and a malformed job
@@ -411,7 +376,7 @@ Test(dashboard, actions_with_the_token)
 	cr_assert_eq(json_integer_value(json_object_get(o, "replayed")), 3);
 	cr_assert_eq(json_integer_value(json_object_get(o, "refused")), 0);
 	json_decref(o);
-	wait_api_queue("ex", "done", 7);
+	wait_api_queue("ex", "done", 8);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 1);
 	o = http_json("/api/dead?queue=ex");
 	char *reason = url_encode(h_jstr(json_array_get(json_object_get(o,
@@ -426,9 +391,9 @@ Test(dashboard, actions_with_the_token)
 	json_decref(o);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 0);
 
-	/* a paused queue's backlog has an age from the chart's samples, gone
-	 * once it drains */
-	wait_api_queue("ex", "backlog_ms", 0);  /* the replays' is gone */
+	/* a paused queue's oldest job has an age (metrics.c's, the one of
+	 * `ferryctl status`), on the page and in /api/queues; 0 once drained */
+	wait_api_queue("ex", "oldest_ready_age_ms", 0);
 	json_decref(act("/api/pause?queue=ex"));
 	long long end = h_now_ms() + H_DEADLINE_MS;
 	bool paused = false;
@@ -444,19 +409,37 @@ Test(dashboard, actions_with_the_token)
 			h_sleep_ms(100);
 	}
 	cr_assert(paused, "the worker of ex did not pause");
+	long long pushed = h_now_ms();
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{ex}:ready %s",
 	    "{\"id\":\"good-3\"}"));
 	end = h_now_ms() + H_DEADLINE_MS;
-	while (api_queue("ex", "backlog_ms") == 0 && h_now_ms() < end)
+	while (api_queue("ex", "oldest_ready_age_ms") < 1000 &&
+	    h_now_ms() < end)
 		h_sleep_ms(200);
-	cr_assert_gt(api_queue("ex", "backlog_ms"), 0);
+	long long before = h_now_ms(), st = status_oldest("ex");
+	long long api = api_queue("ex", "oldest_ready_age_ms");
+	long long between = h_now_ms() - before;
+	cr_assert_geq(api, 1000, "the job waited over 1 s");
+	cr_assert_leq(api, h_now_ms() - pushed, "older than the job");
+	/* the same figures, read apart: within a refresh (1 s) and the time
+	 * between the two reads */
+	cr_assert(api >= st - 1000 && api <= st + between + 1000, "/api/queues "
+	    "says %lld ms, ferryctl status %lld ms, read %lld ms apart", api, st,
+	    between);
 	cr_assert_eq(http("GET", "/", NULL, &body), 200);
-	cr_assert(strstr(body, "<td data-k=\"backlog\" class=\"\">-</td>") !=
-	    NULL, "pg has no backlog");
+	cr_assert(strstr(body, "<td data-k=\"oldest_ready_age\" class=\"\">-"
+	    "</td>") != NULL, "pg has no job waiting");
+	char *row = strstr(body, "<tr data-queue=\"ex\"");
+	cr_assert_not_null(row);
+	const char *td = "<td data-k=\"oldest_ready_age\" class=\"\">";
+	char *cell = strstr(row, td);
+	cr_assert(cell != NULL && strchr("0123456789", cell[strlen(td)]),
+	    "ex's oldest job has no age in the page: %.80s", row);
 	cr_assert_eq(h_count_in_file(path, "good-3"), 0);
 	free(body);
 	json_decref(act("/api/resume?queue=ex"));
-	wait_api_queue("ex", "done", 8);
-	wait_api_queue("ex", "backlog_ms", 0);
+	wait_api_queue("ex", "done", 9);
+	wait_api_queue("ex", "oldest_ready_age_ms", 0);
+	cr_assert_eq(status_oldest("ex"), 0);
 	h_stop(&d);
 }

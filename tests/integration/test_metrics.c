@@ -2,12 +2,14 @@
  * alert rules (etc/grafana, etc/prometheus) read beyond the counters and
  * depths test_control.c checks: the age of the oldest job waiting in
  * ready, dated by the master's refreshes (metrics.c: figures_arrivals),
- * and the configured marks (memory, heartbeat_ttl). */
+ * the configured marks (memory, heartbeat_ttl), and an exec handler's
+ * crash counted as a sink error of class handler. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -116,6 +118,51 @@ Test(metrics, configured_marks)
 	cr_assert_eq(metric("ferry_redis_memory_warn_ratio"), 0.70);
 	cr_assert_eq(metric("ferry_redis_memory_refuse_ratio"), 0.85);
 	cr_assert_eq(metric("ferry_heartbeat_ttl_seconds"), 12.);
+	h_stop(&d);
+}
+
+#define HANDLER_ERRORS \
+	"ferry_sink_errors_total{queue=\"q\",class=\"handler\"}"
+
+/* A job the handler answers `fail` is the job's failure, not the sink's:
+ * no error counted. A handler that dies leaving jobs without a result is
+ * the handler failing (as one that cannot start or prints nonsense): a
+ * sink error of class handler, one per run, and the worker's last error
+ * (FerrySinkOutage reads them while no job gets done). */
+Test(metrics, a_handler_crash_is_a_handler_sink_error)
+{
+	char handler[400], queues[600];
+	struct h_run r;
+
+	h_setup(&d, NULL, "");
+	snprintf(handler, sizeof(handler), "%s/handler.sh", d.dir);
+	h_write_file(handler, "#!/bin/sh\nwhile IFS= read -r line; do\n"
+	    "\tid=$(printf '%%s' \"$line\" | cut -d'\"' -f4)\n"
+	    "\tcase $line in\n\t*crash*) kill -9 $$ ;;\n"
+	    "\t*refuse*) echo \"fail $id refused\" ;;\n"
+	    "\t*) echo \"ok $id\" ;;\n\tesac\ndone\n");
+	chmod(handler, 0755);
+	snprintf(queues, sizeof(queues), "[queue q]\nhandler = exec\n"
+	    "command = %s\nworkers = 1\nmax_attempts = 1\n", handler);
+	h_config(&d, NULL, queues);
+	h_start(&d, 1);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s",
+	    "{\"id\":\"good-1\"}", "{\"id\":\"refused-1\",\"refuse\":1}"));
+	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	cr_assert_eq(metric(HANDLER_ERRORS), 0., "a job failed is no sink error");
+
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s",
+	    "{\"id\":\"crash-1\",\"crash\":1}"));
+	h_wait_redis_int(&d, 2, "LLEN ferry:{q}:dead");
+	cr_assert_eq(metric(HANDLER_ERRORS), 1.);
+	cr_assert_eq(metric("ferry_sink_errors_total{queue=\"q\","
+	    "class=\"other\"}"), 0.);
+	h_ctl(&r, d.config, NULL, "status", (const char *)NULL);
+	cr_assert(strstr(r.out, "handler killed by signal 9 (SIGKILL): 1 of 1 "
+	    "job without a result, retried") != NULL, "%s", r.out);
+	h_run_free(&r);
+	h_wait_log(&d, "queue q: handler killed by signal 9 (SIGKILL)", 1);
 	h_stop(&d);
 }
 

@@ -677,6 +677,28 @@ Test(config_errors, strings)
 	load_ok("[ferryd]\nmetrics_listen = 0.0.0.0:9187\n" Q1, &cfg);
 	cr_assert_str_eq(cfg.metrics_listen, "0.0.0.0:9187");
 	config_free(&cfg);
+	/* http_listen is its name now, metrics_listen the old one: either,
+	 * or both with one value; two values are an error */
+	load_ok("[ferryd]\nhttp_listen = 127.0.0.1:9188\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.metrics_listen, "127.0.0.1:9188");
+	config_free(&cfg);
+	load_ok("[ferryd]\nmetrics_listen = 127.0.0.1:9188\nhttp_listen = "
+	    "127.0.0.1:9188\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.metrics_listen, "127.0.0.1:9188");
+	config_free(&cfg);
+	expect_errors("[ferryd]\nhttp_listen = 127.0.0.1:9188\n"
+	    "metrics_listen = 127.0.0.1:9187\n" Q1,
+	    "F:3: [ferryd] metrics_listen: \"127.0.0.1:9187\" differs from "
+	    "http_listen = \"127.0.0.1:9188\" (line 2): metrics_listen is the "
+	    "old name of http_listen, one setting; set only one of them\n");
+	expect_errors("[ferryd]\nmetrics_listen = 127.0.0.1:9187\n"
+	    "http_listen =\n" Q1,
+	    "F:3: [ferryd] http_listen: \"\" differs from metrics_listen = "
+	    "\"127.0.0.1:9187\" (line 2): metrics_listen is the old name of "
+	    "http_listen, one setting; set only one of them\n");
+	expect_errors("[ferryd]\nhttp_listen = 9188\n" Q1,
+	    "F:2: [ferryd] http_listen: \"9188\" is not valid (allowed: empty, "
+	    "or IPV4:PORT such as 127.0.0.1:9187)\n");
 	expect_errors("[ferryd]\nredis_prefix =\n" Q1,
 	    "F:2: [ferryd] redis_prefix: \"\" is not valid (allowed: 1..32 "
 	    "characters of A-Z a-z 0-9 _ . -)\n");

@@ -42,12 +42,13 @@ Test(handler_table, every_config_handler_has_all_ops)
 }
 
 static int warnings;
+static char last_warning[256];
 
 static void
 count_warning(void *arg, const char *msg)
 {
 	(void)arg;
-	(void)msg;
+	snprintf(last_warning, sizeof(last_warning), "%s", msg);
 	warnings++;
 }
 
@@ -141,4 +142,30 @@ Test(handler_table, exec_run_splits_a_crash_down_to_single_jobs)
 		cr_assert_str_eq(res[i].message, "handler exited with status 1 "
 		    "without a result for this job");
 	}
+}
+
+/* A command that dies silently (kill -9 itself, no line printed) leaves
+ * jobs without a result: each run is the handler's error, warned (the
+ * worker's last error, a sink error of class handler), 1 + 2 runs. */
+Test(handler_table, exec_run_warns_of_a_silent_crash)
+{
+	const struct handler_ops *ops = handler_for(CONFIG_HANDLER_EXEC);
+	struct queue_config q = { .name = "q", .handler = CONFIG_HANDLER_EXEC,
+	    .handler_timeout_ms = 10000, .command = "/bin/sh -c \"kill -9 $$\"" };
+	struct job jobs[2];
+	struct handler_result res[2];
+	char err[128] = "";
+
+	signal(SIGPIPE, SIG_IGN);
+	make_jobs(jobs, res, 2, -1);
+	void *st = open_handler(ops, &q);
+	cr_assert_eq(ops->run(st, jobs, res, 2, "w:1", err, sizeof(err)),
+	    HANDLER_DONE);
+	ops->close(st);
+	cr_assert_eq(warnings, 3);
+	cr_assert_str_eq(last_warning, "handler killed by signal 9 (SIGKILL): "
+	    "1 of 1 job without a result, retried");
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(res[i].outcome, HANDLER_RETRY);
+	cr_assert_eq(scoreboard_error_class(last_warning), SB_ERR_HANDLER);
 }

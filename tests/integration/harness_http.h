@@ -1,0 +1,24 @@
+/* harness_http.h - a small HTTP/1.0 client for the tests of ferryd's
+ * listener (the dashboard's pages and JSON): one request per connection to
+ * 127.0.0.1:port, no curl. */
+#ifndef FERRY_TEST_HARNESS_HTTP_H
+#define FERRY_TEST_HARNESS_HTTP_H
+
+#include <jansson.h>
+
+/* One request: the status, the body in *body (malloc'd). auth: the
+ * Authorization header's value, or NULL. Fails the test when it cannot
+ * connect. */
+int h_http(int port, const char *method, const char *path, const char *auth,
+    char **body);
+/* GET path as JSON; fails the test unless 200 and JSON. */
+json_t *h_http_json(int port, const char *path);
+
+/* Member `key` of queue q in /api/queues (a depth, paused, or
+ * counters.key; true is 1, false 0), -1 when there is no such queue. */
+long long h_api_queue(int port, const char *q, const char *key);
+/* Wait until h_api_queue says want; fails the test if not. */
+void h_wait_api_queue(int port, const char *q, const char *key,
+    long long want);
+
+#endif
