@@ -121,3 +121,46 @@ pg_target_row_suffix(struct copy_buf *rows, size_t from, bool del, int job)
 			rows->data[--dst] = c;
 	}
 }
+
+int
+pg_target_member_text(const char *name, const char *doc, size_t len,
+    char *buf, size_t size)
+{
+	struct json_scan_span v;
+
+	if (!may_have(name, doc, len) || !find_op(name, doc, len, &v) ||
+	    v.type == JSON_SCAN_NULL)
+		return 0;
+	return span_text(&v, buf, size) ? 1 : -1;
+}
+
+int
+pg_target_data_members(const char *doc, size_t len,
+    int (*fn)(void *ctx, const char *name, const char *p, size_t n),
+    void *ctx)
+{
+	struct json_scan_span d, k, v, data;
+	struct json_scan_error e;
+	struct json_scan_iter it;
+	char key[128];
+
+	if (json_scan_document(doc, len, &d, &e) == -1 ||
+	    d.type != JSON_SCAN_OBJECT)
+		return -1;
+	data.type = JSON_SCAN_NULL;
+	json_scan_iter_init(&it, &d);
+	while (json_scan_object_next(&it, &k, &v))
+		if (span_text(&k, key, sizeof(key)) && strcmp(key, "data") == 0)
+			data = v;       /* the last of duplicates, as copy.c */
+	if (data.type != JSON_SCAN_OBJECT)
+		return -1;
+	json_scan_iter_init(&it, &data);
+	while (json_scan_object_next(&it, &k, &v)) {
+		if (!span_text(&k, key, sizeof(key)))
+			snprintf(key, sizeof(key), "%.*s", k.len > 64 ? 64 :
+			    (int)k.len, k.p);
+		if (fn(ctx, key, v.p, v.len) == -1)
+			return -2;
+	}
+	return 0;
+}
