@@ -2103,3 +2103,25 @@ Test(config_errors, tables)
 	expect_errors(PG, "F:2: [queue ev] table: required when handler = "
 	    "postgres\n");
 }
+
+/* A [table] section changed on reload: the queue's workers must go. */
+Test(config_api, table_section_changed)
+{
+	struct ferry_config a, b;
+
+	load_ok(TABLES "[table ev orders]\ncolumns = id\n", &a);
+	load_ok(TABLES "[table ev orders]\ncolumns = id, total\n", &b);
+	cr_expect_not(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &a,
+	    &a.queues[0]));
+	config_free(&b);
+	/* the same keys, set in the queue instead: the tables are the same */
+	load_ok(TABLES "columns = id\n[table ev shop.lines]\ncolumns =\n", &b);
+	cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	config_free(&b);
+	config_free(&a);
+}
