@@ -159,6 +159,9 @@ check_mode_keys(struct loader *st, int i)
 		    "\"%s\" is set but handler = %s (only used with handler = "
 		    "postgres)", q->name, config_mode_name(q->mode),
 		    config_handler_name(q->handler));
+	if (*q->tables != '\0')
+		return;         /* defaults of its tables: checked per table
+		                 * (config_tables.c) */
 	if (by_key_mode && *q->key == '\0' && key_line(st, i, "key") >= 0)
 		config_error(st, blame_line(st, i, "key", "mode"), "[queue %s] "
 		    "key: required when mode = %s (allowed: the columns of a "

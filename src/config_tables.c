@@ -153,16 +153,17 @@ inherit(struct config_table *t, const struct queue_config *q)
 	inherit_str(&t->c.op_member, q->op_member);
 }
 
-/* The rules of the table's mode, as [queue] has them (config_rules.c). */
+/* The rules of the table's mode, as [queue] has them (config_rules.c);
+ * line: where to point when the section did not set the key (its
+ * header, or the queue's tables line for a table without a section). */
 static void
-check_table_mode(struct loader *st, const struct config_table *t)
+check_table_mode(struct loader *st, const struct config_table *t, int line)
 {
 	const struct queue_config *c = &t->c;
 	const char *values[] = { c->key, c->update_columns, c->version };
 	const int keys[] = { K_KEY, K_UPDATE_COLUMNS, K_VERSION };
 	bool by_key = c->mode == CONFIG_MODE_UPSERT ||
 	    c->mode == CONFIG_MODE_UPDATE;
-	int line = t->line;
 
 	if (by_key && *c->key == '\0' && t->set[K_KEY] >= 0)
 		config_error(st, line, "[table %s %s] key: required when mode = %s "
@@ -238,11 +239,15 @@ config_check_tables(struct loader *st)
 			continue;
 		}
 		inherit(t, q);
-		check_table_mode(st, t);
+		check_table_mode(st, t, t->line);
 	}
-	for (int i = 0; i < cfg->nqueues; i++)
+	for (int i = 0; i < cfg->nqueues; i++) {
+		int from = cfg->ntables;
 		check_queue_tables(st, i);
-	for (int k = n; k < cfg->ntables; k++)
-		inherit(&cfg->tables[k], config_find_queue(cfg,
-		    cfg->tables[k].c.name));
+		for (int k = from; k < cfg->ntables; k++) {
+			inherit(&cfg->tables[k], &cfg->queues[i]);
+			check_table_mode(st, &cfg->tables[k],
+			    queue_line(st, i, "tables"));
+		}
+	}
 }

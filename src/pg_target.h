@@ -95,8 +95,9 @@ void pg_target_row_suffix(struct copy_buf *rows, size_t from, bool del,
 int pg_target_member_text(const char *name, const char *doc, size_t len,
     char *buf, size_t size);
 /* fn(ctx, member name, value's bytes) for each member of the document's
- * "data" object (one array of rows per table): 0; -1 when the document
- * has no "data" object, -2 when fn returned -1. */
+ * "data" object (one array of rows per table), or of the document itself
+ * when it has no "data" (a bare document, or a cached value: its rows):
+ * 0; -1 when that is not an object, -2 when fn returned -1. */
 int pg_target_data_members(const char *doc, size_t len,
     int (*fn)(void *ctx, const char *name, const char *p, size_t n),
     void *ctx);

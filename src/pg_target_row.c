@@ -147,7 +147,7 @@ pg_target_data_members(const char *doc, size_t len,
 	if (json_scan_document(doc, len, &d, &e) == -1 ||
 	    d.type != JSON_SCAN_OBJECT)
 		return -1;
-	data.type = JSON_SCAN_NULL;
+	data = d;               /* a bare document: the tables themselves */
 	json_scan_iter_init(&it, &d);
 	while (json_scan_object_next(&it, &k, &v))
 		if (span_text(&k, key, sizeof(key)) && strcmp(key, "data") == 0)

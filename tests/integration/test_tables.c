@@ -108,7 +108,8 @@ Test(tables, member_routes_each_job)
 }
 
 /* A table that is not one of the queue's is dead with that reason, both
- * ways of routing; so is a job without its table member. */
+ * ways of routing; so is a job without its table member, and a "data"
+ * that is not an object of tables (a bare document is one). */
 Test(tables, unknown_table_is_dead)
 {
 	static const char *const member[] = {
@@ -127,13 +128,14 @@ Test(tables, unknown_table_is_dead)
 		"{\"data\":{\"orders\":[{\"id\":2,\"total\":1}],\"invoices\":[]}}",
 		"{\"data\":[{\"id\":3,\"total\":1}]}",
 		"{\"data\":{\"orders\":[{\"id\":4,\"total\":1}]}}",
+		"{\"orders\":[{\"id\":5,\"total\":1}]}",
 	};
 	static const char *const data_dead[] = {
 		"table \"invoices\" is not one of this queue's tables (orders, "
 		    "order_lines)",
 		"data is not an object of one array of rows per table (allowed "
 		    "members: orders, order_lines)",
-		NULL,
+		NULL, NULL,
 	};
 	struct sink_pg *s = setup("table_member = table\n");
 
@@ -144,8 +146,8 @@ Test(tables, unknown_table_is_dead)
 	h_stop(&pc_d);
 	h_teardown(&pc_d);
 	s = setup("");
-	pc_run(s, data, 3, "w:2", data_dead);
-	assert_rows("4=1;");
+	pc_run(s, data, 4, "w:2", data_dead);
+	assert_rows("4=1,5=1;");
 	sink_pg_free(s);
 	h_stop(&pc_d);
 }

@@ -2102,6 +2102,13 @@ Test(config_errors, tables)
 	    "tables)\n");
 	expect_errors(PG, "F:2: [queue ev] table: required when handler = "
 	    "postgres\n");
+	/* the queue's keys are the tables' defaults: checked per table */
+	expect_errors(PG "tables = a, b\nmode = upsert\n[table ev a]\n"
+	    "key = id\n", "F:3: [table ev b] key: required when mode = upsert "
+	    "(allowed: the columns of a primary key or unique index of the "
+	    "table, such as key = id)\n");
+	expect_errors(PG "tables = a, b\nkey = id\nop_member = action\n"
+	    "missing = ignore\n[table ev a]\nmode = update\n", "");
 }
 
 /* A [table] section changed on reload: the queue's workers must go. */
