@@ -3,7 +3,8 @@
  * op_member names, read from the producer's document) and which job of
  * the batch the row is from, so that one set-based statement resolves
  * deletes and writes in queue order and the update that found no row
- * names its job. Pure code: no libpq, no I/O. */
+ * names its job; for a queue with several tables, the member naming a
+ * job's table and the arrays of its "data". Pure code: no libpq, no I/O. */
 #include "pg_target.h"
 
 #include <stdio.h>

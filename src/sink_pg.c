@@ -7,8 +7,12 @@
  * batch is redone statement by statement (src/sink_pg_slow.c). Errors are
  * sorted by SQLSTATE: data errors dead-letter their job, an unreachable
  * server (or a table renamed away, a grant revoked: 42P01, 42501, 42703,
- * 3F000) keeps the batch. The table, its columns and its SQL:
- * src/pg_target.c; the connection and SQLSTATE classes: src/pg_conn.c. */
+ * 3F000) keeps the batch. A queue with several tables (tables =) has a
+ * target and a row buffer per table: each job's rows go to the table its
+ * table_member names, or one "data" array per table, and the batch's
+ * statements cover every table in one transaction (pg_target_statements).
+ * The tables, their columns and SQL: src/pg_target.c; the connection and
+ * SQLSTATE classes: src/pg_conn.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>

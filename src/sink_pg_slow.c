@@ -5,7 +5,9 @@
  * halves until the refused rows are isolated (dead with their SQLSTATE);
  * for upsert and update the staged rows applied per part, and for update
  * with missing = dead the jobs whose key has no row failed and the part
- * redone without them; the failed record, COMMIT. */
+ * redone without them; the failed record, COMMIT. With several tables a
+ * part is a set of jobs, its rows in every table (parents first, deletes
+ * children first): a refused row fails its whole job. */
 #include "sink_pg_int.h"
 
 #include <stdio.h>
