@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "pg_case.h"
@@ -271,22 +272,17 @@ Test(tables, missing_key_index_refused_at_start)
 
 TestSuite(tables_ferryd, .fini = pc_teardown, .timeout = 600);
 
-/* 12,000 jobs, each an order and its two lines (lines first in the
- * document), 3 workers, one killed with SIGKILL every 300 ms (each
- * INSERT made 10 ms longer, so that kills land inside transactions and
- * between COMMIT and ack): every order once, every line once, none
- * dead. */
-Test(tables_ferryd, exactly_once_under_killed_workers)
+/* Queue q writing both tables through ferryd (queue lines `extra`),
+ * init-db run; n jobs of one order and its two lines (lines first). */
+static void
+setup_ferryd(const char *extra, int n)
 {
-	const int n = 12000;
+	char body[512], global[512];
 	struct h_run r;
-	char body[512];
 
 	h_setup(&pc_d, NULL, "");
 	snprintf(body, sizeof(body), "[queue q]\nhandler = postgres\n"
-	    "tables = orders, order_lines\nworkers = 3\nbatch_size = 10\n"
-	    "max_recoveries = 1000\n");
-	char global[512];
+	    "tables = orders, order_lines\n%s", extra);
 	snprintf(global, sizeof(global), "%srestart_backoff_min = 10ms\n"
 	    "restart_backoff_max = 100ms\n", h_pg_start(&pc_d));
 	h_config(&pc_d, global, body);
@@ -294,8 +290,6 @@ Test(tables_ferryd, exactly_once_under_killed_workers)
 	cr_assert_eq(h_ctl(&r, pc_d.config, NULL, "init-db", NULL), 0, "%s%s",
 	    r.out, r.err);
 	h_run_free(&r);
-	h_pg_slow(&pc_d, "orders", "INSERT");
-	h_pg_slow(&pc_d, "order_lines", "INSERT");
 	freeReplyObject(h_redis(&pc_d, "PING"));
 	for (int i = 0; i < n; i++)
 		redisAppendCommand(pc_d.rc, "LPUSH ferry:{q}:ready {\"data\":{"
@@ -307,14 +301,61 @@ Test(tables_ferryd, exactly_once_under_killed_workers)
 		cr_assert_eq(redisGetReply(pc_d.rc, (void **)&rep), REDIS_OK);
 		freeReplyObject(rep);
 	}
-	h_start(&pc_d, 3);
-	h_kill_workers_until_done(&pc_d, "q", n);
+}
+
+/* n orders and 2n lines, each once; nothing dead, nothing left. */
+static void
+assert_exactly_once(int n)
+{
 	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM orders"), n);
 	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM order_lines"), 2 * n);
 	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(DISTINCT (order_id, line)) "
 	    "FROM order_lines"), 2 * n);
 	h_assert_queue_empty(&pc_d, "q");
 	cr_assert_eq(h_redis_int(&pc_d, "LLEN ferry:{q}:dead"), 0);
+}
+
+/* The worker dies right after the first batch's COMMIT, before the ack
+ * (test hook): its jobs come back stamped, the fence finds the batch
+ * committed, and they are acked without being written again (the lines
+ * have no key: written twice, they would be counted twice). */
+Test(tables_ferryd, death_between_commit_and_ack_writes_nothing_again)
+{
+	char hook[400], env[450];
+
+	setup_ferryd("workers = 1\nbatch_size = 100\n", 300);
+	snprintf(hook, sizeof(hook), "%s/exit-after-commit", pc_d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	h_start(&pc_d, 1);
+	h_wait_log(&pc_d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&pc_d, 300, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
+	assert_exactly_once(300);
+	cr_assert_eq(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&pc_d);
+}
+
+/* 12,000 jobs, each an order and its two lines (lines first in the
+ * document), 3 workers, one killed with SIGKILL every 300 ms (each
+ * INSERT made 10 ms longer, so that kills land inside transactions and
+ * between COMMIT and ack): every order once, every line once, none
+ * dead. */
+Test(tables_ferryd, exactly_once_under_killed_workers)
+{
+	const int n = 12000;
+
+	setup_ferryd("workers = 3\nbatch_size = 10\nmax_recoveries = 1000\n",
+	    n);
+	h_pg_slow(&pc_d, "orders", "INSERT");
+	h_pg_slow(&pc_d, "order_lines", "INSERT");
+	h_start(&pc_d, 3);
+	h_kill_workers_until_done(&pc_d, "q", n);
+	assert_exactly_once(n);
 	cr_assert_gt(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 0);
 	h_stop(&pc_d);
 }
