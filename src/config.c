@@ -198,10 +198,13 @@ scan_section(struct loader *st, char *start)
 	} else if (strncmp(name, "queue", 5) == 0 &&
 	    (name[5] == '\0' || isspace((unsigned char)name[5]))) {
 		enter_queue(st, lskip(name + 5));
+	} else if (strncmp(name, "table", 5) == 0 &&
+	    (name[5] == '\0' || isspace((unsigned char)name[5]))) {
+		config_enter_table(st, lskip(name + 5));
 	} else {
 		snprintf(st->label, sizeof(st->label), "[%s]", name);
 		config_error(st, st->lineno, "%s: unknown section (allowed: "
-		    "[ferryd], [queue NAME])", st->label);
+		    "[ferryd], [queue NAME], [table QUEUE TABLE])", st->label);
 		st->sect = S_IGNORE;
 	}
 	if (*rest != '\0' && *rest != ';' && *rest != '#')
@@ -331,6 +334,10 @@ config_handler(void *user, const char *section, const char *name,
 		    "(put it under [ferryd] or [queue NAME])", name);
 		return 1;
 	}
+	if (st->sect == S_TABLE) {
+		config_table_key(st, name, value);
+		return 1;
+	}
 	if ((k = config_key_find(st->sect, name)) < 0) {
 		unknown_key(st, name);
 		return 1;
@@ -427,6 +434,9 @@ config_free(struct ferry_config *cfg)
 	for (i = 0; i < cfg->nqueues; i++)
 		config_keys_free(S_QUEUE, &cfg->queues[i]);
 	free(cfg->queues);
+	for (i = 0; i < cfg->ntables; i++)
+		config_keys_free(S_QUEUE, &cfg->tables[i].c);
+	free(cfg->tables);
 	free(cfg->path);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -460,6 +470,17 @@ config_find_queue(const struct ferry_config *cfg, const char *name)
 	for (i = 0; i < cfg->nqueues; i++)
 		if (strcmp(cfg->queues[i].name, name) == 0)
 			return &cfg->queues[i];
+	return NULL;
+}
+
+const struct queue_config *
+config_find_table(const struct ferry_config *cfg, const char *queue,
+    const char *table)
+{
+	for (int i = 0; i < cfg->ntables; i++)
+		if (strcmp(cfg->tables[i].c.name, queue) == 0 &&
+		    strcmp(cfg->tables[i].c.table, table) == 0)
+			return &cfg->tables[i].c;
 	return NULL;
 }
 

@@ -75,6 +75,11 @@ struct queue_config {
 	char *cache_key_prefixes;
 	/* handler = postgres */
 	char *table;             /* "name" or "schema.name", checked */
+	char *tables;            /* several tables: "a, schema.b" (each
+	                          * checked), parents first; "" = table */
+	char *table_member;      /* with tables: the job member naming its
+	                          * table; "" = "data" holds one array per
+	                          * table (its member names) */
 	char *columns;           /* copy_columns_parse spec, checked; "" =
 	                          * the table's own columns */
 	int mode;                /* enum config_pg_mode */
@@ -97,6 +102,17 @@ struct queue_config {
 	char *pg_password_file;  /* its first line (config_secret.c) */
 	char *pg_options;        /* replaces [ferryd] pg_options when set */
 	char *pg_target_session_attrs;
+};
+
+/* One table of a queue with tables: a [table QUEUE TABLE] section, or
+ * the queue's own keys for a table without one. c holds the queue's name,
+ * the table, and its columns, mode, key, update_columns, version, missing
+ * (each the section's, else the queue's) and op_member (the queue's); the
+ * other fields are defaults, never read. */
+struct config_table {
+	int line;                /* of its section; 0: none */
+	int set[8];              /* lines of the keys the section set */
+	struct queue_config c;
 };
 
 struct ferry_config {
@@ -164,6 +180,8 @@ struct ferry_config {
 
 	int nqueues;
 	struct queue_config *queues;
+	int ntables;             /* of every queue with tables */
+	struct config_table *tables;
 };
 
 /* Error messages, each "FILE:LINE: [section] key: what is wrong". */
@@ -182,6 +200,9 @@ void config_errors_print(const struct config_errors *errs, FILE *out);
 
 const struct queue_config *config_find_queue(const struct ferry_config *cfg,
     const char *name);
+/* Table `table` of queue `queue` (one of its tables), or NULL. */
+const struct queue_config *config_find_table(const struct ferry_config *cfg,
+    const char *queue, const char *table);
 
 /* True when two queues differ in anything but their worker count: running
  * workers of that queue must be replaced on reload. */

@@ -261,6 +261,36 @@ config_check_schema(const char *v, char *buf, size_t size)
 	    "digit; quoted, so case matters)";
 }
 
+/* tables: table names (config_check_table) separated by commas, each
+ * once; empty: the queue writes its one table. */
+const char *
+config_check_table_list(const char *v, char *buf, size_t size)
+{
+	const char *cur = v, *item, *prev, *pitem;
+	char name[2 * CONFIG_IDENT_MAX + 2];
+	size_t len, plen;
+
+	while (config_list_next(&cur, &item, &len)) {
+		snprintf(name, sizeof(name), "%.*s", (int)len, item);
+		if (len == 0 || len >= sizeof(name) ||
+		    config_check_table(name, buf, size) != NULL) {
+			snprintf(buf, size, "\"%.*s\" is not a valid table name "
+			    "(allowed: names or schema.names separated by commas, "
+			    "each part 1..63 characters of A-Z a-z 0-9 _, not "
+			    "starting with a digit)", len > 64 ? 64 : (int)len, item);
+			return buf;
+		}
+		for (prev = v; config_list_next(&prev, &pitem, &plen) &&
+		    pitem < item; )
+			if (plen == len && strncmp(pitem, item, len) == 0) {
+				snprintf(buf, size, "table \"%s\" is named twice "
+				    "(allowed: each table once)", name);
+				return buf;
+			}
+	}
+	return NULL;
+}
+
 /* The sink parses it again; parse it now so a bad spec fails the load. */
 const char *
 config_check_columns(const char *v, char *buf, size_t size)

@@ -12,7 +12,7 @@
 
 #define S_FERRYD CONFIG_SECT_FERRYD
 #define S_QUEUE CONFIG_SECT_QUEUE
-enum { S_NONE = S_QUEUE + 1, S_IGNORE };	/* more section states */
+enum { S_NONE = S_QUEUE + 1, S_IGNORE, S_TABLE };	/* more section states */
 enum { L_OTHER, L_KEY, L_CONT };		/* what inih makes of a line */
 
 /* One load of one file: where the reader is, what it has seen. */
@@ -27,6 +27,7 @@ struct loader {
 	int kind;		/* L_* of that line */
 	int sect;		/* S_* of the current section */
 	int queue;		/* its index in cfg->queues when S_QUEUE */
+	int table;		/* its index in cfg->tables when S_TABLE */
 	char label[INI_MAX_LINE + 16];	/* "[queue orders]" */
 	char prev_key[INI_MAX_LINE];	/* for continuation lines */
 	int ferryd_line;
@@ -41,6 +42,14 @@ void config_error(struct loader *st, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The line-numbers row of the [ferryd] section (queue -1) or of a queue. */
 int *config_seen_row(struct loader *st, int queue);
+/* A [table QUEUE TABLE] header (rest: "QUEUE TABLE"), and a key in that
+ * section (config_tables.c). */
+void config_enter_table(struct loader *st, const char *rest);
+void config_table_key(struct loader *st, const char *name,
+    const char *value);
+/* After the whole file: every table of each queue with tables, the
+ * section's keys or else the queue's, and their rules (config_tables.c). */
+void config_check_tables(struct loader *st);
 /* After the whole file: the rules between keys (config_rules.c). */
 void config_check_rules(struct loader *st);
 

@@ -64,6 +64,17 @@ check_member(const char *v, char *buf, size_t size)
 	    "not starting with a digit, or empty for no deletes)";
 }
 
+/* table_member: a job's member, named like a column; empty: a job's
+ * "data" holds one array per table. */
+static const char *
+check_table_member(const char *v, char *buf, size_t size)
+{
+	return config_check_column(v, buf, size) == NULL ? NULL : "is not a "
+	    "valid member name (allowed: 1..63 characters of A-Z a-z 0-9 _, "
+	    "not starting with a digit, or empty: \"data\" holds one array "
+	    "per table)";
+}
+
 #define F(field) offsetof(struct ferry_config, field)
 #define Q(field) offsetof(struct queue_config, field)
 #define STR(s, k, off, def, chk) { s, k, T_STRING, off, def, 0, 0, NULL, chk }
@@ -177,6 +188,8 @@ static const struct config_key config_keys[] = {
 	STR(S_QUEUE, "cache_key_prefixes", Q(cache_key_prefixes), "",
 	    config_check_cache_prefixes),
 	STR(S_QUEUE, "table", Q(table), "", config_check_table),
+	STR(S_QUEUE, "tables", Q(tables), "", config_check_table_list),
+	STR(S_QUEUE, "table_member", Q(table_member), "", check_table_member),
 	STR(S_QUEUE, "columns", Q(columns), "", config_check_columns),
 	ENUM(S_QUEUE, "mode", Q(mode), "insert", mode_names),
 	STR(S_QUEUE, "key", Q(key), "", config_check_column_list),

@@ -51,6 +51,7 @@ const char *config_check_redis_user(const char *v, char *buf, size_t size);
 const char *config_check_sentinel_master(const char *v, char *buf, size_t size);
 const char *config_check_sentinels(const char *v, char *buf, size_t size);
 const char *config_check_table(const char *v, char *buf, size_t size);
+const char *config_check_table_list(const char *v, char *buf, size_t size);
 const char *config_check_schema(const char *v, char *buf, size_t size);
 const char *config_fmt_duration(long ms, char *buf, size_t size);
 

@@ -160,6 +160,26 @@ config_pg_conninfo(const struct ferry_config *cfg,
 	return out;
 }
 
+/* A [table] section of the queue changed (its tables list is a queue key:
+ * config_queue_changed sees that one). */
+static bool
+tables_changed(const struct ferry_config *ca, const struct queue_config *a,
+    const struct ferry_config *cb, const struct queue_config *b)
+{
+	const char *cur = a->tables, *item;
+	char name[2 * CONFIG_IDENT_MAX + 2];
+	size_t len;
+
+	while (config_list_next(&cur, &item, &len)) {
+		snprintf(name, sizeof(name), "%.*s", (int)len, item);
+		const struct queue_config *ta = config_find_table(ca, a->name, name);
+		const struct queue_config *tb = config_find_table(cb, b->name, name);
+		if (ta == NULL || tb == NULL || config_queue_changed(ta, tb))
+			return true;
+	}
+	return false;
+}
+
 bool
 config_queue_sink_changed(const struct ferry_config *ca,
     const struct queue_config *a, const struct ferry_config *cb,
@@ -176,7 +196,7 @@ config_queue_sink_changed(const struct ferry_config *ca,
 		return true;
 	x = config_pg_conninfo(ca, a);
 	y = config_pg_conninfo(cb, b);
-	changed = strcmp(x, y) != 0;
+	changed = strcmp(x, y) != 0 || tables_changed(ca, a, cb, b);
 	free(x);
 	free(y);
 	return changed;

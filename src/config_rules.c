@@ -159,6 +159,9 @@ check_mode_keys(struct loader *st, int i)
 		    "\"%s\" is set but handler = %s (only used with handler = "
 		    "postgres)", q->name, config_mode_name(q->mode),
 		    config_handler_name(q->handler));
+	if (*q->tables != '\0')
+		return;         /* defaults of its tables: checked per table
+		                 * (config_tables.c) */
 	if (by_key_mode && *q->key == '\0' && key_line(st, i, "key") >= 0)
 		config_error(st, blame_line(st, i, "key", "mode"), "[queue %s] "
 		    "key: required when mode = %s (allowed: the columns of a "
@@ -191,7 +194,8 @@ check_queue(struct loader *st, int i)
 	check_handler_key(st, i, "command", q->command, CONFIG_HANDLER_EXEC,
 	    true, "set handler = exec or remove command");
 	check_handler_key(st, i, "table", q->table, CONFIG_HANDLER_POSTGRES,
-	    true, "only used with handler = postgres");
+	    *q->tables == '\0' && key_line(st, i, "tables") >= 0,
+	    "only used with handler = postgres");
 	check_handler_key(st, i, "columns", q->columns,
 	    CONFIG_HANDLER_POSTGRES, false, "only used with handler = postgres");
 	check_pair(st, i, q->backoff_max_ms >= q->backoff_base_ms,
@@ -314,6 +318,7 @@ config_check_rules(struct loader *st)
 	check_pg_hosts(st, -1, cfg->pg_host, cfg->pg_port);
 	for (i = 0; i < cfg->nqueues; i++)
 		check_queue(st, i);
+	config_check_tables(st);
 	if (st->queue_headers == 0)
 		config_error(st, 0, "no [queue NAME] section: ferryd has nothing "
 		    "to do");

@@ -1,5 +1,6 @@
 /* ctl_initdb.c - `ferryctl init-db`: create ferry_batches and check that
- * every postgres queue's table and columns exist, before ferryd needs them.
+ * every postgres queue's table (or tables) and columns exist, and the key
+ * indexes of upsert and update, before ferryd needs them.
  * It speaks in its own words: whether ferry_batches was there already or
  * is created, never PostgreSQL's NOTICE lines about it. */
 #include <stdio.h>
@@ -35,7 +36,8 @@ ctl_init_db(struct ctl *c, int argc, char **argv)
 			    "ferry_batches exists already" :
 			    "ferry_batches created");
 		if (st == PG_OK) {
-			printf("queue %s: table %s ready\n", q->name, q->table);
+			printf("queue %s: %s %s ready\n", q->name, *q->tables ?
+			    "tables" : "table", *q->tables ? q->tables : q->table);
 			continue;
 		}
 		fprintf(stderr, "ferryctl: queue %s: %s\n", q->name, err);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "util.h"
 
 static char *
@@ -76,10 +77,14 @@ describe_failed(const char *table, const struct pg_failure *f, char *err,
 }
 
 void
-pg_target_init(struct pg_target *t, const struct queue_config *q)
+pg_target_init(struct pg_target *t, const struct queue_config *q, int i)
 {
 	memset(t, 0, sizeof(*t));
 	t->q = q;
+	if (i == 0)
+		snprintf(t->stage, sizeof(t->stage), "ferry_stage");
+	else
+		snprintf(t->stage, sizeof(t->stage), "ferry_stage_%d", i);
 	t->mode = q->mode == CONFIG_MODE_UPSERT ? PG_TARGET_UPSERT :
 	    q->mode == CONFIG_MODE_UPDATE ? PG_TARGET_UPDATE : PG_TARGET_INSERT;
 }
@@ -93,6 +98,8 @@ pg_target_free_sql(struct pg_target *t)
 	free(t->apply_sql);
 	free(t->missing_sql);
 	free(t->guard_sql);
+	free(t->clear_sql);
+	t->clear_sql = NULL;
 	t->copy_sql = t->stage_sql = t->delete_sql = t->apply_sql = NULL;
 	t->missing_sql = t->guard_sql = NULL;
 }
@@ -184,24 +191,104 @@ pg_target_describe(struct pg_target *t, PGconn *conn, char *err,
 	return st;
 }
 
+int
+pg_target_count(const struct queue_config *q)
+{
+	return *q->tables == '\0' ? 1 : config_pg_list_count(q->tables);
+}
+
+const struct queue_config *
+pg_target_config(const struct ferry_config *cfg, const struct queue_config *q,
+    int i)
+{
+	const char *cur = q->tables, *item;
+	char name[2 * CONFIG_IDENT_MAX + 2];
+	size_t len;
+
+	if (*q->tables == '\0')
+		return q;
+	while (config_list_next(&cur, &item, &len))
+		if (i-- == 0) {
+			snprintf(name, sizeof(name), "%.*s", (int)len, item);
+			return config_find_table(cfg, q->name, name);
+		}
+	return NULL;
+}
+
+static void
+put_stmt(struct buf *b, const char *sql)
+{
+	if (sql != NULL)
+		buf_printf(b, "%s;", sql);
+}
+
+void
+pg_target_statements(const struct pg_target *t, int nt, bool deletes,
+    bool guards, struct pg_target_stmt_fn *fn)
+{
+	/* the staged rows, then the deletes children first, then the
+	 * writes parents first (the order of tables) */
+	for (int i = 0; i < nt; i++)
+		if (PG_TARGET_BY_KEY(&t[i]))
+			fn->copy(fn, i);
+	for (int i = nt - 1; deletes && i >= 0; i--)
+		if (t[i].delete_sql != NULL)
+			fn->sql(fn, i, t[i].delete_sql);
+	for (int i = 0; i < nt; i++) {
+		if (!PG_TARGET_BY_KEY(&t[i])) {
+			fn->copy(fn, i);
+			continue;
+		}
+		/* NULL with missing_sql: the update runs inside the missing
+		 * check (one snapshot), in the guard or after the part */
+		if (t[i].apply_sql != NULL)
+			fn->sql(fn, i, t[i].apply_sql);
+		if (guards && t[i].guard_sql != NULL)
+			fn->sql(fn, i, t[i].guard_sql);
+	}
+}
+
+struct fast_fn {
+	struct pg_target_stmt_fn fn;
+	const struct pg_target *t;
+	struct buf b;
+	int *copies, ncopies;
+};
+
+static void
+fast_copy(struct pg_target_stmt_fn *fn, int i)
+{
+	struct fast_fn *ff = (struct fast_fn *)fn;
+
+	put_stmt(&ff->b, ff->t[i].copy_sql);
+	ff->copies[ff->ncopies++] = i;
+}
+
+static void
+fast_sql(struct pg_target_stmt_fn *fn, int i, const char *sql)
+{
+	(void)i;
+	put_stmt(&((struct fast_fn *)fn)->b, sql);
+}
+
 /* The batch key is ferry's own text (worker id, random part, sequence);
  * nothing from a job goes into SQL. */
 char *
-pg_target_fast_sql(const struct pg_target *t, const struct pg_batches *b,
-    PGconn *conn, const char *key, bool deletes)
+pg_target_fast_sql(const struct pg_target *t, int nt,
+    const struct pg_batches *b, PGconn *conn, const char *key, bool deletes,
+    int *copies)
 {
 	char *k = PQescapeLiteral(conn, key, strlen(key));
-	char *sql = NULL;
+	struct fast_fn ff = { { fast_copy, fast_sql }, t, BUF_INIT, copies, 0 };
 
-#define STMT(s) (s) ? (s) : "", (s) ? ";" : ""
-	if (k != NULL)
-		sql = xasprintf("BEGIN;INSERT INTO %s (key, state) "
-		    "VALUES (%s, 'committed');%s;%s%s%s%s%s%sCOMMIT", b->name, k,
-		    t->copy_sql, STMT(deletes ? t->delete_sql : NULL), STMT(t->apply_sql),
-		    STMT(t->guard_sql));
-#undef STMT
+	if (k == NULL)
+		return NULL;
+	buf_printf(&ff.b, "BEGIN;INSERT INTO %s (key, state) VALUES (%s, "
+	    "'committed');", b->name, k);
 	PQfreemem(k);
-	return sql;
+	pg_target_statements(t, nt, deletes, true, &ff.fn);
+	buf_printf(&ff.b, "COMMIT");
+	return buf_take(&ff.b);
 }
 
 void
@@ -320,19 +407,23 @@ batches_exist(PGconn *conn, const struct pg_batches *b)
 	return found;
 }
 
-/* Table first, then ferry_batches (the table's error is the likelier). */
+/* The tables first, then ferry_batches (a table's error is the
+ * likelier). */
 static enum pg_status
-describe(PGconn *conn, const struct queue_config *q,
-    const struct pg_batches *b, char *err, size_t errsize)
+describe(PGconn *conn, const struct ferry_config *cfg,
+    const struct queue_config *q, const struct pg_batches *b, char *err,
+    size_t errsize)
 {
 	struct pg_target t;
-	enum pg_status st;
+	enum pg_status st = PG_OK;
 
-	pg_target_init(&t, q);
-	st = pg_target_describe(&t, conn, err, errsize);
-	if (st == PG_OK)
-		st = pg_target_prepare(&t, conn, err, errsize);
-	pg_target_free(&t);
+	for (int i = 0; i < pg_target_count(q) && st == PG_OK; i++) {
+		pg_target_init(&t, pg_target_config(cfg, q, i), i);
+		st = pg_target_describe(&t, conn, err, errsize);
+		if (st == PG_OK)
+			st = pg_target_prepare(&t, conn, err, errsize);
+		pg_target_free(&t);
+	}
 	return st != PG_OK ? st : pg_target_batches_check(conn, b, err, errsize);
 }
 
@@ -364,7 +455,7 @@ pg_target_check(const struct ferry_config *cfg, const struct queue_config *q,
 	} else {
 		if (risk != NULL)
 			pg_conn_commit_warn(conn, q, risk);
-		st = describe(conn, q, &b, err, errsize);
+		st = describe(conn, cfg, q, &b, err, errsize);
 	}
 	pg_conn_close(conn);
 	return st;

@@ -1,6 +1,7 @@
 /* pg_target.h - what the PostgreSQL sink writes into: a target is one
  * table a queue writes (its quoted name, its columns resolved against the
- * table, the SQL generated for them), and ferry_batches, the table of one
+ * table, the SQL generated for them; a queue with tables = has one per
+ * table, in order, each with its own staging table), and ferry_batches, the table of one
  * row per batch that makes redelivery harmless (DESIGN.md, "PostgreSQL
  * sink"). Also the start checks of ferryd and `ferryctl init-db`. */
 #ifndef FERRY_PG_TARGET_H
@@ -31,6 +32,12 @@ struct pg_target {
 	const struct queue_config *q;
 	enum pg_target_mode mode;
 	char *quoted;            /* the table, schema and name quoted */
+	char stage[24];          /* its staging table in pg_temp: ferry_stage
+	                          * (the first table), ferry_stage_<i> */
+	char *clear_sql;         /* empties the staging table inside a
+	                          * transaction (between the parts the slow
+	                          * path applies); ON COMMIT DELETE ROWS
+	                          * empties it at each commit */
 	struct copy_columns cols;  /* what feeds each column */
 	char *copy_sql;          /* COPY quoted (columns) FROM STDIN (upsert:
 	                          * into the staging table); NULL until
@@ -49,8 +56,15 @@ struct pg_target {
 	                          * the one-query path stops there */
 };
 
-/* A target for queue q's table, not yet described. */
-void pg_target_init(struct pg_target *t, const struct queue_config *q);
+/* A target for table q (a queue's one table, or one of its tables,
+ * config_find_table), number i of the queue's tables, not yet described. */
+void pg_target_init(struct pg_target *t, const struct queue_config *q,
+    int i);
+/* The tables queue q writes: 1, or the number of its tables. */
+int pg_target_count(const struct queue_config *q);
+/* The config of table i of queue q (q itself when it has one table). */
+const struct queue_config *pg_target_config(const struct ferry_config *cfg,
+    const struct queue_config *q, int i);
 void pg_target_free(struct pg_target *t);
 /* Free the generated SQL (to generate it again), all NULL after. */
 void pg_target_free_sql(struct pg_target *t);
@@ -77,14 +91,24 @@ int pg_target_job_op(const struct pg_target *t, const char *doc, size_t len,
 void pg_target_row_suffix(struct copy_buf *rows, size_t from, bool del,
     int job);
 
+/* Several tables (tables =): the text of the document's top-level
+ * member `name` into buf: 1, or 0 when it has none (or null), -1 when it
+ * is not a string that fits. */
+int pg_target_member_text(const char *name, const char *doc, size_t len,
+    char *buf, size_t size);
+/* fn(ctx, member name, value's bytes) for each member of the document's
+ * "data" object (one array of rows per table), or of the document itself
+ * when it has no "data" (a bare document, or a cached value: its rows):
+ * 0; -1 when that is not an object, -2 when fn returned -1. */
+int pg_target_data_members(const char *doc, size_t len,
+    int (*fn)(void *ctx, const char *name, const char *p, size_t n),
+    void *ctx);
+
 /* What a new connection needs before the target's statements run: the
  * staging table of upsert (nothing for insert). PG_FATAL when it cannot be
  * created (no TEMP privilege), PG_UNAVAILABLE when the server failed. */
 enum pg_status pg_target_prepare(const struct pg_target *t, PGconn *conn,
     char *err, size_t errsize);
-/* Empties the staging table inside a transaction (between the parts the
- * slow path applies); ON COMMIT DELETE ROWS empties it at each commit. */
-#define PG_TARGET_CLEAR_STAGE_SQL "DELETE FROM pg_temp.ferry_stage"
 
 /* ferry_batches where [ferryd] pg_batches_schema says (never by
  * search_path), and the statements on it; each takes the batch key as $1. */
@@ -108,14 +132,28 @@ bool pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
 enum pg_status pg_target_batches_check(PGconn *conn,
     const struct pg_batches *b, char *err, size_t errsize);
 
+/* The statements of a batch's targets t[0..nt), in order: each upsert
+ * and update target's COPY into its staging table; when the batch
+ * `deletes`, their delete_sql, the last table first (children before
+ * parents); then each table in order (parents first): an insert target's
+ * COPY into the table, or apply_sql (and guard_sql when `guards`: the
+ * one-query path). copy(i): target i's COPY; sql(i, text): one of its
+ * statements. */
+struct pg_target_stmt_fn {
+	void (*copy)(struct pg_target_stmt_fn *fn, int i);
+	void (*sql)(struct pg_target_stmt_fn *fn, int i, const char *sql);
+};
+void pg_target_statements(const struct pg_target *t, int nt, bool deletes,
+    bool guards, struct pg_target_stmt_fn *fn);
+
 /* A batch in one simple query, which the server abandons at the first
- * error: BEGIN; the batch's row under key; the target's statements (the
- * COPY, and for upsert and update delete_sql when the batch `deletes`,
- * apply_sql and guard_sql after it); COMMIT. To free; NULL when libpq's
- * escaping refused the key. */
-char *pg_target_fast_sql(const struct pg_target *t,
+ * error: BEGIN; the batch's row under key; the statements of targets
+ * t[0..nt) (pg_target_statements); COMMIT. copies[k] (room for nt): the
+ * target of the query's k-th COPY. To free; NULL when libpq's escaping
+ * refused the key. */
+char *pg_target_fast_sql(const struct pg_target *t, int nt,
     const struct pg_batches *b, PGconn *conn, const char *key,
-    bool deletes);
+    bool deletes, int *copies);
 
 /* ferryctl init-db (create set) and ferryd's start check: connect, check
  * the commit settings (only without create), create ferry_batches (create

@@ -3,7 +3,8 @@
  * op_member names, read from the producer's document) and which job of
  * the batch the row is from, so that one set-based statement resolves
  * deletes and writes in queue order and the update that found no row
- * names its job. Pure code: no libpq, no I/O. */
+ * names its job; for a queue with several tables, the member naming a
+ * job's table and the arrays of its "data". Pure code: no libpq, no I/O. */
 #include "pg_target.h"
 
 #include <stdio.h>
@@ -120,4 +121,47 @@ pg_target_row_suffix(struct copy_buf *rows, size_t from, bool del, int job)
 		} else
 			rows->data[--dst] = c;
 	}
+}
+
+int
+pg_target_member_text(const char *name, const char *doc, size_t len,
+    char *buf, size_t size)
+{
+	struct json_scan_span v;
+
+	if (!may_have(name, doc, len) || !find_op(name, doc, len, &v) ||
+	    v.type == JSON_SCAN_NULL)
+		return 0;
+	return span_text(&v, buf, size) ? 1 : -1;
+}
+
+int
+pg_target_data_members(const char *doc, size_t len,
+    int (*fn)(void *ctx, const char *name, const char *p, size_t n),
+    void *ctx)
+{
+	struct json_scan_span d, k, v, data;
+	struct json_scan_error e;
+	struct json_scan_iter it;
+	char key[128];
+
+	if (json_scan_document(doc, len, &d, &e) == -1 ||
+	    d.type != JSON_SCAN_OBJECT)
+		return -1;
+	data = d;               /* a bare document: the tables themselves */
+	json_scan_iter_init(&it, &d);
+	while (json_scan_object_next(&it, &k, &v))
+		if (span_text(&k, key, sizeof(key)) && strcmp(key, "data") == 0)
+			data = v;       /* the last of duplicates, as copy.c */
+	if (data.type != JSON_SCAN_OBJECT)
+		return -1;
+	json_scan_iter_init(&it, &data);
+	while (json_scan_object_next(&it, &k, &v)) {
+		if (!span_text(&k, key, sizeof(key)))
+			snprintf(key, sizeof(key), "%.*s", k.len > 64 ? 64 :
+			    (int)k.len, k.p);
+		if (fn(ctx, key, v.p, v.len) == -1)
+			return -2;
+	}
+	return 0;
 }

@@ -18,7 +18,6 @@
 #include "buf.h"
 #include "util.h"
 
-#define STAGE "pg_temp.ferry_stage"
 #define POSITION "ferry_position"
 #define DELETE_COL "ferry_delete"   /* the row's job deletes */
 #define JOB_COL "ferry_job"         /* the job's index in the batch */
@@ -207,11 +206,11 @@ stage_sql(const struct pg_target *t, PGconn *conn, PGresult *table_cols,
 {
 	struct buf b = BUF_INIT;
 
-	buf_printf(&b, "CREATE TEMP TABLE ferry_stage (LIKE %s INCLUDING "
+	buf_printf(&b, "CREATE TEMP TABLE %s (LIKE %s INCLUDING "
 	    "DEFAULTS INCLUDING CONSTRAINTS) ON COMMIT DELETE ROWS;ALTER TABLE "
-	    STAGE " ADD COLUMN " POSITION " bigint GENERATED ALWAYS AS "
+	    "pg_temp.%s ADD COLUMN " POSITION " bigint GENERATED ALWAYS AS "
 	    "IDENTITY, ADD COLUMN " DELETE_COL " boolean NOT NULL, ADD COLUMN "
-	    JOB_COL " integer NOT NULL", t->quoted);
+	    JOB_COL " integer NOT NULL", t->stage, t->quoted, t->stage);
 	for (int i = 0; i < notnull->n; i++)
 		put_alter(&b, conn, notnull->names[i], "SET NOT NULL");
 	for (int i = 0; i < PQntuples(table_cols); i++) {
@@ -267,12 +266,12 @@ put_winner_order(struct buf *b, PGconn *conn, const struct name_list *key,
 /* (SELECT DISTINCT ON (key) * FROM stage ORDER BY key, winner) ferry_w:
  * one row a key, its winner, which may be a delete. */
 static void
-put_winners(struct buf *b, PGconn *conn, const struct name_list *key,
-    const char *v)
+put_winners(struct buf *b, PGconn *conn, const struct pg_target *t,
+    const struct name_list *key, const char *v)
 {
 	buf_printf(b, "(SELECT DISTINCT ON (");
 	put_names(b, conn, key, "");
-	buf_printf(b, ") * FROM " STAGE);
+	buf_printf(b, ") * FROM pg_temp.%s", t->stage);
 	put_winner_order(b, conn, key, v);
 	buf_printf(b, ") " WINNERS);
 }
@@ -293,7 +292,7 @@ upsert_sql(const struct pg_target *t, PGconn *conn,
 	buf_printf(&b, ") SELECT ");
 	put_names(&b, conn, &all, "");
 	buf_printf(&b, " FROM ");
-	put_winners(&b, conn, key, v);
+	put_winners(&b, conn, t, key, v);
 	buf_printf(&b, " WHERE NOT " DELETE_COL " ON CONFLICT (");
 	put_names(&b, conn, key, "");
 	buf_printf(&b, update->n == 0 ? ") DO NOTHING" : ") DO UPDATE SET ");
@@ -326,7 +325,7 @@ update_sql(const struct pg_target *t, PGconn *conn,
 		PQfreemem(c);
 	}
 	buf_printf(&b, " FROM ");
-	put_winners(&b, conn, key, v);
+	put_winners(&b, conn, t, key, v);
 	buf_printf(&b, " WHERE ");
 	put_key_match(&b, conn, key, WINNERS);
 	buf_printf(&b, " AND NOT " WINNERS "." DELETE_COL);
@@ -348,7 +347,7 @@ delete_sql(const struct pg_target *t, PGconn *conn,
 	buf_printf(&b, "DELETE FROM %s AS ferry_t USING (SELECT DISTINCT ON (",
 	    t->quoted);
 	put_names(&b, conn, key, "");
-	buf_printf(&b, ") * FROM " STAGE " WHERE " DELETE_COL);
+	buf_printf(&b, ") * FROM pg_temp.%s WHERE " DELETE_COL, t->stage);
 	put_winner_order(&b, conn, key, v);
 	buf_printf(&b, ") ferry_d WHERE ");
 	put_key_match(&b, conn, key, "ferry_d");
@@ -380,8 +379,8 @@ missing_sql(const struct pg_target *t, PGconn *conn,
 		buf_printf(&b, "%s%s", i ? ", " : "", key->names[i]);
 	buf_printf(&b, ")=(' || concat_ws(', ', ");
 	put_names(&b, conn, key, "s.");
-	buf_printf(&b, ") || ')' FROM " STAGE " s JOIN ");
-	put_winners(&b, conn, key, v);
+	buf_printf(&b, ") || ')' FROM pg_temp.%s s JOIN ", t->stage);
+	put_winners(&b, conn, t, key, v);
 	buf_printf(&b, " USING (");
 	put_names(&b, conn, key, "");
 	buf_printf(&b, ") WHERE NOT s." DELETE_COL " AND NOT " WINNERS "."
@@ -418,7 +417,7 @@ stage_copy_sql(const struct pg_target *t, PGconn *conn)
 	struct name_list all = written_names(t);
 	struct buf b = BUF_INIT;
 
-	buf_printf(&b, "COPY " STAGE " (");
+	buf_printf(&b, "COPY pg_temp.%s (", t->stage);
 	put_names(&b, conn, &all, "");
 	buf_printf(&b, ", " DELETE_COL ", " JOB_COL ") FROM STDIN");
 	names_free(&all);
@@ -486,6 +485,7 @@ generate(struct pg_target *t, PGconn *conn, PGresult *table_cols,
 		t->apply_sql = NULL;
 	}
 	t->copy_sql = stage_copy_sql(t, conn);
+	t->clear_sql = xasprintf("DELETE FROM pg_temp.%s", t->stage);
 	PQfreemem(v);
 	names_free(&notnull);
 }

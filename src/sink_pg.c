@@ -7,8 +7,12 @@
  * batch is redone statement by statement (src/sink_pg_slow.c). Errors are
  * sorted by SQLSTATE: data errors dead-letter their job, an unreachable
  * server (or a table renamed away, a grant revoked: 42P01, 42501, 42703,
- * 3F000) keeps the batch. The table, its columns and its SQL:
- * src/pg_target.c; the connection and SQLSTATE classes: src/pg_conn.c. */
+ * 3F000) keeps the batch. A queue with several tables (tables =) has a
+ * target and a row buffer per table: each job's rows go to the table its
+ * table_member names, or one "data" array per table, and the batch's
+ * statements cover every table in one transaction (pg_target_statements).
+ * The tables, their columns and SQL: src/pg_target.c; the connection and
+ * SQLSTATE classes: src/pg_conn.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>
@@ -58,13 +62,16 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 		/* a table that existed when this worker started and is gone
 		 * now (renamed away, a column dropped) is an outage: the jobs
 		 * wait until it is back; only at the start is it fatal */
-		bool described = s->target.copy_sql != NULL;
-		st = pg_target_describe(&s->target, s->conn, err, errsize);
+		bool described = s->targets[0].copy_sql != NULL;
+		for (int t = 0; t < s->ntargets && st == PG_OK; t++)
+			st = pg_target_describe(&s->targets[t], s->conn, err,
+			    errsize);
 		if (st == PG_OK)
 			st = pg_target_batches_check(s->conn, &s->batches, err,
 			    errsize);
-		if (st == PG_OK)
-			st = pg_target_prepare(&s->target, s->conn, err, errsize);
+		for (int t = 0; t < s->ntargets && st == PG_OK; t++)
+			st = pg_target_prepare(&s->targets[t], s->conn, err,
+			    errsize);
 		if (st == PG_FATAL && described)
 			st = PG_UNAVAILABLE;
 	}
@@ -82,7 +89,15 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->cfg = cfg;
 	s->q = q;
 	s->commits_safe = -1;
-	pg_target_init(&s->target, q);
+	s->ntargets = pg_target_count(q);
+	s->targets = xcalloc((size_t)s->ntargets, sizeof(*s->targets));
+	s->parts = xcalloc((size_t)s->ntargets, sizeof(*s->parts));
+	s->copies = xcalloc((size_t)s->ntargets, sizeof(*s->copies));
+	for (int t = 0; t < s->ntargets; t++) {
+		/* the config checked that every table has its entry */
+		pg_target_init(&s->targets[t], pg_target_config(cfg, q, t), t);
+		s->by_key |= PG_TARGET_BY_KEY(&s->targets[t]);
+	}
 	pg_target_batches_init(&s->batches, cfg);
 	return s;
 }
@@ -93,11 +108,16 @@ sink_pg_free(struct sink_pg *s)
 	if (s == NULL)
 		return;
 	pg_conn_close(s->conn);
-	pg_target_free(&s->target);
+	for (int t = 0; t < s->ntargets; t++) {
+		pg_target_free(&s->targets[t]);
+		copy_buf_free(&s->parts[t].rows);
+		free(s->parts[t].off);
+		free(s->parts[t].len);
+	}
+	free(s->targets);
+	free(s->parts);
+	free(s->copies);
 	json_decref(s->failed);
-	copy_buf_free(&s->rows);
-	free(s->off);
-	free(s->len);
 	free(s->idx);
 	free(s->skip);
 	free(s);
@@ -136,68 +156,186 @@ reserve(struct sink_pg *s, int n)
 {
 	if (n <= s->cap)
 		return;
-	s->off = xrealloc(s->off, sizeof(*s->off) * (size_t)n);
-	s->len = xrealloc(s->len, sizeof(*s->len) * (size_t)n);
+	for (int t = 0; t < s->ntargets; t++) {
+		struct sink_pg_rows *p = &s->parts[t];
+		p->off = xrealloc(p->off, sizeof(*p->off) * (size_t)n);
+		p->len = xrealloc(p->len, sizeof(*p->len) * (size_t)n);
+	}
 	s->idx = xrealloc(s->idx, sizeof(*s->idx) * (size_t)n);
 	s->skip = xrealloc(s->skip, sizeof(*s->skip) * (size_t)n);
 	s->cap = n;
 }
 
-/* Encode the rows of every job to write into s->rows (job i's rows at
- * off[i], len[i] bytes; idx lists the jobs, in order). A job whose rows
- * cannot be encoded fails here and is named in s->failed. skip: jobs a
- * fence found written already (NULL: none). */
+/* Job j's (number i) rows of doc into target t's buffer, for upsert and
+ * update with the job's op and index. -1 with why (the buffer as it
+ * was). */
+static int
+encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
+    size_t len, char *why, size_t whysize)
+{
+	struct pg_target *tg = &s->targets[t];
+	struct copy_buf *rows = &s->parts[t].rows;
+	size_t at = rows->len;
+	bool del = false;
+
+	/* its op from the producer's document */
+	if ((PG_TARGET_BY_KEY(tg) && pg_target_job_op(tg, j->raw, j->raw_len,
+	    &del, why, whysize) == -1) ||
+	    copy_encode_job(doc, len, &tg->cols, rows, why, whysize) == -1)
+		return -1;
+	if (PG_TARGET_BY_KEY(tg))
+		pg_target_row_suffix(rows, at, del, i);
+	s->deletes |= del;
+	return 0;
+}
+
+static int
+find_target(const struct sink_pg *s, const char *name)
+{
+	for (int t = 0; t < s->ntargets; t++)
+		if (strcmp(s->targets[t].q->table, name) == 0)
+			return t;
+	return -1;
+}
+
+static void
+unknown_table(const struct sink_pg *s, const char *name, char *why,
+    size_t whysize)
+{
+	snprintf(why, whysize, "table \"%s\" is not one of this queue's tables "
+	    "(%s)", name, s->q->tables);
+	util_utf8_fix(why);
+}
+
+struct route {
+	struct sink_pg *s;
+	struct job *j;
+	int i;
+	char *why;
+	size_t whysize;
+};
+
+/* One member of a job's "data": the rows of the table it names. */
+static int
+route_member(void *ctx, const char *name, const char *p, size_t n)
+{
+	struct route *r = ctx;
+	int t = find_target(r->s, name);
+
+	if (t < 0) {
+		unknown_table(r->s, name, r->why, r->whysize);
+		return -1;
+	}
+	return encode_rows(r->s, t, r->j, r->i, p, n, r->why, r->whysize);
+}
+
+/* The table a job's table_member names: its index, or -1 with why. */
+static int
+member_target(struct sink_pg *s, struct job *j, char *why, size_t whysize)
+{
+	const char *member = s->q->table_member;
+	char name[128];
+	int rc = pg_target_member_text(member, j->raw, j->raw_len, name,
+	    sizeof(name)), t = -1;
+
+	if (rc <= 0)
+		snprintf(why, whysize, "%s: %s (allowed: a string naming one of "
+		    "this queue's tables: %s)", member, rc == 0 ? "the job has no "
+		    "such member" : "is not a table name", s->q->tables);
+	else if ((t = find_target(s, name)) < 0)
+		unknown_table(s, name, why, whysize);
+	return t;
+}
+
+/* Several tables: job i's rows into the buffers of its tables, the one
+ * its table_member names or one per member of its "data"; nothing of it
+ * when a part fails (-1 with why). */
+static int
+encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
+    size_t whysize)
+{
+	const char *doc = j->rows ? j->rows : j->raw;
+	size_t len = j->rows ? j->rows_len : j->raw_len;
+	struct route r = { s, j, i, why, whysize };
+	int t, rc;
+
+	for (t = 0; t < s->ntargets; t++)
+		s->parts[t].off[i] = s->parts[t].rows.len;
+	if (*s->q->table_member != '\0') {
+		rc = (t = member_target(s, j, why, whysize)) < 0 ? -1 :
+		    encode_rows(s, t, j, i, doc, len, why, whysize);
+	} else if ((rc = pg_target_data_members(doc, len, route_member,
+	    &r)) == -1) {
+		snprintf(why, whysize, "data is not an object of one array of rows "
+		    "per table (allowed members: %s)", s->q->tables);
+	}
+	for (t = 0; t < s->ntargets; t++) {
+		struct sink_pg_rows *p = &s->parts[t];
+		if (rc != 0)
+			p->rows.len = p->off[i];
+		p->len[i] = p->rows.len - p->off[i];
+	}
+	return rc == 0 ? 0 : -1;
+}
+
+/* Encode the rows of every job to write into each target's buffer (job
+ * i's rows at off[i], len[i] bytes; idx lists the jobs, in order). A job
+ * whose rows cannot be encoded (or name a table not configured) fails
+ * here and is named in s->failed. skip: jobs a fence found written
+ * already (NULL: none). */
 void
 sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const bool *skip)
 {
+	struct sink_pg_rows *p0 = &s->parts[0];
 	char why[256];
+	int rc;
 
 	json_decref(s->failed);
 	s->failed = json_object();
-	s->rows.len = 0;
+	for (int t = 0; t < s->ntargets; t++)
+		s->parts[t].rows.len = 0;
 	s->nidx = 0;
 	s->deletes = false;
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
-		size_t at = s->rows.len;
-		bool del = false;
-		/* rows from the job's cache key (src/cache.c) when it has one;
-		 * its op from the producer's document */
-		if ((PG_TARGET_BY_KEY(&s->target) &&
-		    pg_target_job_op(&s->target, jobs[i].raw, jobs[i].raw_len,
-		    &del, why, sizeof(why)) == -1) ||
-		    copy_encode_job(jobs[i].rows ? jobs[i].rows : jobs[i].raw,
-		    jobs[i].rows ? jobs[i].rows_len : jobs[i].raw_len,
-		    &s->target.cols,
-		    &s->rows, why, sizeof(why)) == -1) {
+		size_t at = p0->rows.len;
+		/* rows from the job's cache key (src/cache.c) when it has one */
+		if (s->ntargets == 1)
+			rc = encode_rows(s, 0, &jobs[i], i, jobs[i].rows ?
+			    jobs[i].rows : jobs[i].raw, jobs[i].rows ?
+			    jobs[i].rows_len : jobs[i].raw_len, why, sizeof(why));
+		else
+			rc = encode_tables(s, &jobs[i], i, why, sizeof(why));
+		if (rc == -1) {
 			sink_pg_set_result(&res[i], HANDLER_FAIL, why);
 			if (sink_pg_record_failure(s, &jobs[i], why) < 0)
 				s->record_failed = true;
 			continue;
 		}
-		if (PG_TARGET_BY_KEY(&s->target))
-			pg_target_row_suffix(&s->rows, at, del, i);
-		s->deletes |= del;
 		sink_pg_set_result(&res[i], HANDLER_OK, "");
-		s->off[i] = at;
-		s->len[i] = s->rows.len - at;
+		if (s->ntargets == 1) {
+			p0->off[i] = at;
+			p0->len[i] = p0->rows.len - at;
+		}
 		s->idx[s->nidx++] = i;
 	}
 }
 
-/* Send the rows of jobs idx[0..n) as COPY data, adjacent ones in one
- * message of at most 1 MB. */
+/* Send the rows of jobs idx[0..n) for target t as COPY data, adjacent
+ * ones in one message of at most 1 MB. */
 bool
-sink_pg_put_rows(struct sink_pg *s, const int *idx, int n)
+sink_pg_put_rows(struct sink_pg *s, int t, const int *idx, int n)
 {
+	const struct sink_pg_rows *p = &s->parts[t];
+
 	for (int i = 0; i < n;) {
-		size_t from = s->off[idx[i]], to = from + s->len[idx[i]];
-		for (i++; i < n && s->off[idx[i]] == to &&
-		    to - from + s->len[idx[i]] <= (1 << 20); i++)
-			to += s->len[idx[i]];
-		if (to > from && PQputCopyData(s->conn, s->rows.data + from,
+		size_t from = p->off[idx[i]], to = from + p->len[idx[i]];
+		for (i++; i < n && p->off[idx[i]] == to &&
+		    to - from + p->len[idx[i]] <= (1 << 20); i++)
+			to += p->len[idx[i]];
+		if (to > from && PQputCopyData(s->conn, p->rows.data + from,
 		    (int)(to - from)) != 1)
 			return false;
 	}
@@ -263,9 +401,9 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	/* the statements in the query string (pg_target_fast_sql), in order:
 	 * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT */
 	const int insert_stage = 1, copy_stage = 2;
-	int stage = 0, failed_stage = -1;
-	char *sql = pg_target_fast_sql(&s->target, &s->batches, s->conn, key,
-	    s->deletes);
+	int stage = 0, failed_stage = -1, ncopy = 0;
+	char *sql = pg_target_fast_sql(s->targets, s->ntargets, &s->batches,
+	    s->conn, key, s->deletes, s->copies);
 	PGresult *r;
 
 	if (sql == NULL)
@@ -285,7 +423,8 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		}
 		PQclear(r);
 		if (st == PGRES_COPY_IN) {
-			rows_sent = sink_pg_put_rows(s, s->idx, s->nidx);
+			rows_sent = sink_pg_put_rows(s, s->copies[ncopy++], s->idx,
+			    s->nidx);
 			if (PQputCopyEnd(s->conn, rows_sent ? NULL :
 			    "ferry: sending the rows failed") != 1) {
 				pg_conn_lost(s->conn, f);
@@ -345,8 +484,10 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	}
 	ok = sink_pg_write_slow(s, jobs, res, n, key, f);
 out:
-	if (s->rows.cap > SINK_ROWS_KEEP)
-		copy_buf_free(&s->rows);   /* do not hold a huge batch's memory */
+	for (int t = 0; t < s->ntargets; t++)
+		if (s->parts[t].rows.cap > SINK_ROWS_KEEP)
+			copy_buf_free(&s->parts[t].rows);   /* do not hold a huge
+			                                     * batch's memory */
 	return ok;
 }
 

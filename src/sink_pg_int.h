@@ -16,17 +16,25 @@
 #include "pg_target.h"
 #include "sink_pg.h"
 
+/* The batch's rows for one table, encoded (src/copy.c) and kept between
+ * batches. */
+struct sink_pg_rows {
+	struct copy_buf rows;
+	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
+};
+
 struct sink_pg {
 	const struct ferry_config *cfg;
 	const struct queue_config *q;
 	PGconn *conn;
-	struct pg_target target;  /* the queue's table */
+	struct pg_target *targets;  /* the queue's tables, parents first */
+	struct sink_pg_rows *parts; /* the rows of each */
+	int ntargets;
+	int *copies;              /* the fast query's COPYs: their targets */
+	bool by_key;              /* a target is upsert or update */
 	struct pg_batches batches;
 	int64_t last_prune_ms;
 	json_t *failed;           /* job id -> error, for the batch row */
-	/* the batch's rows, encoded (src/copy.c) and kept between batches */
-	struct copy_buf rows;
-	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
 	int *idx, nidx;           /* the jobs to COPY */
 	bool *skip;               /* jobs a fence found written */
 	int cap;                  /* room in off, len, idx, skip */
@@ -49,8 +57,8 @@ int sink_pg_record_failure(struct sink_pg *s, struct job *j,
  * skip: jobs a fence found written already (NULL: none). */
 void sink_pg_encode(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const bool *skip);
-/* Send the rows of jobs idx[0..n) as COPY data. */
-bool sink_pg_put_rows(struct sink_pg *s, const int *idx, int n);
+/* Send the rows of jobs idx[0..n) for target t as COPY data. */
+bool sink_pg_put_rows(struct sink_pg *s, int t, const int *idx, int n);
 /* The batch row under key exists: results from its record (or fenced). */
 bool sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f);

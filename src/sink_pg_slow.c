@@ -5,7 +5,9 @@
  * halves until the refused rows are isolated (dead with their SQLSTATE);
  * for upsert and update the staged rows applied per part, and for update
  * with missing = dead the jobs whose key has no row failed and the part
- * redone without them; the failed record, COMMIT. */
+ * redone without them; the failed record, COMMIT. With several tables a
+ * part is a set of jobs, its rows in every table (parents first, deletes
+ * children first): a refused row fails its whole job. */
 #include "sink_pg_int.h"
 
 #include <stdio.h>
@@ -30,18 +32,18 @@ fail_job(struct sink_pg *s, struct job *j, struct handler_result *r,
 	return true;
 }
 
-/* mode = update, missing = dead: fail the jobs of the staged updates
- * whose key has no row. The number of jobs failed, or -1 with f. */
+/* mode = update, missing = dead: fail the jobs of target t's staged
+ * updates whose key has no row. The number of jobs failed, or -1 with f. */
 static int
-find_missing(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    struct pg_failure *f)
+find_missing(struct sink_pg *s, const struct pg_target *t, struct job *jobs,
+    struct handler_result *res, struct pg_failure *f)
 {
 	PGresult *r = NULL;
 	int failed = 0;
 
-	if (s->target.missing_sql == NULL)
+	if (t->missing_sql == NULL)
 		return 0;
-	if (!pg_conn_exec(s->conn, s->target.missing_sql, 0, NULL, NULL, f, &r))
+	if (!pg_conn_exec(s->conn, t->missing_sql, 0, NULL, NULL, f, &r))
 		return -1;
 	for (int k = 0; k < PQntuples(r) && failed >= 0; k++) {
 		int i = atoi(PQgetvalue(r, k, 0));
@@ -54,43 +56,39 @@ find_missing(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return failed;
 }
 
-/* upsert, update: the part's staged rows into the table; for update
- * with missing = dead the jobs whose key has no row failed. Their number
- * (the part must go again without them), 0, or -1 with f. */
+/* After the part's statements: for update with missing = dead the jobs
+ * whose key has no row failed, then (none failed) the staging tables
+ * emptied. The number failed (the part must go again without them), 0,
+ * or -1 with f. */
 static int
-apply_stage(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+after_part(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     struct pg_failure *f)
 {
-	const struct pg_target *t = &s->target;
-	int missing;
+	int missing = 0, m;
 
-	if ((s->deletes && t->delete_sql != NULL &&
-	    !sink_pg_sql(s, t->delete_sql, f)) ||
-	    (t->apply_sql != NULL && !sink_pg_sql(s, t->apply_sql, f)) ||
-	    (missing = find_missing(s, jobs, res, f)) < 0)
-		return -1;
-	if (missing == 0 && !sink_pg_sql(s, PG_TARGET_CLEAR_STAGE_SQL, f))
-		return -1;
+	for (int t = 0; t < s->ntargets && s->by_key; t++) {
+		if ((m = find_missing(s, &s->targets[t], jobs, res, f)) < 0)
+			return -1;
+		missing += m;
+	}
+	for (int t = 0; t < s->ntargets && missing == 0; t++)
+		if (s->targets[t].clear_sql != NULL &&
+		    !sink_pg_sql(s, s->targets[t].clear_sql, f))
+			return -1;
 	return missing;
 }
 
-static bool copy_rest(struct sink_pg *, const int *, int, struct job *,
-    struct handler_result *, struct pg_failure *);
-
-/* COPY the rows of jobs idx[0..n) under a savepoint; rows that violate
- * the table are isolated by halving. False (with f) when the whole
- * transaction must be abandoned. */
+/* COPY the rows of jobs idx[0..n) for target t. False with f. */
 static bool
-copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
-    struct handler_result *res, struct pg_failure *f)
+copy_rows(struct sink_pg *s, int t, const int *idx, int n,
+    struct pg_failure *f)
 {
-	if (!sink_pg_sql(s, "SAVEPOINT ferry_part", f))
-		return false;
-	PGresult *r = PQexec(s->conn, s->target.copy_sql);
+	PGresult *r = PQexec(s->conn, s->targets[t].copy_sql);
 	bool sent = true;
+
 	if (PQresultStatus(r) == PGRES_COPY_IN) {
 		PQclear(r);
-		sent = sink_pg_put_rows(s, idx, n);
+		sent = sink_pg_put_rows(s, t, idx, n);
 		PQputCopyEnd(s->conn, sent ? NULL : "ferry: sending the rows failed");
 		r = PQgetResult(s->conn);
 	}
@@ -104,9 +102,57 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 		PQclear(r);
 	if (!sent)
 		pg_conn_lost(s->conn, f);
-	int missing = copied && PG_TARGET_BY_KEY(&s->target) ?
-	    apply_stage(s, jobs, res, f) : 0;
-	if (copied && missing == 0)
+	return copied && sent;
+}
+
+/* The part's statements one by one (pg_target_statements), until one
+ * fails. */
+struct slow_fn {
+	struct pg_target_stmt_fn fn;
+	struct sink_pg *s;
+	const int *idx;
+	int n;
+	struct pg_failure *f;
+	bool ok;
+};
+
+static void
+slow_copy(struct pg_target_stmt_fn *fn, int t)
+{
+	struct slow_fn *sf = (struct slow_fn *)fn;
+
+	sf->ok = sf->ok && copy_rows(sf->s, t, sf->idx, sf->n, sf->f);
+}
+
+static void
+slow_sql(struct pg_target_stmt_fn *fn, int t, const char *sql)
+{
+	struct slow_fn *sf = (struct slow_fn *)fn;
+
+	(void)t;
+	sf->ok = sf->ok && sink_pg_sql(sf->s, sql, sf->f);
+}
+
+static bool copy_rest(struct sink_pg *, const int *, int, struct job *,
+    struct handler_result *, struct pg_failure *);
+
+/* The rows of jobs idx[0..n), every table's, under a savepoint; rows that
+ * violate a table are isolated by halving (a job's rows in every table
+ * go or fail together). False (with f) when the whole transaction must be
+ * abandoned. */
+static bool
+copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
+    struct handler_result *res, struct pg_failure *f)
+{
+	struct slow_fn sf = { { slow_copy, slow_sql }, s, idx, n, f, true };
+	int missing;
+
+	if (!sink_pg_sql(s, "SAVEPOINT ferry_part", f))
+		return false;
+	pg_target_statements(s->targets, s->ntargets, s->deletes, false,
+	    &sf.fn);
+	missing = sf.ok ? after_part(s, jobs, res, f) : -1;
+	if (missing == 0)
 		return sink_pg_sql(s, "RELEASE SAVEPOINT ferry_part", f);
 	if (missing > 0)        /* a dead job writes nothing */
 		return sink_pg_sql(s, "ROLLBACK TO SAVEPOINT ferry_part", f) &&
@@ -149,7 +195,7 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
 	bool ok = true;
 
-	for (still = -1; ok && !PG_TARGET_BY_KEY(&s->target); ) {
+	for (still = -1; ok && !s->by_key; ) {
 		n = 0;
 		for (int k = 0; k < s->nidx; k++)
 			if (res[s->idx[k]].outcome == HANDLER_FAIL)

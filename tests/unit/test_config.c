@@ -450,7 +450,7 @@ Test(config_errors, unknown_section)
 {
 	/* Its keys are not reported one by one. */
 	expect_errors("[server]\nport = 1\n" Q1, "F:1: [server]: unknown "
-	    "section (allowed: [ferryd], [queue NAME])\n");
+	    "section (allowed: [ferryd], [queue NAME], [table QUEUE TABLE])\n");
 }
 
 Test(config_errors, ferryd_twice)
@@ -1554,6 +1554,13 @@ Test(config, example_postgres_queue)
 	    "dbname='ferry' user='events_writer' password='it\\'s a \\\\secret' "
 	    "connect_timeout=5 application_name=ferryd");
 	free(conninfo);
+	q = config_find_queue(&c, "shop");
+	cr_assert_not_null(q);
+	cr_expect_str_eq(q->tables, "orders, order_lines");
+	cr_expect_eq(config_find_table(&c, "shop", "orders")->mode,
+	    CONFIG_MODE_UPSERT);
+	cr_expect_eq(config_find_table(&c, "shop", "order_lines")->mode,
+	    CONFIG_MODE_INSERT);
 	config_free(&c);
 }
 
@@ -2033,4 +2040,117 @@ Test(config_errors, update_and_delete_keys)
 	    "not starting with a digit, or empty for no deletes)\n");
 	expect_errors(PG "table = t\nmode = delete\n", "F:4: [queue ev] mode: "
 	    "\"delete\" is not one of insert, upsert, update\n");
+}
+
+/* --- several tables (issue 17) --- */
+
+#define TABLES PG "tables = orders, shop.lines\n"
+
+Test(config, tables)
+{
+	struct ferry_config c;
+	const struct queue_config *o, *l;
+
+	load_ok(TABLES "table_member = table\nmode = upsert\nkey = id\n"
+	    "[table ev shop.lines]\nmode = insert\nkey =\ncolumns = order_id, "
+	    "item\n", &c);
+	cr_assert_eq(c.ntables, 2);
+	o = config_find_table(&c, "ev", "orders");
+	l = config_find_table(&c, "ev", "shop.lines");
+	cr_assert_not_null(o);
+	cr_assert_not_null(l);
+	cr_expect_str_eq(c.queues[0].table_member, "table");
+	/* orders has no section: the queue's keys */
+	cr_expect_eq(o->mode, CONFIG_MODE_UPSERT);
+	cr_expect_str_eq(o->key, "id");
+	cr_expect_str_eq(o->columns, "");
+	cr_expect_str_eq(o->name, "ev");
+	cr_expect_eq(l->mode, CONFIG_MODE_INSERT);
+	cr_expect_str_eq(l->key, "");
+	cr_expect_str_eq(l->columns, "order_id, item");
+	cr_expect_str_eq(l->op_member, "op");
+	cr_expect_null(config_find_table(&c, "ev", "other"));
+	config_free(&c);
+}
+
+Test(config_errors, tables)
+{
+	expect_errors(PG "tables = a, 1b\n", "F:3: [queue ev] tables: \"a, "
+	    "1b\" \"1b\" is not a valid table name (allowed: names or "
+	    "schema.names separated by commas, each part 1..63 characters of "
+	    "A-Z a-z 0-9 _, not starting with a digit)\n");
+	expect_errors(PG "tables = a, b, a\n", "F:3: [queue ev] tables: \"a, "
+	    "b, a\" table \"a\" is named twice (allowed: each table once)\n");
+	expect_errors(PG "table = t\ntables = a, b\n", "F:4: [queue ev] "
+	    "tables: set together with table (allowed: one of the two: table "
+	    "for one table, tables for several)\n");
+	expect_errors(PG "table = t\ntable_member = table\n", "F:4: [queue ev] "
+	    "table_member: \"table\" is set but tables is not (only used with "
+	    "tables)\n");
+	expect_errors(PG "tables = a, b\ntable_member = t-x\n", "F:4: [queue "
+	    "ev] table_member: \"t-x\" is not a valid member name (allowed: "
+	    "1..63 characters of A-Z a-z 0-9 _, not starting with a digit, or "
+	    "empty: \"data\" holds one array per table)\n");
+	expect_errors("[queue ev]\ntables = a, b\n", "F:2: [queue ev] tables: "
+	    "\"a, b\" is set but handler = noop (only used with handler = "
+	    "postgres)\n");
+	expect_errors(PG "tables = a, b\n[table ev c]\ncolumns = x\n", "F:4: "
+	    "[table ev c]: \"c\" is not one of [queue ev] tables (allowed: a, "
+	    "b)\n");
+	expect_errors(PG "tables = a, b\n[table ev a]\nworkers = 2\n", "F:5: "
+	    "[table ev a] workers: not a key of a table (allowed: columns, "
+	    "mode, key, update_columns, version, missing; the others go in "
+	    "[queue ev])\n");
+	expect_errors(PG "tables = a, b\n[table ev a]\nmode = merge\n", "F:5: "
+	    "[table ev a] mode: \"merge\" is not one of insert, upsert, "
+	    "update\n");
+	expect_errors(PG "tables = a, b\n[table ev a]\nmode = upsert\n", "F:4: "
+	    "[table ev a] key: required when mode = upsert (allowed: the "
+	    "columns of a primary key or unique index of the table, such as "
+	    "key = id)\n");
+	expect_errors(PG "tables = a, b\n[table ev b]\nversion = v\n", "F:5: "
+	    "[table ev b] version: \"v\" is set but mode = insert (only used "
+	    "with mode = upsert or update)\n");
+	expect_errors(PG "tables = a, b\n[table ev a]\nmode = upsert\n"
+	    "key = id\nkey = id\n", "F:7: [table ev a] key: set twice (first "
+	    "at line 6)\n");
+	expect_errors(PG "tables = a, b\n[table ev a]\n[table ev a]\n", "F:5: "
+	    "[table ev a]: defined twice (first at line 4)\n");
+	expect_errors("[table ev a]\nkey = id\n" PG "tables = a\n", "F:1: "
+	    "[table ev a]: queue \"ev\" is not defined above (allowed: a [queue "
+	    "NAME] section before it)\n");
+	expect_errors(PG "tables = a\n[table ev]\n", "F:4: [table ev]: "
+	    "expected [table QUEUE TABLE] (a queue defined above and one of its "
+	    "tables)\n");
+	expect_errors(PG, "F:2: [queue ev] table: required when handler = "
+	    "postgres\n");
+	/* the queue's keys are the tables' defaults: checked per table */
+	expect_errors(PG "tables = a, b\nmode = upsert\n[table ev a]\n"
+	    "key = id\n", "F:3: [table ev b] key: required when mode = upsert "
+	    "(allowed: the columns of a primary key or unique index of the "
+	    "table, such as key = id)\n");
+	expect_errors(PG "tables = a, b\nkey = id\nop_member = action\n"
+	    "missing = ignore\n[table ev a]\nmode = update\n", "");
+}
+
+/* A [table] section changed on reload: the queue's workers must go. */
+Test(config_api, table_section_changed)
+{
+	struct ferry_config a, b;
+
+	load_ok(TABLES "[table ev orders]\ncolumns = id\n", &a);
+	load_ok(TABLES "[table ev orders]\ncolumns = id, total\n", &b);
+	cr_expect_not(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &a,
+	    &a.queues[0]));
+	config_free(&b);
+	/* the same keys, set in the queue instead: the tables are the same */
+	load_ok(TABLES "columns = id\n[table ev shop.lines]\ncolumns =\n", &b);
+	cr_expect(config_queue_changed(&a.queues[0], &b.queues[0]));
+	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &b,
+	    &b.queues[0]));
+	config_free(&b);
+	config_free(&a);
 }

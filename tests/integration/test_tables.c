@@ -1,0 +1,361 @@
+/* test_tables.c - a postgres queue writing several tables (tables =)
+ * against a real PostgreSQL: orders and order_lines with a foreign key,
+ * child rows before their parents in a batch, routed by a job's
+ * table_member or by one array per table in its "data"; a table not
+ * configured; a bad row that takes its whole job (every table) to the
+ * dead list while the rest commits; an insert table beside an upsert one;
+ * a missing key index refused at start; and a run through ferryd whose
+ * workers are killed, ending with exact rows in both tables. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pg_case.h"
+#include "pg_target.h"
+#include "sink_pg.h"
+
+#define SCHEMA "CREATE TABLE orders (id int PRIMARY KEY, total int NOT NULL " \
+	"CHECK (total >= 0));CREATE TABLE order_lines (order_id int NOT NULL " \
+	"REFERENCES orders (id), line int NOT NULL, item text)"
+
+/* Queue q writing orders, order_lines with the extra lines (queue and
+ * table sections), loaded into cfg; the schema created. */
+static void
+load(const char *extra)
+{
+	struct config_errors errs = { 0, NULL };
+	char body[1024];
+
+	h_setup(&pc_d, NULL, "");
+	snprintf(body, sizeof(body), "[queue q]\nhandler = postgres\n"
+	    "tables = orders, order_lines\n%s", extra);
+	h_config(&pc_d, h_pg_start(&pc_d), body);
+	h_pg_exec(&pc_d, SCHEMA);
+	cr_assert_eq(config_load(pc_d.config, &pc_cfg, &errs), 0, "%s",
+	    errs.n ? errs.msgs[0] : "");
+}
+
+/* load(extra), the sink's start check passed. */
+static struct sink_pg *
+setup(const char *extra)
+{
+	char err[512];
+
+	load(extra);
+	cr_assert_eq(pg_target_check(&pc_cfg, &pc_cfg.queues[0], true, NULL, err,
+	    sizeof(err)), PG_OK, "%s", err);
+	return sink_pg_new(&pc_cfg, &pc_cfg.queues[0]);
+}
+
+/* "id=total,...;order_id/line/item,..." */
+static void
+assert_rows(const char *want)
+{
+	char *got = h_pg_text(&pc_d, "SELECT coalesce((SELECT string_agg(id || "
+	    "'=' || total, ',' ORDER BY id) FROM orders), '') || ';' || "
+	    "coalesce((SELECT string_agg(order_id || '/' || line || '/' || "
+	    "coalesce(item, '-'), ',' ORDER BY order_id, line) FROM "
+	    "order_lines), '')");
+
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+TestSuite(tables, .fini = pc_teardown, .timeout = 300);
+
+/* One array per table in "data": a job's lines before its order, and a
+ * job of lines before the job of their order; both commit, replayed
+ * under the same key they change nothing. */
+Test(tables, data_arrays_parents_first_in_either_order)
+{
+	static const char *const docs[] = {
+		"{\"data\":{\"order_lines\":[{\"order_id\":1,\"line\":1,\"item\":"
+		    "\"a\"},{\"order_id\":1,\"line\":2}],\"orders\":[{\"id\":1,"
+		    "\"total\":5}]}}",
+		"{\"data\":{\"order_lines\":[{\"order_id\":2,\"line\":1,\"item\":"
+		    "\"b\"}]}}",
+		"{\"data\":{\"orders\":[{\"id\":2,\"total\":7}]}}",
+	};
+	struct sink_pg *s = setup("");
+
+	for (int round = 0; round < 2; round++) {
+		pc_run(s, docs, 3, "w:1", NULL);
+		assert_rows("1=5,2=7;1/1/a,1/2/-,2/1/b");
+	}
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* table_member names each job's table; a child job before its parent. */
+Test(tables, member_routes_each_job)
+{
+	static const char *const docs[] = {
+		"{\"table\":\"order_lines\",\"data\":[{\"order_id\":3,\"line\":1,"
+		    "\"item\":\"x\"}]}",
+		"{\"table\":\"orders\",\"data\":{\"id\":3,\"total\":0}}",
+		"{\"table\":\"order_lines\",\"data\":{\"order_id\":3,\"line\":2}}",
+	};
+	struct sink_pg *s = setup("table_member = table\n"
+	    "[table q order_lines]\ncolumns = order_id, line, item\n");
+
+	pc_run(s, docs, 3, "w:1", NULL);
+	assert_rows("3=0;3/1/x,3/2/-");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* A table that is not one of the queue's is dead with that reason, both
+ * ways of routing; so is a job without its table member, and a "data"
+ * that is not an object of tables (a bare document is one). */
+Test(tables, unknown_table_is_dead)
+{
+	static const char *const member[] = {
+		"{\"table\":\"invoices\",\"data\":{\"id\":1}}",
+		"{\"data\":{\"id\":1}}",
+		"{\"table\":\"orders\",\"data\":{\"id\":1,\"total\":1}}",
+	};
+	static const char *const member_dead[] = {
+		"table \"invoices\" is not one of this queue's tables (orders, "
+		    "order_lines)",
+		"table: the job has no such member (allowed: a string naming one "
+		    "of this queue's tables: orders, order_lines)",
+		NULL,
+	};
+	static const char *const data[] = {
+		"{\"data\":{\"orders\":[{\"id\":2,\"total\":1}],\"invoices\":[]}}",
+		"{\"data\":[{\"id\":3,\"total\":1}]}",
+		"{\"data\":{\"orders\":[{\"id\":4,\"total\":1}]}}",
+		"{\"orders\":[{\"id\":5,\"total\":1}]}",
+	};
+	static const char *const data_dead[] = {
+		"table \"invoices\" is not one of this queue's tables (orders, "
+		    "order_lines)",
+		"data is not an object of one array of rows per table (allowed "
+		    "members: orders, order_lines)",
+		NULL, NULL,
+	};
+	struct sink_pg *s = setup("table_member = table\n");
+
+	pc_run(s, member, 3, "w:1", member_dead);
+	assert_rows("1=1;");
+	sink_pg_free(s);
+	config_free(&pc_cfg);
+	h_stop(&pc_d);
+	h_teardown(&pc_d);
+	s = setup("");
+	pc_run(s, data, 4, "w:2", data_dead);
+	assert_rows("4=1,5=1;");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* A CHECK violation in one table and a foreign key to no order take their
+ * whole jobs (the rows in the other table too) to the dead list with
+ * their SQLSTATE; the rest commits, lines before their order included. */
+Test(tables, bad_row_kills_its_whole_job)
+{
+	static const char *const docs[] = {
+		"{\"data\":{\"order_lines\":[{\"order_id\":6,\"line\":1}]}}",
+		"{\"data\":{\"orders\":[{\"id\":5,\"total\":-1}],\"order_lines\":"
+		    "[{\"order_id\":5,\"line\":1}]}}",
+		"{\"data\":{\"orders\":[{\"id\":6,\"total\":6}]}}",
+		"{\"data\":{\"orders\":[{\"id\":7,\"total\":7}],\"order_lines\":"
+		    "[{\"order_id\":99,\"line\":1}]}}",
+		"{\"data\":{\"orders\":[{\"id\":8,\"total\":\"x\"}]}}",
+		"{\"data\":{\"orders\":[{\"id\":9,\"total\":9}],\"order_lines\":"
+		    "[{\"order_id\":9,\"line\":1}]}}",
+	};
+	static const char *const dead[] = { NULL, "23514: ", NULL, "23503: ",
+	    "22P02: ", NULL };
+	struct sink_pg *s = setup("");
+
+	for (int round = 0; round < 2; round++) {
+		pc_run(s, docs, 6, "w:1", dead);
+		assert_rows("6=6,9=9;6/1/-,9/1/-");
+	}
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* orders upserted by id (the last of a key wins), order_lines inserted:
+ * one batch, one transaction; a delete of an order goes after the
+ * deletes of its lines (there are none here: the child table inserts). */
+Test(tables, upsert_table_beside_insert_table)
+{
+	static const char *const docs[] = {
+		"{\"data\":{\"order_lines\":[{\"order_id\":1,\"line\":1}],"
+		    "\"orders\":[{\"id\":1,\"total\":1}]}}",
+		"{\"data\":{\"orders\":[{\"id\":1,\"total\":2}],\"order_lines\":"
+		    "[{\"order_id\":1,\"line\":2}]}}",
+		"{\"data\":{\"orders\":[{\"id\":2,\"total\":3}]}}",
+	};
+	static const char *const later[] = {
+		"{\"data\":{\"orders\":[{\"id\":2,\"total\":4}]}}",
+		"{\"op\":\"delete\",\"data\":{\"orders\":[{\"id\":3}]}}",
+	};
+	struct sink_pg *s = setup("[table q orders]\nmode = upsert\n"
+	    "key = id\n");
+
+	pc_run(s, docs, 3, "w:1", NULL);
+	assert_rows("1=2,2=3;1/1/-,1/2/-");
+	pc_run(s, docs, 3, "w:1", NULL);       /* a replay */
+	assert_rows("1=2,2=3;1/1/-,1/2/-");
+	pc_run(s, later, 2, "w:2", NULL);
+	assert_rows("1=2,2=4;1/1/-,1/2/-");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* Both tables upserted; a later job deletes an order with its lines (the
+ * order first in its document): the lines go first (children first), so
+ * the foreign key holds. */
+Test(tables, deletes_children_first)
+{
+	static const char *const docs[] = {
+		"{\"data\":{\"order_lines\":[{\"order_id\":1,\"line\":1}],"
+		    "\"orders\":[{\"id\":1,\"total\":1},{\"id\":2,\"total\":2}]}}",
+		"{\"op\":\"delete\",\"data\":{\"orders\":[{\"id\":1}],"
+		    "\"order_lines\":[{\"order_id\":1,\"line\":1}]}}",
+	};
+	struct sink_pg *s;
+	char err[512];
+
+	load("mode = upsert\nkey = id\n[table q order_lines]\n"
+	    "key = order_id, line\n");
+	h_pg_exec(&pc_d, "CREATE UNIQUE INDEX ON order_lines (order_id, line)");
+	cr_assert_eq(pg_target_check(&pc_cfg, &pc_cfg.queues[0], true, NULL, err,
+	    sizeof(err)), PG_OK, "%s", err);
+	s = sink_pg_new(&pc_cfg, &pc_cfg.queues[0]);
+	pc_run(s, docs, 1, "w:1", NULL);
+	assert_rows("1=1,2=2;1/1/-");
+	pc_run(s, docs + 1, 1, "w:2", NULL);
+	assert_rows("2=2;");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* ferryd's start check refuses a key no unique index matches, naming the
+ * table; the other table's key is fine. */
+Test(tables, missing_key_index_refused_at_start)
+{
+	char err[512], *out;
+	const char *args[] = { "-f", "-c", pc_d.config, NULL };
+	struct h_run r;
+
+	load("mode = upsert\nkey = id\n[table q order_lines]\n"
+	    "key = order_id, line\n");
+	cr_assert_eq(pg_target_check(&pc_cfg, &pc_cfg.queues[0], false, NULL, err,
+	    sizeof(err)), PG_FATAL, "%s", err);
+	cr_assert_str_eq(err, "[queue q] key: \"order_id, line\" is not the "
+	    "primary key or a unique index of table \"order_lines\" (allowed: "
+	    "the columns of a primary key or of a unique index that is not "
+	    "partial, not on expressions, not deferrable; create one, e.g. "
+	    "CREATE UNIQUE INDEX ON order_lines (order_id, line))");
+	int status = h_run_ferryd(args, &out);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
+	cr_assert(strstr(out, "table \"order_lines\"") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(h_ctl(&r, pc_d.config, NULL, "init-db", NULL), 65, "%s%s",
+	    r.out, r.err);
+	cr_assert(strstr(r.err, "table \"order_lines\"") != NULL, "%s%s",
+	    r.out, r.err);
+	h_run_free(&r);
+	h_pg_exec(&pc_d, "CREATE UNIQUE INDEX ON order_lines (line, order_id)");
+	cr_assert_eq(pg_target_check(&pc_cfg, &pc_cfg.queues[0], false, NULL, err,
+	    sizeof(err)), PG_OK, "%s", err);
+	h_stop(&pc_d);
+}
+
+TestSuite(tables_ferryd, .fini = pc_teardown, .timeout = 600);
+
+/* Queue q writing both tables through ferryd (queue lines `extra`),
+ * init-db run; n jobs of one order and its two lines (lines first). */
+static void
+setup_ferryd(const char *extra, int n)
+{
+	char body[512], global[512];
+	struct h_run r;
+
+	h_setup(&pc_d, NULL, "");
+	snprintf(body, sizeof(body), "[queue q]\nhandler = postgres\n"
+	    "tables = orders, order_lines\n%s", extra);
+	snprintf(global, sizeof(global), "%srestart_backoff_min = 10ms\n"
+	    "restart_backoff_max = 100ms\n", h_pg_start(&pc_d));
+	h_config(&pc_d, global, body);
+	h_pg_exec(&pc_d, SCHEMA);
+	cr_assert_eq(h_ctl(&r, pc_d.config, NULL, "init-db", NULL), 0, "%s%s",
+	    r.out, r.err);
+	h_run_free(&r);
+	freeReplyObject(h_redis(&pc_d, "PING"));
+	for (int i = 0; i < n; i++)
+		redisAppendCommand(pc_d.rc, "LPUSH ferry:{q}:ready {\"data\":{"
+		    "\"order_lines\":[{\"order_id\":%d,\"line\":1},{\"order_id\":"
+		    "%d,\"line\":2}],\"orders\":[{\"id\":%d,\"total\":%d}]}}", i, i,
+		    i, i);
+	for (int i = 0; i < n; i++) {
+		redisReply *rep;
+		cr_assert_eq(redisGetReply(pc_d.rc, (void **)&rep), REDIS_OK);
+		freeReplyObject(rep);
+	}
+}
+
+/* n orders and 2n lines, each once; nothing dead, nothing left. */
+static void
+assert_exactly_once(int n)
+{
+	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM orders"), n);
+	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM order_lines"), 2 * n);
+	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(DISTINCT (order_id, line)) "
+	    "FROM order_lines"), 2 * n);
+	h_assert_queue_empty(&pc_d, "q");
+	cr_assert_eq(h_redis_int(&pc_d, "LLEN ferry:{q}:dead"), 0);
+}
+
+/* The worker dies right after the first batch's COMMIT, before the ack
+ * (test hook): its jobs come back stamped, the fence finds the batch
+ * committed, and they are acked without being written again (the lines
+ * have no key: written twice, they would be counted twice). */
+Test(tables_ferryd, death_between_commit_and_ack_writes_nothing_again)
+{
+	char hook[400], env[450];
+
+	setup_ferryd("workers = 1\nbatch_size = 100\n", 300);
+	snprintf(hook, sizeof(hook), "%s/exit-after-commit", pc_d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
+	putenv(env);
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	h_start(&pc_d, 1);
+	h_wait_log(&pc_d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&pc_d, 300, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
+	assert_exactly_once(300);
+	cr_assert_eq(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&pc_d);
+}
+
+/* 12,000 jobs, each an order and its two lines (lines first in the
+ * document), 3 workers, one killed with SIGKILL every 300 ms (each
+ * INSERT made 10 ms longer, so that kills land inside transactions and
+ * between COMMIT and ack): every order once, every line once, none
+ * dead. */
+Test(tables_ferryd, exactly_once_under_killed_workers)
+{
+	const int n = 12000;
+
+	setup_ferryd("workers = 3\nbatch_size = 10\nmax_recoveries = 1000\n",
+	    n);
+	h_pg_slow(&pc_d, "orders", "INSERT");
+	h_pg_slow(&pc_d, "order_lines", "INSERT");
+	h_start(&pc_d, 3);
+	h_kill_workers_until_done(&pc_d, "q", n);
+	assert_exactly_once(n);
+	cr_assert_gt(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&pc_d);
+}
