@@ -1,8 +1,9 @@
 /* http_dead.c - the dashboard's dead-letter list: GET /api/dead (a page of
  * entries, newest first, their headers decoded by dead_entry.c) and
  * /api/dead/one (one entry with its document); POST /api/dead/replay and
- * /api/dead/purge (one entry, named by its index and checked by its id:
- * when the list moved meanwhile, 409 and nothing done). Every question
+ * /api/dead/purge (one entry, named by its index and checked by the SHA-1
+ * of its bytes, or by its id, which its neighbours may share: when the
+ * list moved meanwhile, 409 and nothing done). Every question
  * goes to Redis over the master's asynchronous connection
  * (master_redis_commandv); the HTTP request waits, the loop does not.
  * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
@@ -41,6 +42,7 @@ struct dead_op {
 	long offset, limit, index;
 	int step;                       /* 0: LINDEX asked, 1: acting */
 	char id[JOB_ID_MAX + 1];        /* replay, purge: the entry's id */
+	char sha1[41];                  /* or its bytes' SHA-1 ("": not given) */
 	char *cache_key;                /* purge: DEL after the LREM */
 };
 
@@ -154,8 +156,11 @@ entry_json(const struct dead_op *op, const redisReply *el, long index,
 	dead_entry_read(&e, el->str, el->len);
 	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
 	    op->q->max_job_bytes, id);
+	char sha[41];
+	job_sha1_hex(el->str, el->len, sha);
 	json_object_set_new(o, "index", json_integer(index));
 	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "sha1", json_string(sha));
 	if (!e.ok || (job ? dead_entry_decode(o, &e) :
 	    dead_entry_header(o, &e.w)) != 0) {
 		json_object_set_new(o, "reason", json_string(e.ok ?
@@ -192,7 +197,11 @@ act_on(struct master *m, struct dead_op *op, const redisReply *el)
 	dead_entry_read(&e, el->str, el->len);
 	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
 	    op->q->max_job_bytes, id);
-	if (strcmp(id, op->id) != 0) {
+	/* the SHA-1 names the entry the page showed; an id may be shared by
+	 * its neighbours (producers' ids, identical documents) */
+	if (op->sha1[0] != '\0')
+		job_sha1_hex(el->str, el->len, id);
+	if (strcmp(id, op->sha1[0] != '\0' ? op->sha1 : op->id) != 0) {
 		dead_entry_free(&e);
 		op_fail(op, MHD_HTTP_CONFLICT, "the dead-letter list changed: "
 		    "that entry is no longer at that index (reload the list)");
@@ -348,9 +357,21 @@ dead_indexed(struct http_req *r, enum dead_what what)
 		op_done(op);
 		return;
 	}
-	if (what != DEAD_ONE && (id == NULL || strlen(id) > JOB_ID_MAX)) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "id: missing (the id of "
-		    "the entry at that index, as /api/dead lists it)");
+	const char *sha = http_req_arg(r, "sha1");
+	if (sha != NULL && (strlen(sha) != 40 || strspn(sha,
+	    "0123456789abcdef") != 40)) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "sha1: not 40 lowercase "
+		    "hex digits (the sha1 of the entry, as /api/dead lists it)");
+		op_done(op);
+		return;
+	}
+	if (sha != NULL)
+		snprintf(op->sha1, sizeof(op->sha1), "%s", sha);
+	if (what != DEAD_ONE && sha == NULL && (id == NULL ||
+	    strlen(id) > JOB_ID_MAX)) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "sha1 or id: missing (the "
+		    "sha1 or the id of the entry at that index, as /api/dead "
+		    "lists it)");
 		op_done(op);
 		return;
 	}

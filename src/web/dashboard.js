@@ -163,7 +163,7 @@
 		tb.replaceChildren();
 		for (const e of d.entries) {
 			const q = "queue=" + encodeURIComponent(deadQueue) + "&index=" + e.index +
-			    "&id=" + encodeURIComponent(e.id);
+			    "&id=" + encodeURIComponent(e.id) + "&sha1=" + e.sha1;
 			const act = el("td", { class: "t" }, button("show", () => showDoc(q)));
 			if (actions)
 				act.append(button("replay", () => post("/api/dead/replay?" + q)),
