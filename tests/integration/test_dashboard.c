@@ -142,6 +142,22 @@ api_queue(const char *q, const char *key)
 	return v;
 }
 
+/* path?queue=ex&index=I&sha1=... with the sha1 /api/dead/one gives the
+ * entry at index `of` (static: valid until the next call). */
+static const char *
+dead_action(const char *path, int index, int of)
+{
+	static char out[300];
+	char one[80];
+
+	snprintf(one, sizeof(one), "/api/dead/one?queue=ex&index=%d", of);
+	json_t *o = http_json(one);
+	snprintf(out, sizeof(out), "%s?queue=ex&index=%d&sha1=%s", path, index,
+	    h_jstr(o, "sha1"));
+	json_decref(o);
+	return out;
+}
+
 static void
 wait_api_queue(const char *q, const char *key, long long want)
 {
@@ -363,8 +379,13 @@ Test(dashboard, actions_with_the_token)
 	    &body), 404);
 	free(body);
 
-	/* an index whose entry is not that id: nothing done */
-	cr_assert_eq(http("POST", "/api/dead/replay?queue=ex&index=0&id=bad-1",
+	/* without the entry's sha1: 400; an index whose entry is not that
+	 * one (bad-1's sha1 at bad-3's index): nothing done */
+	cr_assert_eq(http("POST", "/api/dead/replay?queue=ex&index=0&id=bad-3",
+	    "Bearer " TOKEN, &body), 400, "%s", body);
+	cr_assert(strstr(body, "sha1: missing") != NULL, "%s", body);
+	free(body);
+	cr_assert_eq(http("POST", dead_action("/api/dead/replay", 0, 2),
 	    "Bearer " TOKEN, &body), 409, "%s", body);
 	free(body);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
@@ -372,14 +393,14 @@ Test(dashboard, actions_with_the_token)
 	/* replay bad-3 (now handled: the flag is gone), purge bad-1 */
 	snprintf(path, sizeof(path), "%s/fail", d.dir);
 	unlink(path);
-	cr_assert_eq(http("POST", "/api/dead/replay?queue=ex&index=0&id=bad-3",
+	cr_assert_eq(http("POST", dead_action("/api/dead/replay", 0, 0),
 	    "Bearer " TOKEN, &body), 200, "%s", body);
 	free(body);
 	wait_api_queue("ex", "done", 3);
 	snprintf(path, sizeof(path), "%s/done.txt", d.dir);
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-3\""), 1);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 2);
-	cr_assert_eq(http("POST", "/api/dead/purge?queue=ex&index=1&id=bad-1",
+	cr_assert_eq(http("POST", dead_action("/api/dead/purge", 1, 1),
 	    "Bearer " TOKEN, &body), 200, "%s", body);
 	free(body);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 1);
