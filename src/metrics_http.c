@@ -19,9 +19,10 @@
  *
  * Against DNS rebinding (a page of another site whose name resolves to
  * this listener), every request but /metrics must name the listener in its
- * Host header: its configured address, localhost, 127.0.0.1 or [::1], with
- * its port (else 421); a request without a Host header (HTTP/1.0) is
- * served: a browser always sends one. Every answer forbids framing and referrers. */
+ * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
+ * name of [ferryd] http_allowed_hosts, with its port (else 421); a
+ * request without a Host header (HTTP/1.0) is served: a browser always
+ * sends one. Every answer forbids framing and referrers. */
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
@@ -264,8 +265,18 @@ host_ok(const struct metrics_http *h, const char *host)
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(names); i++)
 		if (strlen(names[i]) == n && strncasecmp(host, names[i], n) == 0)
 			return true;
-	return strcmp(h->addr, "0.0.0.0") != 0 && strlen(h->addr) == n &&
-	    strncmp(host, h->addr, n) == 0;
+	if (strcmp(h->addr, "0.0.0.0") != 0 && strlen(h->addr) == n &&
+	    strncmp(host, h->addr, n) == 0)
+		return true;
+	/* [ferryd] http_allowed_hosts: names separated by blanks or commas */
+	const char *v = master_control_config(h->m)->http_allowed_hosts;
+	while (*(v += strspn(v, " \t,")) != '\0') {
+		size_t len = strcspn(v, " \t,");
+		if (len == n && strncasecmp(v, host, n) == 0)
+			return true;
+		v += len;
+	}
+	return false;
 }
 
 /* GET and HEAD: the page, the metrics, the API. */

@@ -91,19 +91,25 @@ get_json(const char *path)
 }
 
 static void
-setup(void)
+setup_with(const char *ferryd_extra)
 {
 	char extra[1024], queues[256];
 
 	port = test_free_port();
 	h_setup(&d, NULL, "");
 	snprintf(extra, sizeof(extra), "metrics_listen = 127.0.0.1:%d\n"
-	    "http_token = " TOKEN "\n%s", port, h_pg_start(&d));
+	    "http_token = " TOKEN "\n%s%s", port, ferryd_extra, h_pg_start(&d));
 	snprintf(queues, sizeof(queues), "[queue ex]\nhandler = exec\n"
 	    "command = /bin/cat\nworkers = 1\n");
 	h_config(&d, extra, queues);
 	h_start(&d, 1);
 	h_wait_log(&d, "metrics served over HTTP", 1);
+}
+
+static void
+setup(void)
+{
+	setup_with("");
 }
 
 /* Peak RSS of pid, kB. */
@@ -292,19 +298,22 @@ Test(dashboard_safety, one_dead_list_read_at_a_time)
 
 /* DNS rebinding: a page of evil.example whose name now resolves to
  * 127.0.0.1 sends "Host: evil.example:PORT": refused (421), reads and
- * POSTs alike; the listener's own names pass; /metrics is served to any
- * (scrapers name the host as they like). */
+ * POSTs alike; the listener's own names pass, and those of [ferryd]
+ * http_allowed_hosts; /metrics is served to any (scrapers name the host
+ * as they like). */
 Test(dashboard_safety, the_host_header_must_name_the_listener)
 {
 	char lines[300], *body;
 	const char *refused[] = { "evil.example:%d", "127.0.0.1:%d0",
-		"localhost", "127.0.0.2:%d", "localhost.evil.example:%d" };
+		"localhost", "127.0.0.2:%d", "localhost.evil.example:%d",
+		"ferry.example:%d", "example.com:%d", "ferry.example.com" };
 	const char *served[] = { "127.0.0.1:%d", "localhost:%d",
-		"LOCALHOST:%d", "[::1]:%d" };
+		"LOCALHOST:%d", "[::1]:%d", "ferry.example.com:%d",
+		"FERRY.example.COM:%d", "[fe80::1]:%d" };
 	const char *paths[] = { "/", "/api/queues", "/api/dead?queue=ex",
 		"/api/dead/one?queue=ex&index=0" };
 
-	setup();
+	setup_with("http_allowed_hosts = ferry.example.com,[fe80::1]\n");
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(refused); i++) {
 		char host[100];
 		snprintf(host, sizeof(host), refused[i], port);
