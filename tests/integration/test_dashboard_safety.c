@@ -5,9 +5,12 @@
  * and purge of a big entry by the sha1 the list gave; one dead-list read
  * at a time (503, Retry-After); the Host header must name the listener
  * (DNS rebinding: 421); the answers' headers against framing, referrers
- * and caching; an argument of invalid UTF-8 echoed valid, not a 500. */
+ * and caching; an argument of invalid UTF-8 echoed valid, not a 500; a
+ * hostname of HTML's special characters escaped in the page (this test
+ * sets it in its own UTS namespace: it needs CAP_SYS_ADMIN). */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <sched.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -383,6 +386,28 @@ Test(dashboard_safety, headers_and_invalid_utf8_arguments)
 	    &body), 400, "%s", body);
 	cr_assert(strstr(body, "limit: \\\"?\\\" is not a number") != NULL,
 	    "%s", body);
+	free(body);
+	h_stop(&d);
+}
+
+/* The host part of the master id goes into <title> and #host escaped:
+ * a hostname may hold any byte. */
+Test(dashboard_safety, the_hostname_is_escaped_in_the_page)
+{
+	static const char name[] = "x<b>y&z\"";
+	char host[64], *body;
+
+	cr_assert_eq(unshare(CLONE_NEWUTS), 0, "unshare(CLONE_NEWUTS): this "
+	    "test needs CAP_SYS_ADMIN (run it as root)");
+	cr_assert_eq(sethostname(name, strlen(name)), 0);
+	setup();
+	snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", port);
+	cr_assert_eq(exchange("GET", "/", host, NULL, &body), 200);
+	cr_assert(strstr(body, "<title>ferry &middot; x&lt;b&gt;y&amp;z&quot;"
+	    "</title>") != NULL, "%.600s", body);
+	cr_assert(strstr(body, "<span id=\"host\">x&lt;b&gt;y&amp;z&quot;"
+	    "</span>") != NULL, "%.600s", body);
+	cr_assert_null(strstr(body, "<b>"), "%.600s", body);
 	free(body);
 	h_stop(&d);
 }
