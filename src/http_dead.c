@@ -4,9 +4,11 @@
  * /api/dead/purge (one entry, named by its index and checked by its sha1,
  * dead_entry_ref: when the list moved meanwhile, 409 and nothing done).
  * The reads go through dead_page.lua, which hands the master at most a
- * prefix of each entry (DEAD_LIST_PREFIX, DEAD_ONE_PREFIX) and a bounded
- * page, and one read at a time per master (others 503): an entry of
- * many megabytes costs the master a few kilobytes. Every question
+ * prefix of each entry (DEAD_LIST_PREFIX, DEAD_ONE_PREFIX) and a page
+ * bounded by those prefixes' total and by the bytes Redis reads (a page
+ * of big entries holds fewer), one read at a time per master (others
+ * 503): an entry of many megabytes costs the master a few kilobytes, and
+ * Redis' script a bounded time. Every question
  * goes to Redis over the master's asynchronous connection
  * (master_redis_commandv); the HTTP request waits, the loop does not.
  * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
@@ -34,6 +36,7 @@
 #define DEAD_PAGE_MAX 100
 #define DEAD_LIST_PREFIX 8192           /* the header: a list shows no job */
 #define DEAD_LIST_BUDGET (512 * 1024)   /* prefixes per page, in all */
+#define DEAD_READ_BUDGET (32L << 20)    /* entries read in Redis per page */
 #define DEAD_ONE_PREFIX (1024 * 1024)   /* /api/dead/one's document */
 
 /* GET /api/dead or /api/dead/one waiting for Redis (one at a time) */
@@ -378,7 +381,7 @@ static void
 ask_page(struct http_req *r, struct dead_op *op, long offset, long limit,
     long prefix, long budget)
 {
-	char a[5][24];
+	char a[6][24];
 
 	if (dead_reading > 0) {         /* 503: Retry-After (metrics_http.c) */
 		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "another read of the "
@@ -391,8 +394,9 @@ ask_page(struct http_req *r, struct dead_op *op, long offset, long limit,
 	snprintf(a[2], sizeof(a[2]), "%ld", prefix);
 	snprintf(a[3], sizeof(a[3]), "%d", DEAD_ENTRY_REF_BYTES);
 	snprintf(a[4], sizeof(a[4]), "%ld", budget);
+	snprintf(a[5], sizeof(a[5]), "%ld", DEAD_READ_BUDGET);
 	const char *argv[] = { "EVAL", lua_script_source[LUA_DEAD_PAGE], "1",
-	    op->k.dead, a[0], a[1], a[2], a[3], a[4] };
+	    op->k.dead, a[0], a[1], a[2], a[3], a[4], a[5] };
 	op->reading = true;
 	dead_reading++;
 	ask(http_req_master(r), op, (int)FERRY_ARRAY_LEN(argv), argv, NULL);
