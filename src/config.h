@@ -126,6 +126,7 @@ struct ferry_config {
 	char *metrics_listen;    /* "IPV4:PORT", or empty: no HTTP endpoint */
 	char *http_token;        /* dashboard actions; empty: read-only */
 	char *http_token_file;   /* its first line (config_secret.c) */
+	char *http_allowed_hosts; /* Host names beside the listener's own */
 	char *log;               /* "stderr", "syslog" or a file path */
 	int log_level;           /* enum config_log_level */
 	char *redis_host;

@@ -213,6 +213,28 @@ config_check_http_token(const char *v, char *buf, size_t size)
 	    "characters)" : NULL;
 }
 
+const char *
+config_check_http_hosts(const char *v, char *buf, size_t size)
+{
+	(void)buf;
+	(void)size;
+	if (strlen(v) > 1024)
+		return "is too long (at most 1024 characters)";
+	while (*(v += strspn(v, " \t,")) != '\0') {
+		size_t n = strcspn(v, " \t,");
+		size_t ok = v[0] == '[' ? (v[n - 1] == ']' && n > 2 ?
+		    1 + strspn(v + 1, "0123456789abcdefABCDEF:.") + 1 : 0) :
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		    "0123456789.-");
+		if (ok != n || n > 255)
+			return "is not valid (allowed: host names of A-Z a-z 0-9 . - "
+			    "or [IPv6 address], without a port, separated by blanks "
+			    "or commas)";
+		v += n;
+	}
+	return NULL;
+}
+
 /* [A-Za-z_][A-Za-z0-9_]*, 1..CONFIG_IDENT_MAX bytes: the sink quotes it as
  * an identifier, so case matters and nothing else is allowed. */
 static bool

@@ -96,6 +96,8 @@ static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "http_token", F(http_token), "", config_check_http_token),
 	STR(S_FERRYD, "http_token_file", F(http_token_file), "",
 	    config_check_abs_path),
+	STR(S_FERRYD, "http_allowed_hosts", F(http_allowed_hosts), "",
+	    config_check_http_hosts),
 	STR(S_FERRYD, "log", F(log), "stderr", config_check_log),
 	ENUM(S_FERRYD, "log_level", F(log_level), "info", log_level_names),
 	STR(S_FERRYD, "redis_host", F(redis_host), "127.0.0.1", NULL),

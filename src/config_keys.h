@@ -42,6 +42,8 @@ const char *config_check_column(const char *v, char *buf, size_t size);
 const char *config_check_column_list(const char *v, char *buf, size_t size);
 const char *config_check_listen(const char *v, char *buf, size_t size);
 const char *config_check_http_token(const char *v, char *buf, size_t size);
+/* Host names (A-Z a-z 0-9 . -, or [IPv6]) separated by blanks or commas. */
+const char *config_check_http_hosts(const char *v, char *buf, size_t size);
 const char *config_check_log(const char *v, char *buf, size_t size);
 const char *config_check_pg_ports(const char *v, char *buf, size_t size);
 const char *config_check_pg_tsa(const char *v, char *buf, size_t size);

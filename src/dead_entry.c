@@ -56,15 +56,61 @@ void
 dead_entry_read(struct dead_entry *e, const char *el, size_t len)
 {
 	e->el = el;
-	e->len = len;
+	e->len = e->total = len;
+	e->truncated = false;
+	e->buf = NULL;
 	e->ok = wrapper_parse(el, len, WRAPPER_DEAD, &e->w) == 0;
+}
+
+void
+dead_entry_read_cut(struct dead_entry *e, const char *el, size_t len,
+    size_t total)
+{
+	if (len >= total) {
+		dead_entry_read(e, el, len);
+		return;
+	}
+	/* the grammar wants the closing brace: the prefix gets one, and
+	 * the document is what follows the job mark, without it */
+	char *buf = xmalloc(len + 1);
+	memcpy(buf, el, len);
+	buf[len] = '}';
+	dead_entry_read(e, buf, len + 1);
+	e->el = buf;
+	e->len = len;
+	e->total = total;
+	e->truncated = true;
+	e->buf = buf;
+	if (!e->ok)
+		return;
+	/* back to the start of the last character; drop it when cut */
+	const unsigned char *d = (const unsigned char *)e->w.doc;
+	size_t n = e->w.doc_len, c = n;
+	while (c > 0 && n - c < 4 && (d[c - 1] & 0xc0) == 0x80)
+		c--;
+	if (c > 0 && d[c - 1] >= 0xc0 && util_utf8_char(d + c - 1,
+	    n - c + 1) != n - c + 1)
+		e->w.doc_len = c - 1;
 }
 
 void
 dead_entry_free(struct dead_entry *e)
 {
 	wrapper_free(&e->w);
+	free(e->buf);
+	e->buf = NULL;
 	e->ok = false;
+}
+
+void
+dead_entry_ref(const char *el, size_t len, size_t total, char out[41])
+{
+	char buf[DEAD_ENTRY_REF_BYTES + 24];
+	size_t n = len < DEAD_ENTRY_REF_BYTES ? len : DEAD_ENTRY_REF_BYTES;
+
+	memcpy(buf, el, n);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%zu", total);
+	job_sha1_hex(buf, n, out);
 }
 
 int

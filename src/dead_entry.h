@@ -24,11 +24,29 @@ struct dead_entry {
 	size_t len;
 	bool ok;                /* it matches the grammar: w is set */
 	struct wrapper w;       /* points into el */
+	bool truncated;         /* dead_entry_read_cut: el is a prefix */
+	size_t total;           /* the whole entry's length */
+	char *buf;              /* owned copy of a cut entry, or NULL */
 };
+
+/* The bytes of an entry that name it for the dashboard's replay and
+ * purge: its first DEAD_ENTRY_REF_BYTES bytes (all of a shorter one)
+ * and its length. src/lua/dead_page.lua computes the same in Redis. */
+#define DEAD_ENTRY_REF_BYTES 4096
 
 /* Read el (len bytes; it must outlive e). Free with dead_entry_free. */
 void dead_entry_read(struct dead_entry *e, const char *el, size_t len);
 void dead_entry_free(struct dead_entry *e);
+/* Read the first len bytes of an entry of total bytes (len < total: a
+ * cut entry, truncated set) for display only: its header when the cut
+ * falls in the document, and w.doc its prefix, cut back at a UTF-8
+ * character boundary. A cut in the header leaves ok false. len ==
+ * total is dead_entry_read. The entry is copied: el need not outlive e. */
+void dead_entry_read_cut(struct dead_entry *e, const char *el, size_t len,
+    size_t total);
+/* The SHA-1 (hex) of the entry's first DEAD_ENTRY_REF_BYTES bytes
+ * followed by total in decimal; el holds at least that prefix. */
+void dead_entry_ref(const char *el, size_t len, size_t total, char out[41]);
 /* Add the members an operator reads of an entry that matches the grammar:
  * dead_entry_header, then dead_entry_job. 0, or -1 when jansson failed
  * (or e is malformed). */

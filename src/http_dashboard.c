@@ -192,14 +192,18 @@ http_dashboard(struct http_req *r)
 	struct buf o = BUF_INIT;
 
 	master_control_view(m, &v);
-	int hostlen = (int)http_host_len(v.master_id);
+	char host[128];     /* the hostname may hold any byte but NUL: escaped */
+	snprintf(host, sizeof(host), "%.*s", (int)http_host_len(v.master_id),
+	    v.master_id);
 	buf_printf(&o, "<!doctype html>\n<html lang=\"en\"><head><meta "
 	    "charset=\"utf-8\"><meta name=\"viewport\" content=\"width="
-	    "device-width\"><title>ferry &middot; %.*s</title><style>%s</style>"
-	    "</head>\n<body data-actions=\"%d\"><header><h1>ferry on <span "
-	    "id=\"host\">%.*s</span></h1><span class=\"muted\">master ",
-	    hostlen, v.master_id, web_dashboard_css, actions, hostlen,
-	    v.master_id);
+	    "device-width\"><title>ferry &middot; ");
+	esc(&o, host);
+	buf_printf(&o, "</title><style>%s</style></head>\n<body data-actions="
+	    "\"%d\"><header><h1>ferry on <span id=\"host\">", web_dashboard_css,
+	    actions);
+	esc(&o, host);
+	buf_printf(&o, "</span></h1><span class=\"muted\">master ");
 	esc(&o, v.master_id);
 	buf_printf(&o, " &middot; %s%s</span>", v.phase, v.redis_up ? "" :
 	    " &middot; redis unreachable");

@@ -1,8 +1,14 @@
 /* http_dead.c - the dashboard's dead-letter list: GET /api/dead (a page of
  * entries, newest first, their headers decoded by dead_entry.c) and
  * /api/dead/one (one entry with its document); POST /api/dead/replay and
- * /api/dead/purge (one entry, named by its index and checked by its id:
- * when the list moved meanwhile, 409 and nothing done). Every question
+ * /api/dead/purge (one entry, named by its index and checked by its sha1,
+ * dead_entry_ref: when the list moved meanwhile, 409 and nothing done).
+ * The reads go through dead_page.lua, which hands the master at most a
+ * prefix of each entry (DEAD_LIST_PREFIX, DEAD_ONE_PREFIX) and a page
+ * bounded by those prefixes' total and by the bytes Redis reads (a page
+ * of big entries holds fewer), one read at a time per master (others
+ * 503): an entry of many megabytes costs the master a few kilobytes, and
+ * Redis' script a bounded time. Every question
  * goes to Redis over the master's asynchronous connection
  * (master_redis_commandv); the HTTP request waits, the loop does not.
  * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
@@ -28,6 +34,13 @@
 #include "util.h"
 
 #define DEAD_PAGE_MAX 100
+#define DEAD_LIST_PREFIX 8192           /* the header: a list shows no job */
+#define DEAD_LIST_BUDGET (512 * 1024)   /* prefixes per page, in all */
+#define DEAD_READ_BUDGET (32L << 20)    /* entries read in Redis per page */
+#define DEAD_ONE_PREFIX (1024 * 1024)   /* /api/dead/one's document */
+
+/* GET /api/dead or /api/dead/one waiting for Redis (one at a time) */
+static int dead_reading;
 
 enum dead_what { DEAD_LIST, DEAD_ONE, DEAD_REPLAY, DEAD_PURGE };
 
@@ -40,7 +53,9 @@ struct dead_op {
 	struct queue_keys k;
 	long offset, limit, index;
 	int step;                       /* 0: LINDEX asked, 1: acting */
+	bool reading;                   /* counted in dead_reading */
 	char id[JOB_ID_MAX + 1];        /* replay, purge: the entry's id */
+	char sha1[41];                  /* replay, purge: its dead_entry_ref */
 	char *cache_key;                /* purge: DEL after the LREM */
 };
 
@@ -117,6 +132,8 @@ arg_long(struct http_req *r, const char *name, long def, long lo, long hi,
 static void
 op_done(struct dead_op *op)
 {
+	if (op->reading)
+		dead_reading--;
 	free(op->cache_key);
 	free(op);
 }
@@ -141,44 +158,92 @@ ask(struct master *m, struct dead_op *op, int argc, const char **argv,
 	return 0;
 }
 
-/* The members of one entry: index, id, its header (or the raw bytes of
- * a malformed one) and, with job, its document. */
+/* The members of one entry (its first len of total bytes): index, id,
+ * sha1, bytes, its header (or the raw bytes of a malformed one) and, with
+ * job, its document; "truncated" when it was cut. */
 static json_t *
-entry_json(const struct dead_op *op, const redisReply *el, long index,
-    bool job)
+entry_json(const struct dead_op *op, const char *el, size_t len,
+    size_t total, const char *ref, long index, bool job)
 {
 	struct dead_entry e;
 	char id[JOB_ID_MAX + 1];
 	json_t *o = json_object();
 
-	dead_entry_read(&e, el->str, el->len);
-	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
-	    op->q->max_job_bytes, id);
+	dead_entry_read_cut(&e, el, len, total);
+	/* a cut document may not give the job's own id: only the header's */
+	if (!e.truncated || (e.ok && e.w.id.p != NULL && e.w.id.n > 2)) {
+		dead_entry_id(e.ok ? &e.w : NULL, el, len,
+		    op->q->max_job_bytes, id);
+		json_object_set_new(o, "id", json_string(id));
+	} else {
+		json_object_set_new(o, "id", json_null());
+	}
 	json_object_set_new(o, "index", json_integer(index));
-	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "sha1", json_string(ref));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)total));
+	if (e.truncated)
+		json_object_set_new(o, "truncated", json_true());
 	if (!e.ok || (job ? dead_entry_decode(o, &e) :
 	    dead_entry_header(o, &e.w)) != 0) {
 		json_object_set_new(o, "reason", json_string(e.ok ?
-		    "undecodable dead entry" : DEAD_ENTRY_MALFORMED));
+		    "undecodable dead entry" : e.truncated ? "dead entry with "
+		    "a header longer than the part shown" :
+		    DEAD_ENTRY_MALFORMED));
 		if (job)
-			dead_entry_raw(o, el->str, el->len);
+			dead_entry_raw(o, el, len);
+	}
+	if (job && e.truncated) {
+		char *note = xasprintf("truncated: the first %zu of %zu bytes "
+		    "(`ferryctl dead show %s ID` prints it whole)", len, total,
+		    op->queue);
+		json_object_set_new(o, "note", json_string(note));
+		free(note);
 	}
 	dead_entry_free(&e);
 	return o;
 }
 
-static void
-list_done(struct dead_op *op, const redisReply *rep)
+/* dead_page.lua answered: { LLEN, (length, sha1, prefix)... }. 0, or -1
+ * when the reply is not that (nothing answered). */
+static int
+page_done(struct dead_op *op, const redisReply *rep)
 {
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER ||
+	    (rep->elements - 1) % 3 != 0)
+		return -1;
+	for (size_t i = 1; i < rep->elements; i += 3)
+		if (rep->element[i]->type != REDIS_REPLY_INTEGER ||
+		    rep->element[i + 1]->type != REDIS_REPLY_STRING ||
+		    rep->element[i + 2]->type != REDIS_REPLY_STRING)
+			return -1;
+	long long llen = rep->element[0]->integer;
+	size_t n = (rep->elements - 1) / 3;
+	if (op->what == DEAD_ONE) {
+		if (n == 0) {
+			op_fail(op, MHD_HTTP_NOT_FOUND, "no dead entry at that index");
+			return 0;
+		}
+		redisReply **t = rep->element + 1;
+		http_req_json(op->r, MHD_HTTP_OK, entry_json(op, t[2]->str,
+		    t[2]->len, (size_t)t[0]->integer, t[1]->str, op->index, true));
+		op_done(op);
+		return 0;
+	}
 	json_t *a = json_array();
-
-	for (size_t i = 0; i < rep->elements; i++)
-		json_array_append_new(a, entry_json(op, rep->element[i],
-		    op->offset + (long)i, false));
-	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:i, s:i, s:o}",
-	    "queue", op->queue, "offset", (int)op->offset, "limit",
-	    (int)op->limit, "entries", a));
+	for (size_t i = 0; i < n; i++) {
+		redisReply **t = rep->element + 1 + 3 * i;
+		json_array_append_new(a, entry_json(op, t[2]->str, t[2]->len,
+		    (size_t)t[0]->integer, t[1]->str, op->offset + (long)i,
+		    false));
+	}
+	/* more: entries after these (also when the page was cut short) */
+	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:i, s:i, s:I, s:b, "
+	    "s:o}", "queue", op->queue, "offset", (int)op->offset, "limit",
+	    (int)op->limit, "total", (json_int_t)llen, "more",
+	    op->offset + (long long)n < llen, "entries", a));
 	op_done(op);
+	return 0;
 }
 
 /* LINDEX answered for replay or purge: the entry still is the one the
@@ -187,12 +252,15 @@ static void
 act_on(struct master *m, struct dead_op *op, const redisReply *el)
 {
 	struct dead_entry e;
-	char id[JOB_ID_MAX + 1];
+	char ref[41];
 
 	dead_entry_read(&e, el->str, el->len);
 	dead_entry_id(e.ok ? &e.w : NULL, el->str, el->len,
-	    op->q->max_job_bytes, id);
-	if (strcmp(id, op->id) != 0) {
+	    op->q->max_job_bytes, op->id);
+	/* the sha1 names the entry the page showed; an id may be shared by
+	 * its neighbours (producers' ids, identical documents) */
+	dead_entry_ref(el->str, el->len, el->len, ref);
+	if (strcmp(ref, op->sha1) != 0) {
 		dead_entry_free(&e);
 		op_fail(op, MHD_HTTP_CONFLICT, "the dead-letter list changed: "
 		    "that entry is no longer at that index (reload the list)");
@@ -264,11 +332,10 @@ on_reply(struct master *m, redisReply *rep, void *priv)
 		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
 		return;
 	}
-	if (op->what == DEAD_LIST) {
-		if (rep->type != REDIS_REPLY_ARRAY)
-			op_fail(op, MHD_HTTP_BAD_GATEWAY, "LRANGE: not an array");
-		else
-			list_done(op, rep);
+	if (op->what == DEAD_LIST || op->what == DEAD_ONE) {
+		if (page_done(op, rep) == -1)
+			op_fail(op, MHD_HTTP_BAD_GATEWAY, "dead_page.lua: an answer "
+			    "not of its form (is the script the same version?)");
 		return;
 	}
 	if (op->step++ == 0) {        /* the LINDEX */
@@ -276,10 +343,6 @@ on_reply(struct master *m, redisReply *rep, void *priv)
 			op_fail(op, MHD_HTTP_NOT_FOUND, "no dead entry at that index");
 		} else if (rep->type != REDIS_REPLY_STRING) {
 			op_fail(op, MHD_HTTP_BAD_GATEWAY, "LINDEX: not a string");
-		} else if (op->what == DEAD_ONE) {
-			http_req_json(op->r, MHD_HTTP_OK, entry_json(op, rep,
-			    op->index, true));
-			op_done(op);
 		} else {
 			act_on(m, op, rep);
 		}
@@ -312,11 +375,37 @@ op_new(struct http_req *r, enum dead_what what)
 	return op;
 }
 
+/* Ask dead_page.lua for limit entries from offset, with at most prefix
+ * bytes of each; one such read per master at a time. */
+static void
+ask_page(struct http_req *r, struct dead_op *op, long offset, long limit,
+    long prefix, long budget)
+{
+	char a[6][24];
+
+	if (dead_reading > 0) {         /* 503: Retry-After (metrics_http.c) */
+		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "another read of the "
+		    "dead-letter list is under way (one at a time: retry in a "
+		    "second)");
+		return;
+	}
+	snprintf(a[0], sizeof(a[0]), "%ld", offset);
+	snprintf(a[1], sizeof(a[1]), "%ld", limit);
+	snprintf(a[2], sizeof(a[2]), "%ld", prefix);
+	snprintf(a[3], sizeof(a[3]), "%d", DEAD_ENTRY_REF_BYTES);
+	snprintf(a[4], sizeof(a[4]), "%ld", budget);
+	snprintf(a[5], sizeof(a[5]), "%ld", DEAD_READ_BUDGET);
+	const char *argv[] = { "EVAL", lua_script_source[LUA_DEAD_PAGE], "1",
+	    op->k.dead, a[0], a[1], a[2], a[3], a[4], a[5] };
+	op->reading = true;
+	dead_reading++;
+	ask(http_req_master(r), op, (int)FERRY_ARRAY_LEN(argv), argv, NULL);
+}
+
 static void
 dead_list(struct http_req *r)
 {
 	struct dead_op *op = op_new(r, DEAD_LIST);
-	char from[24], to[24];
 
 	if (op == NULL)
 		return;
@@ -325,18 +414,16 @@ dead_list(struct http_req *r)
 		op_done(op);
 		return;
 	}
-	snprintf(from, sizeof(from), "%ld", op->offset);
-	snprintf(to, sizeof(to), "%ld", op->offset + op->limit - 1);
-	const char *argv[] = { "LRANGE", op->k.dead, from, to };
-	ask(http_req_master(r), op, 4, argv, NULL);
+	ask_page(r, op, op->offset, op->limit, DEAD_LIST_PREFIX,
+	    DEAD_LIST_BUDGET);
 }
 
-/* LINDEX the entry at ?index= (one, replay, purge: with ?id=). */
+/* The entry at ?index=: shown (a prefix of it, dead_page.lua), or LINDEX
+ * for replay and purge (?sha1= required). */
 static void
 dead_indexed(struct http_req *r, enum dead_what what)
 {
 	struct dead_op *op = op_new(r, what);
-	const char *id = http_req_arg(r, "id");
 	char at[24];
 
 	if (op == NULL)
@@ -348,13 +435,20 @@ dead_indexed(struct http_req *r, enum dead_what what)
 		op_done(op);
 		return;
 	}
-	if (what != DEAD_ONE && (id == NULL || strlen(id) > JOB_ID_MAX)) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "id: missing (the id of "
-		    "the entry at that index, as /api/dead lists it)");
+	if (what == DEAD_ONE) {
+		ask_page(r, op, op->index, 1, DEAD_ONE_PREFIX, DEAD_ONE_PREFIX);
+		return;
+	}
+	const char *sha = http_req_arg(r, "sha1");
+	if (sha == NULL || strlen(sha) != 40 || strspn(sha,
+	    "0123456789abcdef") != 40) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "sha1: %s (40 lowercase "
+		    "hex digits: the sha1 of the entry, as /api/dead lists it)",
+		    sha == NULL ? "missing" : "invalid");
 		op_done(op);
 		return;
 	}
-	snprintf(op->id, sizeof(op->id), "%s", id != NULL ? id : "");
+	snprintf(op->sha1, sizeof(op->sha1), "%s", sha);
 	snprintf(at, sizeof(at), "%ld", op->index);
 	const char *argv[] = { "LINDEX", op->k.dead, at };
 	ask(http_req_master(r), op, 3, argv, NULL);

@@ -15,11 +15,12 @@ enum lua_script {
 	LUA_HEARTBEAT,
 	LUA_RESTORE,
 	LUA_ENQUEUE,
+	LUA_DEAD_PAGE,
 	LUA_SCRIPT_COUNT,
 };
 
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
-	dead_trim heartbeat restore enqueue
+	dead_trim heartbeat restore enqueue dead_page
 
 /* common.lua as joined into every script: one line */
 extern const char lua_common_source[];

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 #define EVENT_TEXT_MAX 240
 
 struct event {
@@ -24,14 +26,17 @@ master_event(const char *kind, const char *fmt, ...)
 {
 	struct event *e = &ring[nevents % MASTER_EVENTS_MAX];
 	struct timespec ts;
+	char text[1024];
 	va_list ap;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	e->time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	snprintf(e->kind, sizeof(e->kind), "%s", kind);
 	va_start(ap, fmt);
-	vsnprintf(e->text, sizeof(e->text), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	/* cut at a character boundary: json_pack drops invalid UTF-8 */
+	util_utf8_copy(e->text, sizeof(e->text), text, strlen(text));
 	nevents++;
 }
 

@@ -15,7 +15,14 @@
  * (MHD_add_connection), counts them through MHD's connection notices, stops
  * accepting at HTTP_CONNECTIONS_MAX (the rest wait in the kernel's backlog)
  * and starts again as soon as one closes. MHD refuses a client's connection
- * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all. */
+ * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all.
+ *
+ * Against DNS rebinding (a page of another site whose name resolves to
+ * this listener), every request but /metrics must name the listener in its
+ * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
+ * name of [ferryd] http_allowed_hosts, with its port (else 421); a
+ * request without a Host header (HTTP/1.0) is served: a browser always
+ * sends one. Every answer forbids framing and referrers. */
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
@@ -28,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -56,6 +64,8 @@ struct metrics_http {
 	int64_t logged_ms;      /* when MHD last had a line logged */
 	unsigned quiet;         /* MHD lines not logged since */
 	char listen[64];
+	char addr[INET_ADDRSTRLEN];  /* of metrics_listen */
+	char port[8];
 	struct http_req *waiting; /* suspended for a Redis reply */
 };
 
@@ -178,12 +188,15 @@ http_req_json(struct http_req *r, unsigned status, json_t *o)
 void
 http_req_error(struct http_req *r, unsigned status, const char *fmt, ...)
 {
-	char msg[512];
+	char raw[1024], msg[512];
 	va_list ap;
 
+	/* the message may echo a request's bytes: made valid UTF-8, or
+	 * json_pack fails */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	util_utf8_copy(msg, sizeof(msg), raw, strlen(raw));
 	json_t *o = json_pack("{s:s}", "error", msg);
 	char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -206,12 +219,64 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* the page's style and script are inline (http_dashboard.c) */
+	MHD_add_response_header(r, "Content-Security-Policy",
+	    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+	    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+	    "connect-src 'self'; base-uri 'none'; form-action 'none'; "
+	    "frame-ancestors 'none'");
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
 		    "GET, HEAD, POST");
 	enum MHD_Result ok = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ok;
+}
+
+/* The Host header names this listener: host[:port] with one of its names
+ * and its port (an absent port is 80). */
+static bool
+host_ok(const struct metrics_http *h, const char *host)
+{
+	static const char *const names[] = { "localhost", "127.0.0.1",
+	    "[::1]" };
+	const char *colon;
+	size_t n;
+
+	if (host == NULL)         /* HTTP/1.0 without one: not a browser's */
+		return true;
+	if (host[0] == '[') {
+		const char *end = strchr(host, ']');
+		if (end == NULL)
+			return false;
+		colon = end[1] == ':' ? end + 1 : NULL;
+		if (end[1] != ':' && end[1] != '\0')
+			return false;
+	} else {
+		colon = strrchr(host, ':');
+	}
+	n = colon != NULL ? (size_t)(colon - host) : strlen(host);
+	if (strcmp(colon != NULL ? colon + 1 : "80", h->port) != 0)
+		return false;
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(names); i++)
+		if (strlen(names[i]) == n && strncasecmp(host, names[i], n) == 0)
+			return true;
+	if (strcmp(h->addr, "0.0.0.0") != 0 && strlen(h->addr) == n &&
+	    strncmp(host, h->addr, n) == 0)
+		return true;
+	/* [ferryd] http_allowed_hosts: names separated by blanks or commas */
+	const char *v = master_control_config(h->m)->http_allowed_hosts;
+	while (*(v += strspn(v, " \t,")) != '\0') {
+		size_t len = strcspn(v, " \t,");
+		if (len == n && strncasecmp(v, host, n) == 0)
+			return true;
+		v += len;
+	}
+	return false;
 }
 
 /* GET and HEAD: the page, the metrics, the API. */
@@ -286,6 +351,12 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "application/json", stopping, sizeof(stopping) - 1,
 		    MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r->answered && !r->suspended && strcmp(url, "/metrics") != 0 &&
+	    !host_ok(h, http_req_header(r, MHD_HTTP_HEADER_HOST))) {
+		http_req_error(r, MHD_HTTP_MISDIRECTED_REQUEST, "Host: not this "
+		    "listener (%s, localhost, 127.0.0.1 or [::1] with port %s; "
+		    "a page of another site is refused)", h->listen, h->port);
 	}
 	if (!r->answered && !r->suspended) {
 		if (get)
@@ -395,6 +466,8 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 	}
 	struct metrics_http *h = xcalloc(1, sizeof(*h));
 	snprintf(h->listen, sizeof(h->listen), "%s", listen);
+	snprintf(h->addr, sizeof(h->addr), "%s", addr);
+	snprintf(h->port, sizeof(h->port), "%d", port);
 	h->listen_fd = fd;
 	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
 	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |

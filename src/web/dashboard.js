@@ -11,7 +11,7 @@
 	const actions = document.body.dataset.actions === "1";
 	const $ = (id) => document.getElementById(id);
 	const counters = ["done", "retried", "dead", "recovered"];
-	let deadQueue = null, deadOffset = 0;
+	let deadQueue = null, deadOffset = 0, deadShown = 0;
 
 	function el(tag, attrs, ...kids) {
 		const e = document.createElement(tag);
@@ -163,7 +163,7 @@
 		tb.replaceChildren();
 		for (const e of d.entries) {
 			const q = "queue=" + encodeURIComponent(deadQueue) + "&index=" + e.index +
-			    "&id=" + encodeURIComponent(e.id);
+			    "&id=" + encodeURIComponent(e.id) + "&sha1=" + e.sha1;
 			const act = el("td", { class: "t" }, button("show", () => showDoc(q)));
 			if (actions)
 				act.append(button("replay", () => post("/api/dead/replay?" + q)),
@@ -185,7 +185,9 @@
 				    button("purge all", () => post("/api/dead/purge-reason?" + q), "danger")), " ");
 			}
 		$("dead-prev").disabled = deadOffset === 0;
-		$("dead-next").disabled = d.entries.length < PAGE;
+		$("dead-next").disabled = !d.more;
+		deadShown = d.entries.length;  // fewer than PAGE when the entries are big
+		if (d.more && deadShown < PAGE) say("big entries: " + deadShown + " shown, more after them (next)");
 	}
 
 	async function showDoc(q) {
@@ -193,7 +195,7 @@
 		const doc = $("doc");
 		let text = d.job !== undefined ? d.job : JSON.stringify(d, null, 2);
 		try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
-		doc.textContent = text;
+		doc.textContent = d.truncated ? "(" + d.note + ")\n" + text : text;
 		doc.hidden = false;
 	}
 
@@ -209,7 +211,7 @@
 	}
 
 	$("dead-prev").addEventListener("click", () => { deadOffset = Math.max(0, deadOffset - PAGE); loadDead(); });
-	$("dead-next").addEventListener("click", () => { deadOffset += PAGE; loadDead(); });
+	$("dead-next").addEventListener("click", () => { deadOffset += deadShown; loadDead(); });
 	if ($("token")) {
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
 		$("token").addEventListener("change", () => sessionStorage.setItem("ferry-token", token()));

@@ -731,6 +731,32 @@ Test(config_errors, http_token)
 	    "path (allowed: empty or /path)\n");
 }
 
+Test(config_errors, http_allowed_hosts)
+{
+	struct ferry_config cfg;
+
+	load_ok("[ferryd]\nhttp_allowed_hosts = ferry.example.com, [fe80::1] "
+	    "h-2\n" Q1, &cfg);
+	cr_assert_str_eq(cfg.http_allowed_hosts, "ferry.example.com, [fe80::1] "
+	    "h-2");
+	config_free(&cfg);
+	load_ok(Q1, &cfg);
+	cr_assert_str_eq(cfg.http_allowed_hosts, "");
+	config_free(&cfg);
+	const char *bad[] = { "ferry.example.com:9187", "a/b", "[fe80::1",
+		"[]", "h\xc3\xa9" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char ini[200], want[400];
+		snprintf(ini, sizeof(ini), "[ferryd]\nhttp_allowed_hosts = ok %s\n"
+		    Q1, bad[i]);
+		snprintf(want, sizeof(want), "F:2: [ferryd] http_allowed_hosts: "
+		    "\"ok %s\" is not valid (allowed: host names of A-Z a-z 0-9 . "
+		    "- or [IPv6 address], without a port, separated by blanks or "
+		    "commas)\n", bad[i]);
+		expect_errors(ini, want);
+	}
+}
+
 /* --- errors: cross checks --- */
 
 Test(config_errors, command)

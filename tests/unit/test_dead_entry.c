@@ -250,3 +250,59 @@ Test(dead_entry, job_bytes_read_back)
 		json_decref(o);
 	}
 }
+
+/* A cut entry (the dashboard's prefix of a big one): its header, and the
+ * document's prefix cut back at a character boundary; flagged, while
+ * dead_entry_read's contract is unchanged. */
+Test(dead_entry, a_cut_entry_reads_its_header_and_a_prefix)
+{
+	const char *el = HEAD ",\"id\":\"j1\",\"job\":{\"v\":\"\xc3\xa9\xc3\xa9\"}}";
+	size_t total = strlen(el);
+	const char *mid = strstr(el, "\xc3\xa9") + 3;  /* inside the second */
+	struct dead_entry e;
+
+	dead_entry_read_cut(&e, el, (size_t)(mid - el), total);
+	cr_assert(e.ok);
+	cr_assert(e.truncated);
+	cr_assert_eq(e.total, total);
+	cr_assert_eq(e.w.doc_len, strlen("{\"v\":\"\xc3\xa9"));
+	cr_assert_eq(memcmp(e.w.doc, "{\"v\":\"\xc3\xa9", e.w.doc_len), 0);
+	dead_entry_free(&e);
+	/* cut in the header: not ok, still flagged */
+	dead_entry_read_cut(&e, el, 20, total);
+	cr_assert(!e.ok);
+	cr_assert(e.truncated);
+	dead_entry_free(&e);
+	/* whole: as dead_entry_read */
+	dead_entry_read_cut(&e, el, total, total);
+	cr_assert(e.ok);
+	cr_assert(!e.truncated);
+	cr_assert_eq(e.w.doc_len, strlen("{\"v\":\"\xc3\xa9\xc3\xa9\"}"));
+	dead_entry_free(&e);
+	/* dead_entry_read is unchanged on a cut: malformed */
+	dead_entry_read(&e, el, (size_t)(mid - el));
+	cr_assert(!e.ok);
+	dead_entry_free(&e);
+}
+
+/* The name of an entry: SHA-1 of its first 4096 bytes and its length, the
+ * same from the whole entry as from its prefix (dead_page.lua's). */
+Test(dead_entry, the_ref_names_the_prefix_and_the_length)
+{
+	char *big = malloc(10000), a[41], b[41], c[41], want[41];
+
+	cr_assert_not_null(big);
+	memset(big, 'x', 10000);
+	dead_entry_ref(big, 10000, 10000, a);
+	dead_entry_ref(big, DEAD_ENTRY_REF_BYTES, 10000, b);
+	cr_assert_str_eq(a, b);
+	dead_entry_ref(big, 10000, 9999, c);
+	cr_assert_str_neq(a, c);
+	memcpy(big + DEAD_ENTRY_REF_BYTES, "10000", 5);
+	job_sha1_hex(big, DEAD_ENTRY_REF_BYTES + 5, want);
+	cr_assert_str_eq(a, want);
+	dead_entry_ref("ab", 2, 2, a);
+	job_sha1_hex("ab2", 3, want);
+	cr_assert_str_eq(a, want);
+	free(big);
+}

@@ -160,7 +160,7 @@ Test(lua_scripts, names_follow_the_enum)
 		[LUA_PROMOTE] = "promote", [LUA_REGISTER] = "register",
 		[LUA_DEAD_RETRY] = "dead_retry", [LUA_DEAD_TRIM] = "dead_trim",
 		[LUA_HEARTBEAT] = "heartbeat", [LUA_RESTORE] = "restore",
-		[LUA_ENQUEUE] = "enqueue",
+		[LUA_ENQUEUE] = "enqueue", [LUA_DEAD_PAGE] = "dead_page",
 	};
 
 	for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {
