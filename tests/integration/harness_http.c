@@ -14,52 +14,76 @@
 #include "harness.h"
 
 int
-h_http(int port, const char *method, const char *path, const char *auth,
-    char **body)
+h_http_exchange(int port, const char *method, const char *path,
+    const char *lines, char **head, char **body)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 		.sin_port = htons((uint16_t)port),
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct timeval tv = { 10, 0 };
-	char req[1024];
-	size_t len = 0, cap = 65536;
+	struct timeval tv = { 30, 0 };
+	char req[2048];
+	size_t len = 0, cap = 1 << 16;
 	char *buf = malloc(cap);
 	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
 	ssize_t n;
 
+	if (lines == NULL)
+		lines = "";
 	cr_assert(fd != -1 && buf != NULL);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0,
 	    "connect to the listener on port %d", port);
-	int rl = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\n%s%s%s"
-	    "Content-Length: 0\r\n\r\n", method, path, auth ? "Authorization: " :
-	    "", auth ? auth : "", auth ? "\r\n" : "");
+	/* HTTP/1.1 requires a Host */
+	int rl = snprintf(req, sizeof(req), "%s %s HTTP/1.%c\r\n%sConnection: "
+	    "close\r\nContent-Length: 0\r\n\r\n", method, path,
+	    strstr(lines, "Host:") != NULL ? '1' : '0', lines);
+	cr_assert(rl > 0 && (size_t)rl < sizeof(req));
 	cr_assert_eq(write(fd, req, (size_t)rl), rl);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (len + 1 == cap)
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0)
+		if ((len += (size_t)n) + 1 == cap)
 			cr_assert((buf = realloc(buf, cap *= 2)) != NULL);
-	}
 	close(fd);
 	buf[len] = '\0';
 	sscanf(buf, "HTTP/1.%*d %d", &status);
-	char *start = strstr(buf, "\r\n\r\n");
-	*body = strdup(start != NULL ? start + 4 : "");
+	char *end = strstr(buf, "\r\n\r\n");
+	cr_assert_not_null(end, "no answer to %s %s", method, path);
+	if (body != NULL)
+		*body = strdup(end + 4);
+	end[2] = '\0';
+	if (head != NULL)
+		*head = strdup(buf);
 	free(buf);
 	return status;
 }
 
+int
+h_http(int port, const char *method, const char *path, const char *auth,
+    char **body)
+{
+	char lines[512] = "";
+
+	if (auth != NULL)
+		snprintf(lines, sizeof(lines), "Authorization: %s\r\n", auth);
+	return h_http_exchange(port, method, path, lines, NULL, body);
+}
+
 json_t *
-h_http_json(int port, const char *path)
+h_http_json_with(int port, const char *path, const char *lines)
 {
 	char *body;
-	int status = h_http(port, "GET", path, NULL, &body);
+	int status = h_http_exchange(port, "GET", path, lines, NULL, &body);
 	json_t *o = json_loads(body, 0, NULL);
 
 	cr_assert_eq(status, 200, "GET %s: %d %s", path, status, body);
 	cr_assert_not_null(o, "GET %s: not JSON: %s", path, body);
 	free(body);
 	return o;
+}
+
+json_t *
+h_http_json(int port, const char *path)
+{
+	return h_http_json_with(port, path, NULL);
 }
 
 long long

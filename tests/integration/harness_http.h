@@ -13,6 +13,14 @@ int h_http(int port, const char *method, const char *path, const char *auth,
     char **body);
 /* GET path as JSON; fails the test unless 200 and JSON. */
 json_t *h_http_json(int port, const char *path);
+/* One exchange (Connection: close) with these extra header lines
+ * ("Host: ...\r\n"..., or NULL): HTTP/1.1 when they name a Host, else
+ * HTTP/1.0. The status; the head and the body in *head and *body when not
+ * NULL (malloc'd). */
+int h_http_exchange(int port, const char *method, const char *path,
+    const char *lines, char **head, char **body);
+/* GET path with these header lines: its JSON (200 required). */
+json_t *h_http_json_with(int port, const char *path, const char *lines);
 
 /* Member `key` of queue q in /api/queues (a depth, paused, or
  * counters.key; true is 1, false 0), -1 when there is no such queue. */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_http.h"
 #include "util.h"
 
 #define TOKEN "test-token-0123456789abcdef"
@@ -38,59 +39,14 @@ teardown(void)
 
 TestSuite(dashboard_safety, .fini = teardown, .timeout = 300);
 
-/* One HTTP/1.1 exchange (Connection: close) with these extra header
- * lines ("Host: ...\r\n"...): the status; the head and the body in *head
- * and *body when not NULL (malloc'd). */
-static int
-exchange(const char *method, const char *path, const char *lines,
-    char **head, char **body)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct timeval tv = { 30, 0 };
-	char req[2048];
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
-	ssize_t n;
-
-	cr_assert(fd != -1 && buf != NULL);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	int rl = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\n%sConnection: "
-	    "close\r\nContent-Length: 0\r\n\r\n", method, path, lines);
-	cr_assert_eq(write(fd, req, (size_t)rl), rl);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0)
-		if ((len += (size_t)n) + 1 == cap)
-			cr_assert((buf = realloc(buf, cap *= 2)) != NULL);
-	close(fd);
-	buf[len] = '\0';
-	sscanf(buf, "HTTP/1.%*d %d", &status);
-	char *end = strstr(buf, "\r\n\r\n");
-	cr_assert_not_null(end, "no answer to %s %s", method, path);
-	if (body != NULL)
-		*body = strdup(end + 4);
-	end[2] = '\0';
-	if (head != NULL)
-		*head = strdup(buf);
-	free(buf);
-	return status;
-}
-
 /* GET path with this listener's Host: its JSON (200 required). */
 static json_t *
 get_json(const char *path)
 {
-	char host[64], *body;
+	char host[64];
 
 	snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", port);
-	int status = exchange("GET", path, host, NULL, &body);
-	json_t *o = json_loads(body, 0, NULL);
-	cr_assert_eq(status, 200, "GET %s: %d %s", path, status, body);
-	cr_assert_not_null(o, "GET %s: %s", path, body);
-	free(body);
-	return o;
+	return h_http_json_with(port, path, host);
 }
 
 static void
@@ -188,7 +144,7 @@ Test(dashboard_safety, a_page_of_big_dead_entries_costs_the_master_little)
 	/* meanwhile the loop answers /metrics */
 	int st = -1, metrics = 0;
 	while (waitpid(kid, &st, WNOHANG) == 0) {
-		cr_assert_eq(exchange("GET", "/metrics", "", NULL, &body), 200);
+		cr_assert_eq(h_http_exchange(port, "GET", "/metrics", "", NULL, &body), 200);
 		free(body);
 		metrics++;
 		h_sleep_ms(20);
@@ -280,23 +236,23 @@ Test(dashboard_safety, a_big_entry_shown_cut_and_acted_on_by_its_sha1)
 	/* big-1's sha1 at big-2's index: 409, nothing done */
 	snprintf(path, sizeof(path), "/api/dead/purge?queue=ex&index=0&sha1=%s",
 	    h_jstr(json_array_get(a, 1), "sha1"));
-	cr_assert_eq(exchange("POST", path, lines, NULL, &body), 409, "%s", body);
+	cr_assert_eq(h_http_exchange(port, "POST", path, lines, NULL, &body), 409, "%s", body);
 	free(body);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
 	/* purge big-1, replay big-0 (/bin/cat answers nothing: it is
 	 * requeued, out of the dead list) */
 	snprintf(path, sizeof(path), "/api/dead/purge?queue=ex&index=1&sha1=%s",
 	    h_jstr(json_array_get(a, 1), "sha1"));
-	cr_assert_eq(exchange("POST", path, lines, NULL, &body), 200, "%s", body);
+	cr_assert_eq(h_http_exchange(port, "POST", path, lines, NULL, &body), 200, "%s", body);
 	cr_assert(strstr(body, "\"id\":\"big-1\"") != NULL, "%s", body);
 	free(body);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 2);
 	snprintf(path, sizeof(path), "/api/dead/replay?queue=ex&index=1&sha1=%s",
 	    h_jstr(json_array_get(a, 2), "sha1"));
-	cr_assert_eq(exchange("POST", path, lines, NULL, &body), 200, "%s", body);
+	cr_assert_eq(h_http_exchange(port, "POST", path, lines, NULL, &body), 200, "%s", body);
 	free(body);
 	/* the same click again: the entry is gone from there */
-	cr_assert_neq(exchange("POST", path, lines, NULL, &body), 200, "%s",
+	cr_assert_neq(h_http_exchange(port, "POST", path, lines, NULL, &body), 200, "%s",
 	    body);
 	free(body);
 	json_decref(list);
@@ -319,7 +275,7 @@ Test(dashboard_safety, one_dead_list_read_at_a_time)
 		_exit(json_array_size(json_object_get(o, "entries")) == 1 ? 0 : 1);
 	}
 	h_sleep_ms(500);
-	cr_assert_eq(exchange("GET", "/api/dead/one?queue=ex&index=0", "", &head,
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead/one?queue=ex&index=0", "", &head,
 	    &body), 503, "%s\n%s", head, body);
 	cr_assert(strstr(head, "\r\nRetry-After: 1\r\n") != NULL, "%s", head);
 	cr_assert(strstr(body, "one at a time") != NULL, "%s", body);
@@ -357,15 +313,15 @@ Test(dashboard_safety, the_host_header_must_name_the_listener)
 		snprintf(host, sizeof(host), refused[i], port);
 		snprintf(lines, sizeof(lines), "Host: %s\r\n", host);
 		for (size_t j = 0; j < FERRY_ARRAY_LEN(paths); j++) {
-			cr_assert_eq(exchange("GET", paths[j], lines, NULL, &body), 421,
+			cr_assert_eq(h_http_exchange(port, "GET", paths[j], lines, NULL, &body), 421,
 			    "Host: %s GET %s: %s", host, paths[j], body);
 			free(body);
 		}
-		cr_assert_eq(exchange("GET", "/metrics", lines, NULL, &body), 200);
+		cr_assert_eq(h_http_exchange(port, "GET", "/metrics", lines, NULL, &body), 200);
 		free(body);
 		snprintf(lines, sizeof(lines), "Host: %s\r\nAuthorization: Bearer "
 		    TOKEN "\r\n", host);
-		cr_assert_eq(exchange("POST", "/api/pause?queue=ex", lines, NULL,
+		cr_assert_eq(h_http_exchange(port, "POST", "/api/pause?queue=ex", lines, NULL,
 		    &body), 421, "%s", body);
 		cr_assert(strstr(body, "Host: not this listener") != NULL, "%s",
 		    body);
@@ -379,7 +335,7 @@ Test(dashboard_safety, the_host_header_must_name_the_listener)
 		char host[100];
 		snprintf(host, sizeof(host), served[i], port);
 		snprintf(lines, sizeof(lines), "Host: %s\r\n", host);
-		cr_assert_eq(exchange("GET", "/api/queues", lines, NULL, &body), 200,
+		cr_assert_eq(h_http_exchange(port, "GET", "/api/queues", lines, NULL, &body), 200,
 		    "Host: %s: %s", host, body);
 		free(body);
 	}
@@ -398,7 +354,7 @@ Test(dashboard_safety, headers_and_invalid_utf8_arguments)
 	snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", port);
 	const char *paths[] = { "/", "/api/queues", "/metrics" };
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(paths); i++) {
-		cr_assert_eq(exchange("GET", paths[i], host, &head, &body), 200);
+		cr_assert_eq(h_http_exchange(port, "GET", paths[i], host, &head, &body), 200);
 		cr_assert(strstr(head, "\r\nX-Frame-Options: DENY\r\n") != NULL,
 		    "%s", head);
 		cr_assert(strstr(head, "\r\nReferrer-Policy: no-referrer\r\n") !=
@@ -413,11 +369,11 @@ Test(dashboard_safety, headers_and_invalid_utf8_arguments)
 		free(head);
 		free(body);
 	}
-	cr_assert_eq(exchange("GET", "/api/dead?queue=%FF%C3", host, NULL,
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=%FF%C3", host, NULL,
 	    &body), 404, "%s", body);
 	cr_assert(strstr(body, "no queue \\\"??\\\"") != NULL, "%s", body);
 	free(body);
-	cr_assert_eq(exchange("GET", "/api/dead?queue=ex&limit=%FF", host, NULL,
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=ex&limit=%FF", host, NULL,
 	    &body), 400, "%s", body);
 	cr_assert(strstr(body, "limit: \\\"?\\\" is not a number") != NULL,
 	    "%s", body);
@@ -437,7 +393,7 @@ Test(dashboard_safety, the_hostname_is_escaped_in_the_page)
 	cr_assert_eq(sethostname(name, strlen(name)), 0);
 	setup();
 	snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", port);
-	cr_assert_eq(exchange("GET", "/", host, NULL, &body), 200);
+	cr_assert_eq(h_http_exchange(port, "GET", "/", host, NULL, &body), 200);
 	cr_assert(strstr(body, "<title>ferry &middot; x&lt;b&gt;y&amp;z&quot;"
 	    "</title>") != NULL, "%.600s", body);
 	cr_assert(strstr(body, "<span id=\"host\">x&lt;b&gt;y&amp;z&quot;"
