@@ -246,9 +246,7 @@ lat_main() {
 		[[ $v =~ ^[1-9][0-9]*$ ]] ||
 			die "BENCH_LAT_RATES, BENCH_LAT_SECS, BENCH_LAT_WARMUP, BENCH_LAT_WORKERS and BENCH_LAT_BATCH take positive integers, not \"$v\""
 	done
-	for b in initdb postgres psql pg_isready; do
-		[[ -x $pg_bindir/$b ]] || die "no $pg_bindir/$b (apt-get install postgresql-15, or set PG_BINDIR)"
-	done
+	need_pg_bindir
 	pg_extra+=(-c track_commit_timestamp=on -c track_wal_io_timing=on -c log_checkpoints=on -c log_timezone=UTC)
 	start_pg
 	pg_settings_str=$(pg_settings)

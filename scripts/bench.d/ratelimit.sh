@@ -124,12 +124,7 @@ report_ratelimit() {
 
 ensure_build
 helper drain_wait >/dev/null
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-tmp=$(mktemp -d /tmp/ferry-bench-XXXXXX)
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-start_redis
+bench_start
 maxn=$rl_jobs
 for rate in "${rl_rates[@]}"; do
 	if ((rate * rl_secs > maxn)); then maxn=$((rate * rl_secs)); fi

@@ -1,4 +1,4 @@
-# tests/bench/tables.sh - `scripts/bench pg tables`, sourced by scripts/bench
+# scripts/bench.d/tables.sh - `scripts/bench pg tables`, sourced by scripts/bench
 # once its helpers are defined (start_redis, start_pg, write_config,
 # start_ferryd, enqueue, drain_wait...): a postgres queue writing two tables
 # with a foreign key (tables = orders, order_lines), each job one order and
@@ -127,15 +127,8 @@ report_tables() {
 
 ensure_build
 helper drain_wait >/dev/null
-for b in initdb postgres psql pg_isready; do
-	[[ -x $pg_bindir/$b ]] || die "no $pg_bindir/$b (apt-get install postgresql-15, or set PG_BINDIR)"
-done
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-tmp=$(mktemp -d /tmp/ferry-bench-XXXXXX)
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-start_redis
+need_pg_bindir
+bench_start
 start_pg
 pg_settings_str=$(pg_settings)
 bench_tables
