@@ -2,7 +2,7 @@
 # tests/grafana_check.py SRCDIR [SCRAPE] - run by tests/grafana_check.sh:
 # every metric and label that etc/grafana/ferry.json's queries and
 # etc/prometheus/ferry-alerts.yml's expressions name is one ferryd exports
-# (read from src/metrics_text.c, where each family is written), the JSON
+# (read from src/ferryd/metrics_text.c, where each family is written), the JSON
 # parses into a dashboard with its variables and a query in every panel,
 # and every alert has its summary, description and runbook. With SCRAPE (a
 # real ferryd's /metrics, from tests/integration/test_metrics), the names
@@ -23,10 +23,10 @@ KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on",
 
 
 def exported():
-    """Metric names and labels written by src/metrics_text.c: its string
+    """Metric names and labels written by src/ferryd/metrics_text.c: its string
     literals ferry_..., or their _bucket, _sum and _count in a function that
     says "histogram"; labels are the name= inside {...}."""
-    text = open(src + "/src/metrics_text.c").read()
+    text = open(src + "/src/ferryd/metrics_text.c").read()
     names = set()
     for chunk in text.split("\n}\n"):
         found = set(re.findall(r'"(ferry_[a-z0-9_]+)', chunk))
@@ -164,13 +164,13 @@ def check_rules(names, labels):
 
 names, labels = exported()
 if len(names) < 20 or "queue" not in labels:
-    problems.append(f"src/metrics_text.c: read only {len(names)} metrics, labels {sorted(labels)}")
+    problems.append(f"src/ferryd/metrics_text.c: read only {len(names)} metrics, labels {sorted(labels)}")
 if len(sys.argv) > 2:
     s_names, s_labels = scraped(sys.argv[2])
     for n in sorted(names ^ s_names):
-        problems.append(f"{n}: in {'src/metrics_text.c' if n in names else sys.argv[2]} only")
+        problems.append(f"{n}: in {'src/ferryd/metrics_text.c' if n in names else sys.argv[2]} only")
     for n in sorted(labels ^ s_labels):
-        problems.append(f"label {n}: in {'src/metrics_text.c' if n in labels else sys.argv[2]} only")
+        problems.append(f"label {n}: in {'src/ferryd/metrics_text.c' if n in labels else sys.argv[2]} only")
     names, labels = s_names, s_labels
 used = check_dashboard(names, labels) | check_rules(names, labels)
 for p in problems:

@@ -5,14 +5,14 @@
 -- lives only in ferry-side keys (requeue, delayed, dead, processing lists
 -- of batches taken from requeue), in the two formats of doc/formats.md:
 -- {"ferry":1,"recoveries":R,"attempts":A,...,"job":<document>} and the
--- dead entry {"reason":..,...,"job":<document>}. src/wrapper.c reads them
+-- dead entry {"reason":..,...,"job":<document>}. src/common/wrapper.c reads them
 -- by the same grammar; the document is never decoded nor re-encoded.
 -- Every function here is total: malformed input gives nil, never an error
 -- (Redis does not roll back a script that raises halfway).
 
 local STR_MAX = 4096
 
--- Error replies start with a code that C matches (src/queue.h).
+-- Error replies start with a code that C matches (src/common/queue.h).
 local function ferry_error(code, msg)
 	return redis.error_reply(code .. ' ' .. msg)
 end

@@ -1,9 +1,9 @@
 #!lua flags=no-writes
 -- dead_page.lua - a page of the dead-letter list for the dashboard
--- (src/http_dead.c) without handing the master whole entries: per entry
+-- (src/ferryd/http_dead.c) without handing the master whole entries: per entry
 -- its length, its name for replay and purge (the SHA-1 of its first
 -- ARGV[4] bytes followed by its length in decimal: dead_entry_ref in
--- src/dead_entry.c computes the same) and at most its first ARGV[3] bytes.
+-- src/common/dead_entry.c computes the same) and at most its first ARGV[3] bytes.
 -- It stops, after at least one entry, once the prefixes returned reach
 -- ARGV[5] bytes in all (the master's memory stays bounded whatever the
 -- entries' sizes) or the entries read reach ARGV[6] bytes (each LINDEX

@@ -19,7 +19,7 @@
 -- settles nothing: what its list holds now arrived after the hand-back.
 -- Every argument is checked and every entry computed before the first
 -- write. A job whose wrapper is malformed is dead-lettered whatever the
--- worker said (the worker says so too: src/wrapper.c reads it the same).
+-- worker said (the worker says so too: src/common/wrapper.c reads it the same).
 -- allow-oom: it only deletes and moves data (a retry's counters grow a job
 -- by a few bytes), so the queue drains at maxmemory.
 if redis.call('HGET', KEYS[6], ARGV[1]) ~= ARGV[2] then

@@ -1,4 +1,4 @@
-/* fuzz_copy.c - copy_encode_job (src/copy.c) with a fixed column set. What
+/* fuzz_copy.c - copy_encode_job (src/common/copy.c) with a fixed column set. What
  * it writes is well-formed COPY text (one line per row, the columns
  * tab-separated, no raw tab, newline or carriage return inside a field (other
  * control bytes may stand as they are), a backslash only in an escape,
@@ -11,7 +11,7 @@
 #include "copy.h"
 #include "json_scan.h"
 
-#include "../../src/job.c"     /* job_unusual */
+#include "../../src/common/job.c"     /* job_unusual */
 
 #define SPEC "a, b, c, d=id, e=data"
 static const char *const keys[] = { "a", "b", "c", "id", "data" };

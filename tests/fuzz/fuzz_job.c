@@ -1,5 +1,5 @@
 /* fuzz_job.c - job_parse, job_parse_held (wrapped and not), job_id and
- * job_handler_line (src/job.c). job.c is included so that its fast path
+ * job_handler_line (src/common/job.c). job.c is included so that its fast path
  * (json_scan) can be held to its reference (job_check_slow, jansson): the
  * two must agree on every document, verdict, wording, id, cache_key and
  * "data" alike. A wrapped element names the same job as its document, and
@@ -7,7 +7,7 @@
  * document unchanged. The first input byte picks max_job_bytes. */
 #include "fuzz.h"
 
-#include "../../src/job.c"
+#include "../../src/common/job.c"
 
 static void
 check_named(struct job *j)

@@ -1,4 +1,4 @@
-/* fuzz_json_scan.c - the strict scanner (src/json_scan.c,
+/* fuzz_json_scan.c - the strict scanner (src/common/json_scan.c,
  * json_scan_text.c) against jansson, the reference job.c keeps: what the
  * scanner accepts jansson accepts too, with the same values, unless
  * job_unusual says the two may differ ("\u0000", numbers beyond a double,
@@ -7,7 +7,7 @@
  * finds exactly jansson's members and elements. */
 #include "fuzz.h"
 
-#include "../../src/job.c"     /* job_unusual: the rule job_check uses */
+#include "../../src/common/job.c"     /* job_unusual: the rule job_check uses */
 
 static int
 depth_of(json_t *v)

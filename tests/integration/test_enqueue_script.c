@@ -1,6 +1,6 @@
 /* test_enqueue_script.c - enqueue.lua, the producers' one enqueue, on a
  * real redis-server, held to ferryctl's own checks in C (wrapper_looks_like
- * and job_parse, as src/ctl_enqueue.c applies them): the same hostile
+ * and job_parse, as src/ferryctl/ctl_enqueue.c applies them): the same hostile
  * documents (invalid UTF-8, non-objects, forged wrappers, too large, too
  * deep, what cjson accepts but strict JSON does not) get the same verdict
  * from both; a refused job pushes nothing, names its index, and takes its

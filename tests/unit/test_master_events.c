@@ -1,4 +1,4 @@
-/* test_master_events.c - the ring behind /api/events (src/master_events.c):
+/* test_master_events.c - the ring behind /api/events (src/ferryd/master_events.c):
  * a text longer than an event holds is cut at a character boundary, so
  * the event is still listed (json_pack refuses invalid UTF-8). */
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 'use strict';
 // jobs.js - the list elements one caller's job becomes, as ferryctl enqueue
-// builds them (src/chunk.c) and clients/python does (jobs.py): a "data"
+// builds them (src/common/chunk.c) and clients/python does (jobs.py): a "data"
 // array of more than chunkRows rows is split into jobs
 // {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a cache, each
 // job's data (or, without "data", the whole document) becomes the value of
@@ -12,7 +12,7 @@
 const crypto = require('node:crypto');
 const { InvalidJobError } = require('./errors');
 
-const ID_MAX = 128;   // src/job.h JOB_ID_MAX
+const ID_MAX = 128;   // src/common/job.h JOB_ID_MAX
 const OWN_KEYS = new Set(['id', 'data', 'cache_key']);
 
 // JSON.stringify writes NaN and Infinity as null; Python's json and

@@ -17,8 +17,8 @@ const jobs = require('./jobs');
 const { FerryError, InvalidJobError, NotReplicatedError, QueueFullError } =
   require('./errors');
 
-const CALL_JOBS = 1000;          // src/ctl.h CTL_CHUNK
-const CALL_BYTES = 16 << 20;     // src/ctl.h CTL_CHUNK_BYTES
+const CALL_JOBS = 1000;          // src/ferryctl/ctl.h CTL_CHUNK
+const CALL_BYTES = 16 << 20;     // src/ferryctl/ctl.h CTL_CHUNK_BYTES
 const TTL_MAX_S = 365 * 86400;   // as ferryctl enqueue --cache-ttl
 const DELAY_MAX_MS = 3650 * 86400 * 1000;  // as ferryctl --delay (due_time.h)
 const CHUNK_ROWS_MAX = 1000000;
@@ -80,7 +80,7 @@ function dueMarker(delay, runAt) {
 }
 
 /** Calls of at most CALL_JOBS jobs and CALL_BYTES bytes (a bigger job is a
- * call of its own), as ferryctl's chunks (src/ctl_push.c). */
+ * call of its own), as ferryctl's chunks (src/ferryctl/ctl_push.c). */
 function calls(elements) {
   const out = [];
   let call = [];

@@ -1,5 +1,5 @@
 """jobs.py - the list elements one caller's job becomes, as ferryctl enqueue
-builds them (src/chunk.c): a "data" array of more than chunk_rows rows is
+builds them (src/common/chunk.c): a "data" array of more than chunk_rows rows is
 split into jobs {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a
 cache, each job's data (or, without "data", the whole document) becomes the
 value of PREFIX:{QUEUE}:cache:ID and the job names it. Built from the
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidJobError
 
-ID_MAX = 128          # src/job.h JOB_ID_MAX
+ID_MAX = 128          # src/common/job.h JOB_ID_MAX
 OWN_KEYS = ("id", "data", "cache_key")
 
 

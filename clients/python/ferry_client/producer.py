@@ -17,8 +17,8 @@ from . import jobs as jobs_mod
 from .errors import FerryError, InvalidJobError, NotReplicatedError, \
     QueueFullError
 
-CALL_JOBS = 1000               # src/ctl.h CTL_CHUNK
-CALL_BYTES = 16 << 20          # src/ctl.h CTL_CHUNK_BYTES
+CALL_JOBS = 1000               # src/ferryctl/ctl.h CTL_CHUNK
+CALL_BYTES = 16 << 20          # src/ferryctl/ctl.h CTL_CHUNK_BYTES
 TTL_MAX_S = 365 * 86400        # as ferryctl enqueue --cache-ttl
 DELAY_MAX_MS = 3650 * 86400 * 1000   # as ferryctl enqueue --delay (due_time.h)
 
@@ -168,7 +168,7 @@ def _due_marker(delay, run_at):
 
 def _calls(elements):
     """Calls of at most CALL_JOBS jobs and CALL_BYTES bytes (a bigger job is
-    a call of its own), as ferryctl's chunks (src/ctl_push.c)."""
+    a call of its own), as ferryctl's chunks (src/ferryctl/ctl_push.c)."""
     call, size = [], 0
     for e in elements:
         n = len(e.element) + len(e.value)

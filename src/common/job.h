@@ -28,7 +28,7 @@ struct job {
 	                         * unless one of them committed it */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
-	/* Set by the worker from the cache key (src/cache.c), or NULL: the
+	/* Set by the worker from the cache key (src/common/cache.c), or NULL: the
 	 * value as JSON for an exec handler's line (a string as a JSON
 	 * string, a hash as an object, a list as an array), and the document
 	 * the postgres sink reads instead of raw ({"data":<rows>}). */

@@ -4,14 +4,14 @@
  * COPY, COMMIT. Without recovered jobs the statements go as one query
  * string (two round trips a batch); when the COPY refuses a row (or a
  * deferred constraint fails at COMMIT, or an update found no row) the
- * batch is redone statement by statement (src/sink_pg_slow.c). Errors are
+ * batch is redone statement by statement (src/ferryd/sink_pg_slow.c). Errors are
  * sorted by SQLSTATE: data errors dead-letter their job, an unreachable
  * server (or a table renamed away, a grant revoked: 42P01, 42501, 42703,
  * 3F000) keeps the batch. A queue with several tables (tables =) has a
  * target and a row buffer per table: each job's rows go to the table its
  * table_member names, or one "data" array per table, and the batch's
  * statements cover every table in one transaction (pg_target_statements).
- * The tables, their columns and SQL: src/pg_target.c; the connection and
+ * The tables, their columns and SQL: src/common/pg_target.c; the connection and
  * SQLSTATE classes: src/pg_conn.c. */
 #include "sink_pg.h"
 
@@ -301,7 +301,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
 		size_t at = p0->rows.len;
-		/* rows from the job's cache key (src/cache.c) when it has one */
+		/* rows from the job's cache key (src/common/cache.c) when it has one */
 		if (s->ntargets == 1)
 			rc = encode_rows(s, 0, &jobs[i], i, jobs[i].rows ?
 			    jobs[i].rows : jobs[i].raw, jobs[i].rows ?

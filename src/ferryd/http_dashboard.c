@@ -1,6 +1,6 @@
 /* http_dashboard.c - GET /: the dashboard page. The server writes it whole
  * as plain tables (queues, workers, events), so that it reads without
- * JavaScript; the embedded script (src/web/dashboard.js, with
+ * JavaScript; the embedded script (src/ferryd/web/dashboard.js, with
  * dashboard.css, both inline: one request, no network) then redraws it
  * from /api every few seconds, draws the chart and pages the dead-letter
  * list. The host is in the title and the heading: on several hosts each

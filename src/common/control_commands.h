@@ -1,7 +1,7 @@
 /* control_commands.h - the commands of ferryd's control socket, in one
- * table that both sides read: src/control.c serves them (and lists them
- * for `help`), ferryctl sends them (src/ctl_control.c), checks their
- * arguments and lists them in --help (src/ctl.c). A new command is one
+ * table that both sides read: src/ferryd/control.c serves them (and lists them
+ * for `help`), ferryctl sends them (src/ferryctl/ctl_control.c), checks their
+ * arguments and lists them in --help (src/ferryctl/ctl.c). A new command is one
  * row here and its handler in master_control.c. Pure code: no I/O. */
 #ifndef FERRY_CONTROL_COMMANDS_H
 #define FERRY_CONTROL_COMMANDS_H

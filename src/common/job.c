@@ -45,7 +45,7 @@ job_set_invalid(struct job *j, const char *fmt, ...)
 	j->invalid = j->invalid_buf;
 }
 
-/* Peel ferry's wrapper (doc/formats.md, src/wrapper.c) off el: point raw
+/* Peel ferry's wrapper (doc/formats.md, src/common/wrapper.c) off el: point raw
  * at the document inside and take the counters and stamps. -1 when the
  * wrapper is malformed (raw is left as the whole element). */
 static int

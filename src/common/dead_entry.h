@@ -1,10 +1,10 @@
 /* dead_entry.h - a dead-letter entry (doc/formats.md, read by
- * src/wrapper.c) as an operator reads it: its header as JSON members, every
+ * src/common/wrapper.c) as an operator reads it: its header as JSON members, every
  * string token decoded, and the job as a JSON string when it is valid
  * UTF-8, else as base64; and back: the job's bytes from such members. The
- * one decoder of dead entries: `ferryctl dead` (src/ctl_dead.c), the
- * dead-letter archive (src/dead_archive.c) and `ferryctl dead restore`
- * (src/ctl_restore.c) read them with it. Pure code: jansson only, no
+ * one decoder of dead entries: `ferryctl dead` (src/ferryctl/ctl_dead.c), the
+ * dead-letter archive (src/common/dead_archive.c) and `ferryctl dead restore`
+ * (src/ferryctl/ctl_restore.c) read them with it. Pure code: jansson only, no
  * Redis. */
 #ifndef FERRY_DEAD_ENTRY_H
 #define FERRY_DEAD_ENTRY_H

@@ -1,4 +1,4 @@
-/* web.h - the dashboard's CSS and JavaScript (src/web), embedded at build
+/* web.h - the dashboard's CSS and JavaScript (src/ferryd/web), embedded at build
  * time by scripts/embed-web into web_files.c; http_dashboard.c puts them
  * inline in the page. */
 #ifndef FERRY_WEB_H

@@ -48,7 +48,7 @@ int ctl_memory_allows(struct ctl *c);
 int ctl_memory_full(struct ctl *c, int pct);
 void ctl_memory_unchecked(struct ctl *c, const char *why);
 
-/* Many jobs pushed in chunks (src/ctl_push.c): enqueue and dead restore
+/* Many jobs pushed in chunks (src/ferryctl/ctl_push.c): enqueue and dead restore
  * add their jobs one by one and send each chunk their own way. */
 struct ctl_push {
 	struct ctl *c;
@@ -81,7 +81,7 @@ void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_enqueue(struct ctl *c, int argc, char **argv);
 int ctl_dead(struct ctl *c, int argc, char **argv);
-/* dead restore QUEUE FILE (src/ctl_restore.c) */
+/* dead restore QUEUE FILE (src/ferryctl/ctl_restore.c) */
 int ctl_dead_restore(struct ctl *c, const struct queue_config *q,
     const char *path);
 int ctl_init_db(struct ctl *c, int argc, char **argv);

@@ -1,6 +1,6 @@
 /* sink_pg_int.h - the PostgreSQL sink's state and the parts its two
- * paths share: src/sink_pg.c (connection, encoding, the one-query path,
- * replays) and src/sink_pg_slow.c (statement by statement: fences, the
+ * paths share: src/ferryd/sink_pg.c (connection, encoding, the one-query path,
+ * replays) and src/ferryd/sink_pg_slow.c (statement by statement: fences, the
  * COPY under savepoints split until the refused rows are isolated, the
  * updates that found no row). Only these two files include it. */
 #ifndef FERRY_SINK_PG_INT_H
@@ -16,7 +16,7 @@
 #include "pg_target.h"
 #include "sink_pg.h"
 
-/* The batch's rows for one table, encoded (src/copy.c) and kept between
+/* The batch's rows for one table, encoded (src/common/copy.c) and kept between
  * batches. */
 struct sink_pg_rows {
 	struct copy_buf rows;

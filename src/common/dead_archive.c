@@ -60,7 +60,7 @@ entry_cache_key(const redisReply *e, const char *prefix,
 }
 
 /* The line's members as JSON text without its closing brace: queue,
- * archived, then the entry's header decoded and its job (src/dead_entry.c)
+ * archived, then the entry's header decoded and its job (src/common/dead_entry.c)
  * when it matches the grammar (*whole), else only the first two. NULL when
  * jansson failed. */
 static char *

@@ -1,8 +1,8 @@
 /* pg_conn.h - one PostgreSQL connection as ferry uses it: opened from a
- * queue's conninfo (src/config_pg.c), statements with text parameters
+ * queue's conninfo (src/common/config_pg.c), statements with text parameters
  * whose failures are sorted by SQLSTATE, whether the server's commits
  * survive a failover, PostgreSQL's notices. Used by the sink's batch
- * writer (src/sink_pg.c) and by the start checks (src/pg_target.c). */
+ * writer (src/ferryd/sink_pg.c) and by the start checks (src/common/pg_target.c). */
 #ifndef FERRY_PG_CONN_H
 #define FERRY_PG_CONN_H
 

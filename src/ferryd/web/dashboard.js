@@ -1,4 +1,4 @@
-// dashboard.js - ferryd's dashboard (src/http_dashboard.c embeds it): every
+// dashboard.js - ferryd's dashboard (src/ferryd/http_dashboard.c embeds it): every
 // few seconds it reads /api/queues, /api/workers, /api/series and
 // /api/events and redraws the tables the server wrote and the chart (inline
 // SVG: a few polylines need no library, and nothing is fetched from the
