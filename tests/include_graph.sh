@@ -11,7 +11,6 @@ src=${CHAOS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/src
 
 # One known cycle a line: its modules, blank-separated (issue 17).
 known_cycles=(
-	"config config_keys"
 )
 
 # module -> module, one edge a line (self-includes dropped)

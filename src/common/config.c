@@ -5,7 +5,6 @@
  * line the way inih will: every message then knows its line. */
 #include "config.h"
 #include "config_int.h"
-#include "config_keys.h"
 #include "util.h"
 
 #include <ctype.h>

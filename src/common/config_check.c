@@ -2,7 +2,7 @@
  * kind of string value (paths, addresses, names, lists), each returning
  * NULL or why not, with the allowed values, for config_keys.c's table. */
 #include "config.h"
-#include "config_keys.h"
+#include "config_int.h"
 #include "copy.h"
 #include "util.h"
 

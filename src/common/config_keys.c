@@ -2,7 +2,7 @@
  * section, type, place in the struct, default and limits, and the code that
  * turns a value string into the field (defaults go through it too). */
 #include "config.h"
-#include "config_keys.h"
+#include "config_int.h"
 #include "copy.h"
 #include "handler_env.h"
 #include "rate_limit.h"

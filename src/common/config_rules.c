@@ -3,7 +3,6 @@
  * handler, sentinels against redis_host, cluster seeds, PostgreSQL hosts
  * and ports, password files. Each message points at the line to fix. */
 #include "config_int.h"
-#include "config_keys.h"
 #include "util.h"
 
 #include <stdio.h>

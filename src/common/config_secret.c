@@ -3,7 +3,7 @@
  * at every load (start and reload); and the check that a file which does
  * hold a password is not readable by every user. */
 #include "config.h"
-#include "config_keys.h"
+#include "config_int.h"
 #include "util.h"
 
 #include <errno.h>

@@ -5,7 +5,6 @@
  * table of the list gets its entry in cfg->tables (the queue's keys when
  * it has no section) and the rules of its mode are checked. */
 #include "config_int.h"
-#include "config_keys.h"
 #include "util.h"
 
 #include <ctype.h>

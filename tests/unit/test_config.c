@@ -1,7 +1,7 @@
 /* test_config.c - ferryd.ini loading: defaults, every value type, and the
  * exact text of every error message (the temporary path is shown as "F"). */
 #include "config.h"
-#include "config_keys.h"
+#include "config_int.h"
 #include "copy.h"
 #include "util.h"
 
