@@ -1,0 +1,140 @@
+/* harness_jobs.c - jobs in and results out of a queue under test
+ * (harness.h): pushing, the recorder handler, the dead list, owners. */
+#include "harness.h"
+#include "wrapper.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Push jobs {"n":first} .. {"n":first+n-1}, pipelined. */
+void
+h_push_jobs(struct ferryd *f, const char *queue, int first, int n)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "ferry:{%s}:ready", queue);
+	freeReplyObject(h_redis(f, "PING"));    /* reconnects if needed */
+	for (int i = first; i < first + n; i++)
+		redisAppendCommand(f->rc, "LPUSH %s {\"n\":%d}", key, i);
+	for (int i = 0; i < n; i++) {
+		redisReply *r;
+		cr_assert_eq(redisGetReply(f->rc, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+}
+
+/* An exec handler that appends each job's document to `out` and answers
+ * ok. Lines look like {"id":"ID","attempts":..,"recoveries":..,"job":DOC}. */
+void
+h_write_recorder(struct ferryd *f, char *cmd, size_t size)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/record.sh", f->dir);
+	h_write_file(path,
+	    "#!/bin/sh\n"
+	    "exec awk -F'\"' -v out=%s/done.txt '{ print $0 >> out; "
+	    "print \"ok \" $4; fflush() }'\n", f->dir);
+	chmod(path, 0755);
+	snprintf(cmd, size, "%s", path);
+}
+
+/* How many distinct {"n":i} with 0 <= i < n the recorder saw. */
+int
+h_distinct_done(struct ferryd *f, int n)
+{
+	char path[400], *seen = calloc((size_t)n, 1);
+	int count = 0;
+
+	snprintf(path, sizeof(path), "%s/done.txt", f->dir);
+	char *text = h_read_file(path);
+	for (char *p = text; (p = strstr(p, "\"job\":{\"n\":")) != NULL; p++) {
+		int i = atoi(p + 11);
+		if (i >= 0 && i < n && !seen[i]) {
+			seen[i] = 1;
+			count++;
+		}
+	}
+	free(text);
+	free(seen);
+	return count;
+}
+
+void
+h_assert_queue_empty(struct ferryd *f, const char *q)
+{
+	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:ready", q), 0);
+	cr_assert_eq(h_redis_int(f, "LLEN ferry:{%s}:requeue", q), 0);
+	cr_assert_eq(h_redis_int(f, "ZCARD ferry:{%s}:delayed", q), 0);
+	redisReply *r = h_redis(f, "KEYS ferry:{%s}:proc:*", q);
+	for (size_t i = 0; i < r->elements; i++)
+		cr_assert_eq(h_redis_int(f, "LLEN %s", r->element[i]->str), 0,
+		    "%s is not empty", r->element[i]->str);
+	freeReplyObject(r);
+}
+
+/* The dead-letter entries of q, parsed. */
+json_t *
+h_dead_entries(struct ferryd *f, const char *q)
+{
+	json_t *all = json_array();
+	redisReply *r = h_redis(f, "LRANGE ferry:{%s}:dead 0 -1", q);
+	for (size_t i = 0; i < r->elements; i++) {
+		struct wrapper w;
+		cr_assert_eq(wrapper_parse(r->element[i]->str, r->element[i]->len,
+		    WRAPPER_DEAD, &w), 0, "malformed dead entry: %s",
+		    r->element[i]->str);
+		json_t *e = json_object(), *stamps = json_array();
+		const struct { const char *k; struct wrapper_str v; } strs[] = {
+			{ "reason", w.reason }, { "worker", w.worker }, { "id", w.id },
+			{ "first_error", w.first_error },
+			{ "last_error", w.last_error },
+		};
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++) {
+			char *t = wrapper_str_text(strs[k].v);
+			if (t != NULL)
+				json_object_set_new(e, strs[k].k, json_string(t));
+			free(t);
+		}
+		for (int k = 0; k < w.nstamps; k++) {
+			char *t = wrapper_str_text(w.stamps[k]);
+			json_array_append_new(stamps, json_string(t));
+			free(t);
+		}
+		json_object_set_new(e, "stamps", stamps);
+		json_object_set_new(e, "attempts", json_integer(w.attempts));
+		json_object_set_new(e, "recoveries", json_integer(w.recoveries));
+		json_object_set_new(e, "time", json_integer(w.time));
+		/* the document's bytes as a string (NULL member if not UTF-8) */
+		json_t *doc = json_stringn(w.doc, w.doc_len);
+		json_object_set_new(e, "job", doc ? doc : json_null());
+		wrapper_free(&w);
+		json_array_append_new(all, e);
+	}
+	freeReplyObject(r);
+	return all;
+}
+
+int
+h_live_owners(struct ferryd *f, const char *q)
+{
+	redisReply *r = h_redis(f, "HVALS ferry:{%s}:owners", q);
+	int n = 0;
+
+	for (size_t i = 0; i < r->elements; i++)
+		n += strncmp(r->element[i]->str, "dead:", 5) != 0;
+	freeReplyObject(r);
+	return n;
+}
+
+const char *
+h_jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s != NULL ? s : "(none)";
+}

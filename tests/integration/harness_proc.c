@@ -1,0 +1,132 @@
+/* harness_proc.c - the processes of a ferryd under test (harness.h): its
+ * children from /proc, waiting for them to come, go, stop and resume. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* State, parent and process group of process pid_dir (a /proc name);
+ * -1 when it is gone. */
+int
+h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid_dir);
+	int fd = open(path, O_RDONLY);
+	if (fd == -1)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');     /* comm may hold spaces */
+	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3)
+		return -1;
+	return 0;
+}
+
+static pid_t
+parent_of(const char *pid_dir, char *state)
+{
+	int ppid, pgrp;
+	return h_proc_stat(pid_dir, state, &ppid, &pgrp) == 0 ? ppid : -1;
+}
+
+static int
+cmp_pid(const void *a, const void *b)
+{
+	return *(const pid_t *)a - *(const pid_t *)b;
+}
+
+int
+h_children(pid_t parent, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	char state;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		if (parent_of(e->d_name, &state) == parent && state != 'Z' &&
+		    n < max)
+			pids[n++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	qsort(pids, (size_t)n, sizeof(pid_t), cmp_pid);
+	return n;
+}
+
+void
+h_wait_children(struct ferryd *d, int want)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	pid_t pids[H_MAX_PIDS];
+	int n = -1;
+
+	while (h_now_ms() < end) {
+		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+			h_dump_log(d);
+			cr_assert_fail("ferryd exited while waiting for %d workers",
+			    want);
+		}
+		n = h_children(d->pid, pids, H_MAX_PIDS);
+		if (n == want)
+			return;
+		h_sleep_ms(20);
+	}
+	h_dump_log(d);
+	cr_assert_fail("ferryd has %d workers, expected %d", n, want);
+}
+
+bool
+h_pid_alive(pid_t pid)
+{
+	char state;
+	char name[32];
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return parent_of(name, &state) != -1 && state != 'Z';
+}
+
+void
+h_wait_gone(struct ferryd *d, pid_t pid)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	while (h_pid_alive(pid) && h_now_ms() < end)
+		h_sleep_ms(20);
+	if (h_pid_alive(pid)) {
+		h_dump_log(d);
+		cr_assert_fail("process %d is still alive", (int)pid);
+	}
+}
+
+void
+h_wait_stopped(struct ferryd *d, pid_t pid, bool stopped)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	char name[32], state = '?';
+	int ppid, pgrp;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	while (h_now_ms() < end) {
+		if (h_proc_stat(name, &state, &ppid, &pgrp) == -1)
+			break;
+		if ((state == 'T' || state == 't') == stopped)
+			return;
+		h_sleep_ms(10);
+	}
+	h_dump_log(d);
+	cr_assert_fail("process %d is in state %c, not %s", (int)pid, state,
+	    stopped ? "stopped" : "running");
+}
