@@ -130,6 +130,8 @@ const char *h_pg_start(struct ferryd *d);
 void h_pg_exec(struct ferryd *d, const char *sql);
 /* The first column of the first row of a query, as a number. */
 long long h_pg_int(struct ferryd *d, const char *sql);
+/* Wait until h_pg_int(sql) is want (fails after a deadline). */
+void h_wait_pg_int(struct ferryd *d, long long want, const char *sql);
 /* The first column of the first row, as a malloc'd string (NULL if null). */
 char *h_pg_text(struct ferryd *d, const char *sql);
 /* What a ferryctl run printed and how it ended. */

@@ -52,6 +52,20 @@ h_pg_int(struct ferryd *d, const char *sql)
 	return v;
 }
 
+void
+h_wait_pg_int(struct ferryd *d, long long want, const char *sql)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS * 3, v = 0;
+
+	while (h_now_ms() < end) {
+		if ((v = h_pg_int(d, sql)) == want)
+			return;
+		h_sleep_ms(50);
+	}
+	h_dump_log(d);
+	cr_assert_fail("postgres \"%s\" = %lld, expected %lld", sql, v, want);
+}
+
 char *
 h_pg_text(struct ferryd *d, const char *sql)
 {
