@@ -14,19 +14,29 @@
 #include "json_scan.h"
 #include "util.h"
 
-/* The text of a string span into buf (size bytes), or false when it is
- * longer or does not unescape. */
+/* The text of a string span into buf (size bytes), or false when its
+ * text is longer or it does not unescape. The escaped form may be longer
+ * than the text ("\u00e9" is 2 bytes): a long one is unescaped aside. */
 static bool
 span_text(const struct json_scan_span *s, char *buf, size_t size)
 {
 	struct json_scan_error e;
 	size_t n = s->len - 2;
+	char *out = buf;
+	bool ok;
 
-	if (s->type != JSON_SCAN_STRING || n >= size ||
-	    json_scan_unescape(s->p + 1, n, buf, &n, &e) != 0)
+	if (s->type != JSON_SCAN_STRING)
 		return false;
-	buf[n] = '\0';
-	return true;
+	if (n >= size)
+		out = xmalloc(n + 1);
+	ok = json_scan_unescape(s->p + 1, n, out, &n, &e) == 0 && n < size;
+	if (ok && out != buf)
+		memcpy(buf, out, n);
+	if (out != buf)
+		free(out);
+	if (ok)
+		buf[n] = '\0';
+	return ok;
 }
 
 /* The op member of the document's top level, or a NULL span: none. */

@@ -99,3 +99,20 @@ Test(pg_target_row, suffix_on_each_row)
 	    b.len), 0, "%.*s", (int)b.len, b.data);
 	copy_buf_free(&b);
 }
+
+/* A member's text that fits though its escaped form does not (fuzz_pg_row
+ * found it refused): "\u00e9" is 6 bytes in the document, 2 in the text. */
+Test(pg_target_row, escaped_member_longer_than_its_text)
+{
+	char buf[16], doc[256];
+	int n = snprintf(doc, sizeof(doc), "{\"table\":\"%s\"}",
+	    "\\u00e9\\u00e9\\u00e9t\\u00e9");
+
+	cr_assert_eq(pg_target_member_text("table", doc, (size_t)n, buf,
+	    sizeof(buf)), 1);
+	cr_assert_str_eq(buf, "\xc3\xa9\xc3\xa9\xc3\xa9t\xc3\xa9");
+	n = snprintf(doc, sizeof(doc), "{\"table\":\"%s\"}",
+	    "0123456789\\u00e9\\u00e9\\u00e9");
+	cr_assert_eq(pg_target_member_text("table", doc, (size_t)n, buf,
+	    sizeof(buf)), -1, "16 bytes of text do not fit 16 with the NUL");
+}
