@@ -9,6 +9,8 @@
  *                                  elements onto the ready lists
  *   chaos_helper foreign KEY=VALUE... create the foreign keys
  *   chaos_helper check KEY=VALUE...  the checker; exit 1 on loss/duplicate
+ *   chaos_helper check-modes KEY=VALUE... the checker of the upsert and
+ *                                  two-table queues (modes.c)
  *   chaos_helper wait KEY=VALUE...   wait until every ferry list but dead
  *                                  is empty (bounded)
  *   chaos_helper handle FILE       the exec queue's handler
@@ -74,11 +76,31 @@ int chaos_foreign_check(redisContext *c);
 /* The hostile element kinds (plan.c), NULL-terminated. */
 extern const char *const chaos_hostile_kinds[];
 
+/* The non-empty lists and sorted sets of queue q but dead (printed when
+ * `say`); dead entries are handed to dead_cb. -1 when Redis fails. */
+long long chaos_leftovers(redisContext *c, const char *prefix, const char *q,
+    int say, void (*dead_cb)(const char *, size_t, const char *));
+
+/* The upsert queue's and the two-table queue's jobs (modes.c). */
+struct chaos_modes {
+	struct chaos_rng rng;
+	long long keys;
+	long long *ver;      /* per key: the last version sent */
+	long long next[2];   /* job numbers: [0] upsert, [1] tables */
+};
+void chaos_modes_init(struct chaos_modes *m, uint64_t seed, long long keys);
+void chaos_modes_free(struct chaos_modes *m);
+/* The next job of mode queue w (0 upsert, 1 tables): its id, its document
+ * (appended to doc) and the rest of its ledger line. */
+void chaos_modes_job(struct chaos_modes *m, int w, char *id, size_t idn,
+    struct chaos_buf *doc, char *tail, size_t tailn);
+
 /* --------------------------------------------------------- commands */
 int chaos_servers_main(int argc, char **argv);
 int chaos_plan_main(int argc, char **argv);
 int chaos_produce_main(int argc, char **argv);
 int chaos_check_main(int argc, char **argv);
+int chaos_modes_check_main(int argc, char **argv);
 int chaos_wait_main(int argc, char **argv);
 int chaos_handle_main(int argc, char **argv);
 int chaos_watch_main(int argc, char **argv);

@@ -336,6 +336,7 @@ main(int argc, char **argv)
 		{ "produce", chaos_produce_main },
 		{ "foreign", foreign_main },
 		{ "check", chaos_check_main },
+		{ "check-modes", chaos_modes_check_main },
 		{ "wait", chaos_wait_main },
 		{ "handle", chaos_handle_main },
 		{ "watch", chaos_watch_main },
@@ -344,7 +345,7 @@ main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "usage: chaos_helper servers|plan|produce|foreign|check|"
+	fprintf(stderr, "usage: chaos_helper servers|plan|produce|foreign|check|check-modes|"
 	    "wait|handle|watch ARGS (see tests/chaos/chaos.h)\n");
 	return 2;
 }

@@ -111,8 +111,8 @@ static void mark_stuck(const char *id);
 
 /* Print (when `say`) and count the non-empty lists and sorted sets of
  * queue q other than dead; dead entries are handed to `dead_cb`. */
-static long long
-leftovers(redisContext *c, const char *prefix, const char *q, int say,
+long long
+chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
     void (*dead_cb)(const char *, size_t, const char *))
 {
 	char pat[200];
@@ -217,18 +217,25 @@ chaos_wait_main(int argc, char **argv)
 	long long deadline = start + chaos_arg_ll(argc, argv, "seconds", 60) * 1000;
 	long long stuck_ms = chaos_arg_ll(argc, argv, "stuck", 20) * 1000;
 	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
-	const char *q[2] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
-		chaos_arg(argc, argv, "execq", "chaos_exec") };
+	/* upq= and tbq= (the upsert and two-table queues) when given */
+	const char *q[4] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
+		chaos_arg(argc, argv, "execq", "chaos_exec"),
+		chaos_arg(argc, argv, "upq", NULL), chaos_arg(argc, argv, "tbq",
+		    NULL) };
+	int nq = q[2] == NULL ? 2 : q[3] == NULL ? 3 : 4;
 	long long empty_since = -1, last_sig = -1, moved_at = start;
 	for (;;) {
 		long long now = chaos_now_ms(), left = -1, sig = -1;
 		redisContext *c = chaos_redis_arg(argc, argv, 2000);
 		if (c != NULL) {
-			long long a = leftovers(c, prefix, q[0], 0, NULL);
-			long long b = leftovers(c, prefix, q[1], 0, NULL);
-			left = a < 0 || b < 0 ? -1 : a + b;
-			sig = progress(c, prefix, q[0]) * 7 + progress(c, prefix, q[1]) +
-			    left * 1000003;
+			left = 0;
+			sig = 0;
+			for (int i = 0; i < nq; i++) {
+				long long a = chaos_leftovers(c, prefix, q[i], 0, NULL);
+				left = a < 0 || left < 0 ? -1 : left + a;
+				sig = sig * 7 + progress(c, prefix, q[i]);
+			}
+			sig += left * 1000003;
 		}
 		if (sig != last_sig) {
 			last_sig = sig;
@@ -252,8 +259,8 @@ chaos_wait_main(int argc, char **argv)
 				    "(after %lld s):\n", stuck_ms / 1000,
 				    (now - start) / 1000);
 			if (c != NULL) {
-				leftovers(c, prefix, q[0], 1, NULL);
-				leftovers(c, prefix, q[1], 1, NULL);
+				for (int i = 0; i < nq; i++)
+					chaos_leftovers(c, prefix, q[i], 1, NULL);
 				redisFree(c);
 			}
 			return 1;
@@ -489,7 +496,7 @@ chaos_check_main(int argc, char **argv)
 		chaos_die("check: cannot connect to redis (the primary)");
 	long long left = 0;
 	for (int q = 0; q < 2; q++)
-		left += leftovers(c, prefix, queue_names[q], 1, on_dead);
+		left += chaos_leftovers(c, prefix, queue_names[q], 1, on_dead);
 	int foreign = chaos_foreign_check(c);
 	redisFree(c);
 

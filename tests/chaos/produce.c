@@ -20,7 +20,9 @@
  *
  * Arguments: redis=PORT plan=FILE ledger=FILE seconds=S t0_ms=EPOCH_MS
  * pg_rate=N exec_rate=N (jobs/s) pgq=NAME execq=NAME prefix=P
- * max_job_bytes=N */
+ * max_job_bytes=N; with mledger=FILE up_rate=N tb_rate=N seed=N keys=N
+ * upq=NAME tbq=NAME also the upsert and two-table queues' jobs (modes.c),
+ * their ledger lines in mledger. */
 #include "chaos.h"
 
 #include <stdio.h>
@@ -36,10 +38,12 @@ struct producer {
 	long long max_job_bytes;
 	const char *sentinels, *master;
 	long long replicas, wait_ms;
-	char ready[2][160];            /* [0] pg, [1] exec */
+	char ready[4][160];            /* [0] pg, [1] exec, [2] up, [3] tb */
 	struct chaos_buf last_good[2]; /* the last good document pushed */
 	long long next_id;
 	long long hostile_n;
+	struct chaos_modes modes;      /* the jobs of [2] and [3] */
+	FILE *mledger;                 /* their ledger */
 };
 
 static long long
@@ -131,13 +135,16 @@ good_jobs(struct producer *p, int q, int n)
 	struct chaos_buf docs[64];
 	const char *els[64];
 	size_t lens[64];
-	char ids[64][32];
+	char ids[64][32], tails[64][64];
 	if (n > 64)
 		n = 64;
 	for (int i = 0; i < n; i++) {
-		long long id = ++p->next_id;
+		long long id = q < 2 ? ++p->next_id : 0;
 		memset(&docs[i], 0, sizeof(docs[i]));
-		if (q == 0) {
+		if (q >= 2) {
+			chaos_modes_job(&p->modes, q - 2, ids[i], sizeof(ids[i]),
+			    &docs[i], tails[i], sizeof(tails[i]));
+		} else if (q == 0) {
 			int bad = id % 50 == 0;
 			snprintf(ids[i], sizeof(ids[i]), "%s-%lld", bad ? "pb" : "p", id);
 			chaos_buf_printf(&docs[i], "{\"id\":\"%s\",\"data\":{\"job_id\":"
@@ -161,6 +168,12 @@ good_jobs(struct producer *p, int q, int n)
 			chaos_buf_free(&docs[i]);
 			continue;
 		}
+		if (q >= 2) {
+			fprintf(p->mledger, "%c %s %s\n", ok == 1 ? 'a' : ok == 2 ?
+			    'r' : 'u', ids[i], tails[i]);
+			chaos_buf_free(&docs[i]);
+			continue;
+		}
 		fprintf(p->ledger, "%c %s\n", ok == 1 ? 'a' : ok == 2 ? 'r' : 'u',
 		    ids[i]);
 		if (i == n - 1 && (q == 1 || strncmp(ids[i], "p-", 2) == 0)) {
@@ -170,6 +183,8 @@ good_jobs(struct producer *p, int q, int n)
 		chaos_buf_free(&docs[i]);
 	}
 	fflush(p->ledger);
+	if (p->mledger != NULL)
+		fflush(p->mledger);
 	return ok < 0 ? 0 : n;
 }
 
@@ -336,8 +351,12 @@ chaos_produce_main(int argc, char **argv)
 	p.wait_ms = chaos_arg_ll(argc, argv, "wait_ms", 500);
 	long long seconds = chaos_arg_ll(argc, argv, "seconds", 60);
 	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", epoch_ms());
-	long long rate[2] = { chaos_arg_ll(argc, argv, "pg_rate", 100),
-		chaos_arg_ll(argc, argv, "exec_rate", 50) };
+	long long rate[4] = { chaos_arg_ll(argc, argv, "pg_rate", 100),
+		chaos_arg_ll(argc, argv, "exec_rate", 50),
+		chaos_arg_ll(argc, argv, "up_rate", 0),
+		chaos_arg_ll(argc, argv, "tb_rate", 0) };
+	const char *mledger = chaos_arg(argc, argv, "mledger", NULL);
+	int nq = mledger != NULL && (rate[2] > 0 || rate[3] > 0) ? 4 : 2;
 	const char *plan = chaos_arg(argc, argv, "plan", NULL);
 	const char *ledger = chaos_arg(argc, argv, "ledger", NULL);
 	if (plan == NULL || ledger == NULL || (p.port <= 0 && p.sentinels == NULL))
@@ -348,10 +367,21 @@ chaos_produce_main(int argc, char **argv)
 		chaos_die("produce: cannot open %s or %s", plan, ledger);
 	snprintf(p.ready[0], sizeof(p.ready[0]), "%s:{%s}:ready", p.prefix, p.pgq);
 	snprintf(p.ready[1], sizeof(p.ready[1]), "%s:{%s}:ready", p.prefix, p.execq);
+	if (nq == 4) {
+		p.mledger = fopen(mledger, "a");
+		if (p.mledger == NULL)
+			chaos_die("produce: cannot open %s", mledger);
+		snprintf(p.ready[2], sizeof(p.ready[2]), "%s:{%s}:ready", p.prefix,
+		    chaos_arg(argc, argv, "upq", "chaos_up"));
+		snprintf(p.ready[3], sizeof(p.ready[3]), "%s:{%s}:ready", p.prefix,
+		    chaos_arg(argc, argv, "tbq", "chaos_tb"));
+		chaos_modes_init(&p.modes, (uint64_t)chaos_arg_ll(argc, argv,
+		    "seed", 1), chaos_arg_ll(argc, argv, "keys", 500));
+	}
 
 	char line[256] = "";
 	int have_line = fgets(line, sizeof(line), pf) != NULL;
-	long long pushed[2] = { 0, 0 };
+	long long pushed[4] = { 0, 0, 0, 0 };
 	for (;;) {
 		long long now = epoch_ms() - t0;
 		if (now >= seconds * 1000)
@@ -363,7 +393,7 @@ chaos_produce_main(int argc, char **argv)
 		}
 		/* keep to the rate over the whole run: after an outage the
 		 * backlog goes in at up to 64 jobs a push */
-		for (int q = 0; q < 2; q++) {
+		for (int q = 0; q < nq; q++) {
 			long long n = rate[q] * now / 1000 - pushed[q];
 			pushed[q] += good_jobs(&p, q, n > 64 ? 64 : (int)n);
 		}
@@ -372,6 +402,9 @@ chaos_produce_main(int argc, char **argv)
 	}
 	fclose(pf);
 	fclose(p.ledger);
+	if (p.mledger != NULL)
+		fclose(p.mledger);
+	chaos_modes_free(&p.modes);
 	if (p.c != NULL)
 		redisFree(p.c);
 	chaos_buf_free(&p.last_good[0]);
