@@ -138,8 +138,8 @@ master_reload(struct master *m, struct config_errors *errs)
 	restart_fatal(m);
 	config_free(m->cfg);
 	free(m->cfg);
-	m->cfg = fresh;
+	m->cfg = fresh;         /* path was the old config's: freed */
 	log_notice("reload: done");
-	master_event("reload", "reloaded %s", path);
+	master_event("reload", "reloaded %s", m->cfg->path);
 	return 0;
 }
