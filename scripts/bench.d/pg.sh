@@ -385,13 +385,7 @@ bench_upsert() {
 			up_reset
 			rcli flushall >/dev/null
 			write_config "$workers" "$up_batch" postgres "${pg_cfg_lines[@]}"
-			enqueue "$up_jobs_n"
-			t0=$(now_us)
-			start_ferryd
-			run_helper "$wait_bin" 127.0.0.1 "$port" "$k_stats" "done" "$up_jobs_n" 10 900 ||
-				ferryd_failed "queue did not drain (upsert, workers $workers)"
-			read -r first t_done <<<"$helper_out"
-			stop_ferryd TERM
+			drain_timed "$up_jobs_n" "upsert, workers $workers"
 			# one worker applies the batches in queue order: exact values;
 			# several commit in any order (no version): the count only
 			if ((workers == 1)); then up_check exact "ferry upsert"; else up_check count "ferry upsert"; fi

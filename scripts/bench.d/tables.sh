@@ -73,13 +73,7 @@ tb_drain() {
 	rcli flushall >/dev/null
 	write_config "$workers" "$tb_batch" postgres "$@"
 	jobs_file=$file
-	enqueue "$tb_jobs"
-	t0=$(now_us)
-	start_ferryd
-	run_helper "$wait_bin" 127.0.0.1 "$port" "$k_stats" "done" "$tb_jobs" 10 900 ||
-		ferryd_failed "queue did not drain ($label, workers $workers)"
-	read -r first t_done <<<"$helper_out"
-	stop_ferryd TERM
+	drain_timed "$tb_jobs" "$label, workers $workers"
 	dead=$(rcli hget "$k_stats" dead)
 	((${dead:-0} == 0)) || ferryd_failed "dead $dead jobs ($label, workers $workers)"
 	tb_check "$lines"

@@ -1474,17 +1474,25 @@ Test(config_api, queue_changed_postgres)
 	config_free(&base);
 }
 
+/* Loads a and b differ in the first queue's sink only: the queue is the
+ * same, its sink is not (and a's sink is the same as itself). */
+static void
+expect_only_sink_changed(struct ferry_config *a, struct ferry_config *b)
+{
+	cr_expect_not(config_queue_changed(&a->queues[0], &b->queues[0]));
+	cr_expect(config_queue_sink_changed(a, &a->queues[0], b,
+	    &b->queues[0]));
+	cr_expect_not(config_queue_sink_changed(a, &a->queues[0], a,
+	    &a->queues[0]));
+}
+
 Test(config_api, queue_sink_changed)
 {
 	struct ferry_config a, b, n1, n2;
 
 	load_ok("[ferryd]\npg_host = a\n" PG "table = t\n", &a);
 	load_ok("[ferryd]\npg_host = b\n" PG "table = t\n", &b);
-	cr_expect_not(config_queue_changed(&a.queues[0], &b.queues[0]));
-	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
-	    &b.queues[0]));
-	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &a,
-	    &a.queues[0]));
+	expect_only_sink_changed(&a, &b);
 	config_free(&b);
 	/* Overridden in the queue: [ferryd]'s value does not matter. */
 	load_ok("[ferryd]\npg_host = b\n" PG "table = t\npg_host = a\n", &b);
@@ -2166,11 +2174,7 @@ Test(config_api, table_section_changed)
 
 	load_ok(TABLES "[table ev orders]\ncolumns = id\n", &a);
 	load_ok(TABLES "[table ev orders]\ncolumns = id, total\n", &b);
-	cr_expect_not(config_queue_changed(&a.queues[0], &b.queues[0]));
-	cr_expect(config_queue_sink_changed(&a, &a.queues[0], &b,
-	    &b.queues[0]));
-	cr_expect_not(config_queue_sink_changed(&a, &a.queues[0], &a,
-	    &a.queues[0]));
+	expect_only_sink_changed(&a, &b);
 	config_free(&b);
 	/* the same keys, set in the queue instead: the tables are the same */
 	load_ok(TABLES "columns = id\n[table ev shop.lines]\ncolumns =\n", &b);
