@@ -198,7 +198,11 @@ registered(struct consumer *c)
 	return ok;
 }
 
-/* Connect (and register) with backoff until it works or we must stop. */
+/* Connect (and register) with backoff until it works or we must stop.
+ * Only a new connection (or the end of an outage, such as LOADING on a
+ * live one) sets resume: the list is read back once, not before every
+ * batch (each path that leaves jobs in it on a live connection sets
+ * resume itself). */
 bool
 consumer_connected(struct consumer *c)
 {
@@ -206,6 +210,10 @@ consumer_connected(struct consumer *c)
 	char err[1024];
 	bool refused;
 
+	if (c->redis != NULL && !c->outage) {
+		consumer_wait_over(c);
+		return true;
+	}
 	while (c->redis == NULL) {
 		if (c->should_stop() || c->evicted)
 			return false;
