@@ -61,7 +61,7 @@ buf_grow(struct copy_buf *b, size_t need)
 static inline char *
 buf_room(struct copy_buf *b, size_t need)
 {
-	if (b->cap - b->len < need)
+	if (b->cap - b->len < need || b->data == NULL)
 		buf_grow(b, need);
 	return b->data + b->len;
 }
@@ -272,25 +272,20 @@ find_rows(const struct json_scan_span *doc, struct json_scan_span *rows)
 	return NULL;
 }
 
-int
-copy_encode_job(const char *doc, size_t len,
+/* The rows of the valid document d into out. */
+static int
+encode_document(const struct json_scan_span *d,
     const struct copy_columns *cols, struct copy_buf *out, char *err,
     size_t errsize)
 {
 	struct copy_slot stack[COPY_STACK_COLS];
-	struct json_scan_span d, rows;
-	struct json_scan_error je;
+	struct json_scan_span rows;
 	struct copy_enc e;
 	size_t start = out->len;
 	const char *what;
 	int i, n;
 
-	if (json_scan_document(doc, len, &d, &je) == -1) {
-		copy_err(err, errsize, "malformed JSON at byte %zu: %s", je.pos,
-		    je.what);
-		return -1;
-	}
-	if ((what = find_rows(&d, &rows)) != NULL) {
+	if ((what = find_rows(d, &rows)) != NULL) {
 		copy_err(err, errsize, "%s", what);
 		return -1;
 	}
@@ -310,6 +305,33 @@ copy_encode_job(const char *doc, size_t len,
 	if (n == -1)
 		out->len = start;
 	return n;
+}
+
+int
+copy_encode_job(const char *doc, size_t len,
+    const struct copy_columns *cols, struct copy_buf *out, char *err,
+    size_t errsize)
+{
+	struct json_scan_span d;
+	struct json_scan_error je;
+
+	if (json_scan_document(doc, len, &d, &je) == -1) {
+		copy_err(err, errsize, "malformed JSON at byte %zu: %s", je.pos,
+		    je.what);
+		return -1;
+	}
+	return encode_document(&d, cols, out, err, errsize);
+}
+
+int
+copy_encode_scanned(const char *doc, size_t len,
+    const struct copy_columns *cols, struct copy_buf *out, char *err,
+    size_t errsize)
+{
+	struct json_scan_span d;
+
+	json_scan_trusted(doc, len, &d);
+	return encode_document(&d, cols, out, err, errsize);
 }
 
 void

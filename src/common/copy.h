@@ -41,5 +41,10 @@ void copy_buf_free(struct copy_buf *b);
 int copy_encode_job(const char *doc, size_t len,
     const struct copy_columns *cols, struct copy_buf *out, char *err,
     size_t errsize);
+/* The same for a document json_scan_document accepted already (job_check
+ * did: j->scanned), without validating it again. */
+int copy_encode_scanned(const char *doc, size_t len,
+    const struct copy_columns *cols, struct copy_buf *out, char *err,
+    size_t errsize);
 
 #endif

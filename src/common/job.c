@@ -378,6 +378,7 @@ job_check(struct job *j)
 		j->invalid = "job is not a JSON object";
 		return -1;
 	}
+	j->scanned = true;
 	job_members(&doc, &m);
 	j->has_data = m.has_data;
 	if (job_span_id(j, &m.id) < 0)

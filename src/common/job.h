@@ -28,6 +28,8 @@ struct job {
 	                         * unless one of them committed it */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
+	bool scanned;           /* json_scan_document accepted raw (job_check's
+	                         * fast path): readers need not validate it */
 	/* Set by the worker from the cache key (src/common/cache.c), or NULL: the
 	 * value as JSON for an exec handler's line (a string as a JSON
 	 * string, a hash as an object, a list as an array), and the document

@@ -294,6 +294,19 @@ json_scan_document(const char *buf, size_t len, struct json_scan_span *v,
 	return 0;
 }
 
+void
+json_scan_trusted(const char *buf, size_t len, struct json_scan_span *v)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	const unsigned char *p = skip_ws(b, b + len), *end = b + len;
+
+	while (end > p && is_ws(end[-1]))
+		end--;
+	v->p = (const char *)p;
+	v->len = (size_t)(end - p);
+	v->type = p < end ? type_of(*p) : JSON_SCAN_NULL;
+}
+
 /* Byte classes for walking validated text. */
 enum {
 	CL_WS = 1, CL_COMMA = 2, CL_CLOSE = 4, CL_OPEN = 8, CL_QUOTE = 16,

@@ -177,11 +177,16 @@ encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
 	struct copy_buf *rows = &s->parts[t].rows;
 	size_t at = rows->len;
 	bool del = false;
+	/* job_check validated the producer's document: not again */
+	bool scanned = j->scanned && doc == j->raw && len == j->raw_len;
 
 	/* its op from the producer's document */
-	if ((PG_TARGET_BY_KEY(tg) && pg_target_job_op(tg, j->raw, j->raw_len,
-	    &del, why, whysize) == -1) ||
-	    copy_encode_job(doc, len, &tg->cols, rows, why, whysize) == -1)
+	if (PG_TARGET_BY_KEY(tg) && pg_target_job_op(tg, j->raw, j->raw_len,
+	    &del, why, whysize) == -1)
+		return -1;
+	if ((scanned ? copy_encode_scanned(doc, len, &tg->cols, rows, why,
+	    whysize) : copy_encode_job(doc, len, &tg->cols, rows, why,
+	    whysize)) == -1)
 		return -1;
 	if (PG_TARGET_BY_KEY(tg))
 		pg_target_row_suffix(rows, at, del, i);

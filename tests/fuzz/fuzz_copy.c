@@ -182,6 +182,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(p == nl + 1);
 	}
 	CHECK(p == end || n <= 0);
+
+	/* a document json_scan accepts encodes the same without the second
+	 * validation (the sink's path for jobs job_check scanned) */
+	struct json_scan_span d;
+	struct json_scan_error je;
+	if (json_scan_document(doc, size, &d, &je) == 0) {
+		struct copy_buf again = { 0 };
+		char err2[256];
+		int n2 = copy_encode_scanned(doc, size, &cols, &again, err2,
+		    sizeof(err2));
+		CHECK(n2 == n);
+		CHECK(n2 < 0 ? strcmp(err, err2) == 0 : again.len ==
+		    out.len - strlen(PREFIX) && (again.len == 0 ||
+		    memcmp(again.data, out.data + strlen(PREFIX), again.len) == 0));
+		copy_buf_free(&again);
+	}
 	json_decref(jdoc);
 	copy_buf_free(&out);
 	return 0;

@@ -539,6 +539,31 @@ Test(job, handler_line_integer_id)
 	job_free(&j);
 }
 
+/* j->scanned: only json_scan's own yes, which lets the postgres sink skip
+ * validating the document again. */
+Test(job, scanned_only_when_json_scan_accepted_it)
+{
+	struct job j;
+
+	PARSE(&j, "{\"id\":1,\"a\":\"x\"}");
+	cr_assert(j.invalid == NULL && j.scanned);
+	job_free(&j);
+	WPARSE(&j, "{\"ferry\":1,\"recoveries\":0,\"attempts\":1,"
+	    "\"job\":{\"id\":7}}");
+	cr_assert(j.invalid == NULL && j.scanned);
+	job_free(&j);
+	/* job_unusual: jansson decides, the sink validates again */
+	PARSE(&j, "{\"id\":1,\"a\":\"\\u0000\"}");
+	cr_assert(!j.scanned);
+	job_free(&j);
+	PARSE(&j, "{\"id\":1,");
+	cr_assert(j.invalid != NULL && !j.scanned);
+	job_free(&j);
+	PARSE(&j, "[1]");
+	cr_assert(j.invalid != NULL && !j.scanned);
+	job_free(&j);
+}
+
 /* --- cache keys --- */
 
 Test(job, cache_key_and_data)
