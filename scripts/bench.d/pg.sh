@@ -144,7 +144,8 @@ bench_pg() {
 	pq -c "CREATE TABLE bench_rows (user_id bigint, event text, payload text)" ||
 		pg_failed "CREATE TABLE failed"
 	pg_cfg_lines=("table = bench_rows" "pg_host = 127.0.0.1" "pg_port = $pg_port"
-		"pg_database = ferry" "pg_user = postgres")
+		"pg_database = ferry" "pg_user = postgres"
+		"pipeline = ${BENCH_PG_PIPELINE:-yes}")
 	write_config 1 1 postgres "${pg_cfg_lines[@]}"
 	"$ferryctl" -c "$cfg" init-db >&2 || die "ferryctl init-db failed"
 

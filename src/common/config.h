@@ -61,6 +61,9 @@ struct queue_config {
 	long job_timeout_ms;     /* master kills a worker whose batch runs longer */
 	long handler_timeout_ms; /* worker kills an exec handler that runs longer */
 	long max_jobs_per_worker; /* 0: never recycle on job count */
+	bool pipeline;           /* postgres: fetch the next batch while the
+	                          * last one is written (two processing lists
+	                          * per worker) */
 	long max_worker_rss_mb;  /* 0: never recycle on memory */
 	long rate_limit;         /* jobs per second for the whole queue, every
 	                          * host: 0 = none (rate_limit.h) */

@@ -179,6 +179,7 @@ static const struct config_key config_keys[] = {
 	    "60s", 100, MS_DAY),
 	NUM(S_QUEUE, "max_jobs_per_worker", T_LONG, Q(max_jobs_per_worker),
 	    "0", 0, 1000000000),
+	BOOL(S_QUEUE, "pipeline", Q(pipeline), "yes"),
 	NUM(S_QUEUE, "rate_limit", T_RATE, Q(rate_limit), "", 0, 0),
 	NUM(S_QUEUE, "max_worker_rss_mb", T_LONG, Q(max_worker_rss_mb),
 	    "0", 0, 1048576),

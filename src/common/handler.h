@@ -101,6 +101,19 @@ struct handler_ops {
 	enum handler_status (*run)(void *state, struct job *jobs,
 	    struct handler_result *results, int n, const char *batch_key,
 	    char *err, size_t errsize);
+	/* Optional (NULL: run only), for pipeline = yes: run in two halves,
+	 * so that the worker fetches and prepares its next batch while this
+	 * one is written. send is run, except that it may set *sent and
+	 * return HANDLER_DONE before the batch's result is known; finish
+	 * (the same arguments) then waits for it and answers as run would
+	 * have. Nothing else (run, committed, another send) is called in
+	 * between. */
+	enum handler_status (*send)(void *state, struct job *jobs,
+	    struct handler_result *results, int n, const char *batch_key,
+	    bool *sent, char *err, size_t errsize);
+	enum handler_status (*finish)(void *state, struct job *jobs,
+	    struct handler_result *results, int n, const char *batch_key,
+	    char *err, size_t errsize);
 	/* After HANDLER_DONE, before the Redis ack: housekeeping that may
 	 * fail silently (postgres: prune old batch keys). */
 	void (*committed)(void *state);

@@ -47,6 +47,9 @@ struct scoreboard_slot {
 	_Atomic unsigned error_seq;     /* odd while last_error is written */
 	char last_error[SCOREBOARD_ERROR_MAX];
 	_Atomic int paused;             /* set by the master: stop fetching */
+	_Atomic int lanes;              /* set by the worker before it registers
+	                                 * them: its processing lists (1, or 2
+	                                 * with pipeline = yes) */
 	_Atomic int64_t batches;        /* settled batches, and their time */
 	_Atomic int64_t batch_sum_ms;
 	_Atomic int64_t batch_buckets[SCOREBOARD_BUCKETS]; /* not cumulative */

@@ -74,14 +74,14 @@ fetching_stopped(const struct consumer *c)
 /* Run fetch.lua for up to n more jobs, `held` already in the list (moved
  * there by BLMOVE from ready). */
 static redisReply *
-fetch(struct consumer *c, int n, int held)
+fetch(struct consumer *c, struct consumer_lane *ln, int n, int held)
 {
 	struct sargs a;
 
-	snprintf(c->batch_key, sizeof(c->batch_key), "%s:%s:%ld", c->worker_id,
+	snprintf(ln->batch_key, sizeof(ln->batch_key), "%s:%s:%ld", ln->id,
 	    c->nonce, ++c->batch_seq);
-	sargs_fetch(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
-	    c->master_id, c->batch_key, n, held, c->q->max_recoveries);
+	sargs_fetch(&a, c->cfg->redis_prefix, c->q->name, ln->id,
+	    c->master_id, ln->batch_key, n, held, c->q->max_recoveries);
 	if (c->q->rate_limit > 0)
 		sargs_fetch_limit(&a, c->q->rate_limit,
 		    rate_limit_burst(c->q->rate_limit));
@@ -137,10 +137,11 @@ rate_wait(struct consumer *c, long ms)
 /* Wait up to a second for a job with BLMOVE (it cannot run at maxmemory:
  * then poll), and top the batch up with fetch.lua. */
 static redisReply *
-wait_for_jobs(struct consumer *c, struct batch *b)
+wait_for_jobs(struct consumer *c, struct consumer_lane *ln)
 {
+	struct batch *b = ln->b;
 	redisReply *r = redisCommand(c->redis, "BLMOVE %s %s RIGHT RIGHT %s",
-	    c->keys.ready, c->proc, CONSUMER_WAIT_S);
+	    c->keys.ready, ln->proc, CONSUMER_WAIT_S);
 
 	if (r == NULL || r->type == REDIS_REPLY_NIL)
 		return r;
@@ -153,27 +154,28 @@ wait_for_jobs(struct consumer *c, struct batch *b)
 	b->wrapped = false;         /* from ready: a producer's document */
 	batch_add_reply(b, r);
 	freeReplyObject(r);
-	return fetch(c, c->q->batch_size - 1, 1);
+	return fetch(c, ln, c->q->batch_size - 1, 1);
 }
 
 /* A batch fetched before the connection dropped: keep the key stored
  * beside it, which may name a transaction that committed meanwhile. */
 static bool
-resume_key(struct consumer *c, struct batch *b)
+resume_key(struct consumer *c, struct consumer_lane *ln)
 {
+	struct batch *b = ln->b;
 	redisReply *r = redisCommand(c->redis, "HGET %s %s", c->keys.bkeys,
-	    c->worker_id);
+	    ln->id);
 
 	if (r == NULL)
 		return false;
 	if (r->type == REDIS_REPLY_STRING && r->len > 2) {
 		/* "w KEY" or "r KEY" (batch_of in src/lua/common.lua) */
 		b->wrapped = r->str[0] == 'w';
-		snprintf(c->batch_key, sizeof(c->batch_key), "%s", r->str + 2);
+		snprintf(ln->batch_key, sizeof(ln->batch_key), "%s", r->str + 2);
 	} else {
 		b->wrapped = false;     /* only BLMOVE put it there */
 		freeReplyObject(r);
-		if ((r = fetch(c, 0, b->n)) == NULL)
+		if ((r = fetch(c, ln, 0, b->n)) == NULL)
 			return false;
 	}
 	freeReplyObject(r);
@@ -182,36 +184,42 @@ resume_key(struct consumer *c, struct batch *b)
 	return true;
 }
 
-/* Fill b with the next batch; false when the connection failed. */
+/* Fill ln's batch with the next one; false when the connection failed.
+ * may_wait: block (BLMOVE, the rate limit) when there is none yet; else
+ * come back empty. */
 static bool
-take_batch(struct consumer *c, struct batch *b)
+take_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 {
+	struct batch *b = ln->b;
 	redisReply *r;
 
-	if (c->resume) {
+	if (ln->resume) {
 		/* a batch fetched before the connection dropped */
-		r = redisCommand(c->redis, "LRANGE %s 0 -1", c->proc);
+		r = redisCommand(c->redis, "LRANGE %s 0 -1", ln->proc);
 		if (r == NULL)
 			return false;
-		c->resume = false;
+		ln->resume = false;
 		b->fresh = false;
 		batch_add_reply(b, r);
 		freeReplyObject(r);
 		if (b->n > 0)
-			return resume_key(c, b);
+			return resume_key(c, ln);
 	}
 	b->fresh = true;
-	r = fetch(c, c->q->batch_size, 0);
+	r = fetch(c, ln, c->q->batch_size, 0);
 	long wait = r != NULL ? rate_wait_ms(r) : 0;
 	if (wait > 0) {
 		consumer_script_ok(c);
 		freeReplyObject(r);
-		rate_wait(c, wait);
+		if (may_wait)
+			rate_wait(c, wait);
 		return true;
 	}
 	if (r != NULL && fetched_nothing(r)) {
 		freeReplyObject(r);
-		r = wait_for_jobs(c, b);
+		if (!may_wait)
+			return true;
+		r = wait_for_jobs(c, ln);
 	}
 	if (r == NULL)
 		return false;
@@ -225,7 +233,7 @@ take_batch(struct consumer *c, struct batch *b)
 		 * key beside it: never write a batch under a key Redis does not
 		 * hold. Read the list again (resume) once fetch works. */
 		batch_clear(b);
-		c->resume = true;
+		ln->resume = true;
 	}
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
@@ -240,18 +248,18 @@ take_batch(struct consumer *c, struct batch *b)
  * when it could not: the batch stays in our list, resumed (run) after the
  * pause. */
 static bool
-give_back(struct consumer *c, struct batch *b)
+give_back(struct consumer *c, struct consumer_lane *ln)
 {
+	struct batch *b = ln->b;
 	const char *to = b->wrapped ? c->keys.requeue : c->keys.ready;
 	bool ok = true;
 	redisReply *r;
 
 	redisAppendCommand(c->redis, "MULTI");
 	for (int i = 0; i < b->n; i++)
-		redisAppendCommand(c->redis, "LMOVE %s %s RIGHT RIGHT", c->proc,
+		redisAppendCommand(c->redis, "LMOVE %s %s RIGHT RIGHT", ln->proc,
 		    to);
-	redisAppendCommand(c->redis, "HDEL %s %s", c->keys.bkeys,
-	    c->worker_id);
+	redisAppendCommand(c->redis, "HDEL %s %s", c->keys.bkeys, ln->id);
 	/* fetch.lua counted them as arrived; the fetch after the pause
 	 * counts them again */
 	int counted = !b->wrapped;
@@ -272,7 +280,7 @@ give_back(struct consumer *c, struct batch *b)
 		log_warn("queue %s: paused while fetching a batch of %d jobs, which "
 		    "could not go back to the queue: it runs after the pause",
 		    c->q->name, b->n);
-		c->resume = true;
+		ln->resume = true;
 	} else {
 		log_info("queue %s: paused while fetching: gave a batch of %d "
 		    "jobs back to %s unrun", c->q->name, b->n,
@@ -322,8 +330,9 @@ outcome_args(struct consumer *c, struct job *j,
 
 /* One settle.lua call: jobs done without a cache key are not named. */
 static redisReply *
-settle_once(struct consumer *c, struct batch *b)
+settle_once(struct consumer *c, struct consumer_lane *ln)
 {
+	struct batch *b = ln->b;
 	struct named {
 		char pos[12], num[24], reason[300];
 	} *named;
@@ -333,7 +342,7 @@ settle_once(struct consumer *c, struct batch *b)
 		listed += b->results[i].outcome != HANDLER_OK ||
 		    b->jobs[i].cache_key != NULL;
 	struct sargs fixed;
-	sargs_settle(&fixed, c->cfg->redis_prefix, c->q->name, c->worker_id,
+	sargs_settle(&fixed, c->cfg->redis_prefix, c->q->name, ln->id,
 	    c->master_id, b->n);
 	int argc = SARGS_SETTLE_FIXED + SARGS_SETTLE_PER_JOB * listed;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
@@ -362,12 +371,14 @@ settle_once(struct consumer *c, struct batch *b)
 /* Settle until Redis has it; a dropped connection is retried (settle.lua
  * is idempotent). Returns false when we must stop with the batch held. */
 static bool
-settle(struct consumer *c, struct batch *b)
+settle(struct consumer *c, struct consumer_lane *ln)
 {
+	struct batch *b = ln->b;
+
 	for (;;) {
 		if (!consumer_connected(c))
 			return false;
-		redisReply *r = settle_once(c, b);
+		redisReply *r = settle_once(c, ln);
 		if (r == NULL) {
 			consumer_drop_connection(c, "settle");
 			continue;
@@ -425,94 +436,163 @@ set_nonce(struct consumer *c)
 	snprintf(c->nonce, sizeof(c->nonce), "%016llx", (unsigned long long)r);
 }
 
-/* Fetch, run and settle batches until told to stop or this worker must
- * exit. */
-static enum consumer_exit
-serve(struct consumer *c, struct batch *b)
+/* The steps before a batch runs: take it into ln's list (waiting for
+ * one when may_wait), give it back when paused meanwhile, wait for the
+ * replicas, read its cache keys. True when ln's batch is ready for the
+ * handler; false when there is none (or the connection went: ln's batch
+ * is cleared, and c->evicted tells a hand-back). */
+bool
+consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
+    bool may_wait)
 {
-	while (!c->should_stop() && !c->evicted && consumer_connected(c)) {
-		if (fetching_stopped(c)) {
+	struct batch *b = ln->b;
+
+	if (fetching_stopped(c)) {
+		if (may_wait) {
 			consumer_set_state(c, SB_PAUSED);
 			consumer_sleep_ms(100);
-			continue;
 		}
+		return false;
+	}
+	if (may_wait) {
 		consumer_set_state(c, SB_IDLE);
 		consumer_follow_switch(c);
 		if (c->redis == NULL)
-			continue;
-		if (!take_batch(c, b)) {
-			consumer_drop_connection(c, "fetch");
-			batch_clear(b);
-			continue;
-		}
-		if (c->evicted) {
-			/* a job BLMOVE moved in after the hand-back is not ours:
-			 * the reaper sweeps it back from the tombstoned list */
-			batch_clear(b);
-			break;
-		}
-		if (b->n == 0) {
-			archive_dead(c, false);
-			continue;
-		}
-		if (b->fresh && fetching_stopped(c)) {
-			give_back(c, b);
-			batch_clear(b);
-			continue;
-		}
-		if (!consumer_replicated(c, b->n)) {
-			consumer_drop_connection(c, "replication wait");
-			batch_clear(b);
-			continue;
-		}
-		if (!consumer_prepare(c, b)) {
-			consumer_drop_connection(c, "cache read");
-			batch_clear(b);
-			continue;
-		}
-		consumer_begin_batch(c, b->n);
-		enum handler_status st = consumer_run_handler(c, b);
-		if (st != HANDLER_DONE) {
-			batch_clear(b);     /* stopping with the batch held */
-			return st == HANDLER_FATAL ? CONSUMER_EXIT_FATAL :
-			    CONSUMER_EXIT_OK;
-		}
-		bool settled = settle(c, b);
-		scoreboard_end_batch(c->slot, settled ? b->n : 0);
-		consumer_set_state(c, SB_IDLE);
-		c->jobs_done += settled ? b->n : 0;
+			return false;
+	}
+	if (!take_batch(c, ln, may_wait)) {
+		consumer_drop_connection(c, "fetch");
 		batch_clear(b);
-		if (!settled)
-			return c->should_stop() || c->evicted ? CONSUMER_EXIT_OK :
-			    CONSUMER_EXIT_UNSETTLED;
-		archive_dead(c, c->buried > 0);
-		if (c->q->max_jobs_per_worker > 0 &&
-		    c->jobs_done >= c->q->max_jobs_per_worker) {
-			log_info("queue %s: %ld jobs done, max_jobs_per_worker "
-			    "reached: exiting to be replaced", c->q->name,
-			    c->jobs_done);
-			break;
-		}
+		return false;
+	}
+	if (c->evicted) {
+		/* a job BLMOVE moved in after the hand-back is not ours:
+		 * the reaper sweeps it back from the tombstoned list */
+		batch_clear(b);
+		return false;
+	}
+	if (b->n == 0) {
+		if (may_wait)
+			archive_dead(c, false);
+		return false;
+	}
+	if (b->fresh && fetching_stopped(c)) {
+		give_back(c, ln);
+		batch_clear(b);
+		return false;
+	}
+	if (!consumer_replicated(c, b->n)) {
+		consumer_drop_connection(c, "replication wait");
+		batch_clear(b);
+		return false;
+	}
+	if (!consumer_prepare(c, b)) {
+		consumer_drop_connection(c, "cache read");
+		batch_clear(b);
+		return false;
+	}
+	return true;
+}
+
+/* After the handler said st about ln's batch: settle it. True when the
+ * worker must stop (*ex says how): the handler gave no result, the
+ * settle could not be made, or max_jobs_per_worker is reached. */
+bool
+consumer_land(struct consumer *c, struct consumer_lane *ln,
+    enum handler_status st, enum consumer_exit *ex)
+{
+	struct batch *b = ln->b;
+
+	*ex = CONSUMER_EXIT_OK;
+	if (st != HANDLER_DONE) {
+		batch_clear(b);     /* stopping with the batch held */
+		*ex = st == HANDLER_FATAL ? CONSUMER_EXIT_FATAL : CONSUMER_EXIT_OK;
+		return true;
+	}
+	bool settled = settle(c, ln);
+	scoreboard_begin_batch(c->slot, ln->started_ms);    /* its own time */
+	scoreboard_end_batch(c->slot, settled ? b->n : 0);
+	consumer_set_state(c, SB_IDLE);
+	c->jobs_done += settled ? b->n : 0;
+	batch_clear(b);
+	if (!settled) {
+		*ex = c->should_stop() || c->evicted ? CONSUMER_EXIT_OK :
+		    CONSUMER_EXIT_UNSETTLED;
+		return true;
+	}
+	archive_dead(c, c->buried > 0);
+	if (c->q->max_jobs_per_worker > 0 &&
+	    c->jobs_done >= c->q->max_jobs_per_worker) {
+		log_info("queue %s: %ld jobs done, max_jobs_per_worker "
+		    "reached: exiting to be replaced", c->q->name, c->jobs_done);
+		return true;
+	}
+	return false;
+}
+
+/* Fetch, run and settle batches one at a time until told to stop or this
+ * worker must exit. */
+static enum consumer_exit
+serve(struct consumer *c)
+{
+	struct consumer_lane *ln = &c->lanes[0];
+	enum consumer_exit ex;
+
+	while (!c->should_stop() && !c->evicted && consumer_connected(c)) {
+		if (!consumer_next_batch(c, ln, true))
+			continue;
+		consumer_begin_batch(c, ln);
+		if (consumer_land(c, ln, consumer_run_handler(c, ln), &ex))
+			return ex;
 	}
 	return CONSUMER_EXIT_OK;
+}
+
+/* Lane i of this worker: its id (the worker's own, then "<id>.lane2"),
+ * processing list and batch. */
+static void
+lane_init(struct consumer *c, int i)
+{
+	struct consumer_lane *ln = &c->lanes[i];
+
+	memset(ln, 0, sizeof(*ln));
+	snprintf(ln->id, sizeof(ln->id), "%s%s", c->worker_id,
+	    i == 0 ? "" : CONSUMER_LANE2_SUFFIX);
+	queue_proc_key(&c->keys, ln->id, ln->proc, sizeof(ln->proc));
+	ln->b = xcalloc(1, sizeof(*ln->b));
+}
+
+static void
+lane_free(struct consumer_lane *ln)
+{
+	if (ln->b == NULL)
+		return;
+	batch_clear(ln->b);
+	free(ln->b->els);
+	free(ln->b->lens);
+	free(ln->b);
+	ln->b = NULL;
 }
 
 enum consumer_exit
 consumer_run(struct consumer *c)
 {
-	struct batch b;
-
 	if (!consumer_handler_open(c))
 		return CONSUMER_EXIT_FATAL;
-	memset(&b, 0, sizeof(b));
 	queue_keys_init(&c->keys, c->cfg->redis_prefix, c->q->name);
-	queue_proc_key(&c->keys, c->worker_id, c->proc, sizeof(c->proc));
+	/* pipeline: a second processing list, registered beside the first
+	 * (the scoreboard says so first: the master hands back both) */
+	c->nlanes = c->q->pipeline && c->handler->send != NULL ? 2 : 1;
+	atomic_store(&c->slot->lanes, c->nlanes);
+	for (int i = 0; i < c->nlanes; i++)
+		lane_init(c, i);
 	srandom((unsigned)getpid() ^ (unsigned)util_monotonic_ms());
 	set_nonce(c);
 	c->error_delay_ms = CONSUMER_RETRY_MIN_MS;
-	enum consumer_exit status = serve(c, &b);
-	free(b.els);
-	free(b.lens);
+	enum consumer_exit status = c->nlanes == 2 ? consumer_serve_lanes(c) :
+	    serve(c);
+	for (int i = 0; i < c->nlanes; i++)
+		lane_free(&c->lanes[i]);
 	consumer_handler_close(c);
 	redisFree(c->redis);
 	c->redis = NULL;

@@ -13,6 +13,21 @@
 #define CONSUMER_ID_MAX 128
 
 struct handler_ops;
+struct batch;
+
+/* One processing list of a worker, ferry:{q}:proc:<id>, and the batch it
+ * holds. A worker has one; with pipeline = yes two, each holding a batch
+ * (consumer_lanes.c), the second's id the worker's plus
+ * CONSUMER_LANE2_SUFFIX. */
+#define CONSUMER_LANE2_SUFFIX ".lane2"
+struct consumer_lane {
+	char id[CONSUMER_ID_MAX + 8];
+	char proc[QUEUE_KEY_MAX + CONSUMER_ID_MAX + 8];
+	char batch_key[CONSUMER_ID_MAX + 56]; /* key of the batch in hand */
+	bool resume;                    /* read the list back (reconnected) */
+	int64_t started_ms;             /* when its batch began to run */
+	struct batch *b;
+};
 
 struct consumer {
 	/* set by the caller */
@@ -30,19 +45,18 @@ struct consumer {
 
 	/* private */
 	struct queue_keys keys;
-	char proc[QUEUE_KEY_MAX + CONSUMER_ID_MAX];
+	struct consumer_lane lanes[2];
+	int nlanes;
 	redisContext *redis;
 	bool outage;                    /* logged once per outage */
 	bool auth_refused;              /* ... and a refused AUTH once too */
 	int64_t outage_since;
-	bool resume;                    /* check our list after connecting */
 	unsigned switches_seen;         /* *switches when we connected */
 	char last_addr[300];            /* the Redis we talked to last */
 	bool replicas_short;            /* WAIT fell short: said once */
 	bool evicted;                   /* handed back as dead: exit */
 	long batch_seq;
 	char nonce[17];                 /* random, per process: see consumer.c */
-	char batch_key[CONSUMER_ID_MAX + 48]; /* key of the batch in hand */
 	long jobs_done;
 	char last_error[256];           /* the script error logged last */
 	long error_delay_ms;            /* backoff after a script error */
@@ -51,6 +65,7 @@ struct consumer {
 	const struct handler_ops *handler;  /* the queue's (handler.h) */
 	void *handler_state;            /* what its open() returned */
 	const char *exit_after_commit;  /* test hook: consumer_handler.c */
+	char handler_err[512];          /* the handler's last failure */
 	int told_state, told_jobs;      /* what on_state heard last */
 	int busy_jobs;                  /* the batch in hand */
 	int state_before_wait;          /* restored when a wait for redis or

@@ -41,22 +41,38 @@ outage_wait(struct consumer *c, long *delay)
 	return true;
 }
 
-/* Run the batch through the handler. While what it needs is unreachable
- * (HANDLER_WAIT) the batch stays in Redis and no attempt is burnt: retry
- * with backoff. HANDLER_DONE: settle it; HANDLER_WAIT when asked to stop
- * meanwhile (the batch is still held); HANDLER_HANDED_BACK (evicted) or
- * HANDLER_FATAL: settle nothing. */
-enum handler_status
-consumer_run_handler(struct consumer *c, struct batch *b)
+/* The batch committed: the test hook (die between COMMIT and the Redis
+ * ack, once), then the handler's housekeeping. */
+static enum handler_status
+run_done(struct consumer *c)
 {
 	const struct handler_ops *h = c->handler;
+
+	if (h->commits && c->exit_after_commit != NULL &&
+	    unlink(c->exit_after_commit) == 0) {
+		log_warn("test hook: exiting between COMMIT and ack");
+		_exit(1);
+	}
+	h->committed(c->handler_state);
+	return HANDLER_DONE;
+}
+
+/* The handler answered st (not HANDLER_DONE) for ln's batch. While what
+ * it needs is unreachable (HANDLER_WAIT) the batch stays in Redis and no
+ * attempt is burnt: run it again with backoff. HANDLER_DONE: settle it;
+ * HANDLER_WAIT when asked to stop meanwhile (the batch is still held);
+ * HANDLER_HANDED_BACK (evicted) or HANDLER_FATAL: settle nothing. */
+static enum handler_status
+run_again(struct consumer *c, struct consumer_lane *ln,
+    enum handler_status st, char *err, size_t errsize)
+{
+	const struct handler_ops *h = c->handler;
+	struct batch *b = ln->b;
 	long delay = CONSUMER_RETRY_MIN_MS;
 	int64_t since = 0;
-	enum handler_status st;
-	char err[512];
 
-	while ((st = h->run(c->handler_state, b->jobs, b->results, b->n,
-	    c->batch_key, err, sizeof(err))) != HANDLER_DONE) {
+	for (; st != HANDLER_DONE; st = h->run(c->handler_state, b->jobs,
+	    b->results, b->n, ln->batch_key, err, errsize)) {
 		scoreboard_set_error(c->slot, err);
 		if (st == HANDLER_HANDED_BACK) {
 			c->evicted = true;
@@ -76,20 +92,64 @@ consumer_run_handler(struct consumer *c, struct batch *b)
 		}
 		if (!outage_wait(c, &delay))
 			return HANDLER_WAIT;
-		consumer_begin_batch(c, b->n);
+		consumer_begin_batch(c, ln);
 	}
 	if (since != 0)
 		log_notice("queue %s: %s reachable again after %.1f s",
 		    c->q->name, h->name,
 		    (double)(util_monotonic_ms() - since) / 1000.);
-	/* test hook: die between COMMIT and the Redis ack, once */
-	if (h->commits && c->exit_after_commit != NULL &&
-	    unlink(c->exit_after_commit) == 0) {
-		log_warn("test hook: exiting between COMMIT and ack");
-		_exit(1);
-	}
-	h->committed(c->handler_state);
-	return HANDLER_DONE;
+	return run_done(c);
+}
+
+/* The handler answered st for ln's batch (its message, if any, in
+ * c->handler_err): committed, or waited out. */
+static enum handler_status
+answered(struct consumer *c, struct consumer_lane *ln, enum handler_status st)
+{
+	return st == HANDLER_DONE ? run_done(c) : run_again(c, ln, st,
+	    c->handler_err, sizeof(c->handler_err));
+}
+
+/* Run ln's batch through the handler, waiting out its outages. */
+enum handler_status
+consumer_run_handler(struct consumer *c, struct consumer_lane *ln)
+{
+	struct batch *b = ln->b;
+
+	return answered(c, ln, c->handler->run(c->handler_state, b->jobs,
+	    b->results, b->n, ln->batch_key, c->handler_err,
+	    sizeof(c->handler_err)));
+}
+
+enum handler_status
+consumer_send_handler(struct consumer *c, struct consumer_lane *ln,
+    bool *sent)
+{
+	struct batch *b = ln->b;
+	enum handler_status st = c->handler->send(c->handler_state, b->jobs,
+	    b->results, b->n, ln->batch_key, sent, c->handler_err,
+	    sizeof(c->handler_err));
+
+	if (*sent)
+		return st;
+	return st == HANDLER_DONE ? run_done(c) : st;
+}
+
+enum handler_status
+consumer_retry_handler(struct consumer *c, struct consumer_lane *ln,
+    enum handler_status st)
+{
+	return st == HANDLER_DONE ? st : answered(c, ln, st);
+}
+
+enum handler_status
+consumer_finish_handler(struct consumer *c, struct consumer_lane *ln)
+{
+	struct batch *b = ln->b;
+
+	return answered(c, ln, c->handler->finish(c->handler_state, b->jobs,
+	    b->results, b->n, ln->batch_key, c->handler_err,
+	    sizeof(c->handler_err)));
 }
 
 /* Parse the jobs and read the cache keys they name; an invalid job (or one

@@ -31,7 +31,10 @@ void consumer_sleep_ms(long ms);
 /* Enter a scoreboard state (SB_BUSY: consumer_begin_batch) and tell
  * on_state when it changed. */
 void consumer_set_state(struct consumer *c, int state);
-void consumer_begin_batch(struct consumer *c, int jobs);
+void consumer_begin_batch(struct consumer *c, struct consumer_lane *ln);
+/* The master's clock (job_timeout) on ln's batch again, from when it
+ * began: it is in flight while the batch before it is settled. */
+void consumer_resume_batch(struct consumer *c, struct consumer_lane *ln);
 /* The handler waits out an outage (its waiting_state) with the batch in
  * hand, untimed: the master's job_timeout does not count it. */
 void consumer_set_waiting(struct consumer *c, int state);
@@ -75,5 +78,29 @@ bool consumer_prepare(struct consumer *c, struct batch *b);
  * HANDLER_WAIT: asked to stop meanwhile; HANDLER_HANDED_BACK (evicted) or
  * HANDLER_FATAL (logged): settle nothing. */
 enum handler_status consumer_run_handler(struct consumer *c,
-    struct batch *b);
+    struct consumer_lane *ln);
+/* pipeline: hand ln's batch to the handler's send; *sent when its result
+ * is left for consumer_finish_handler. Else HANDLER_DONE (written), or the
+ * handler's first answer, which consumer_retry_handler waits out as
+ * consumer_run_handler would have (so that the batch before it can be
+ * settled first). */
+enum handler_status consumer_send_handler(struct consumer *c,
+    struct consumer_lane *ln, bool *sent);
+enum handler_status consumer_retry_handler(struct consumer *c,
+    struct consumer_lane *ln, enum handler_status st);
+/* ... and its result, as consumer_run_handler would have given it (an
+ * outage meanwhile: the batch is run again, waited out). */
+enum handler_status consumer_finish_handler(struct consumer *c,
+    struct consumer_lane *ln);
+
+/* consumer.c: the steps of a worker's cycle. consumer_next_batch takes
+ * the next batch into ln and prepares it (false: none, the connection
+ * went, or paused; may_wait: block for one); consumer_land settles it
+ * after the handler said st (true: stop the worker, *ex says how). */
+bool consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
+    bool may_wait);
+bool consumer_land(struct consumer *c, struct consumer_lane *ln,
+    enum handler_status st, enum consumer_exit *ex);
+/* consumer_lanes.c: the cycle with two batches (pipeline = yes). */
+enum consumer_exit consumer_serve_lanes(struct consumer *c);
 #endif

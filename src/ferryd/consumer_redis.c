@@ -48,11 +48,18 @@ consumer_set_waiting(struct consumer *c, int state)
 }
 
 void
-consumer_begin_batch(struct consumer *c, int jobs)
+consumer_begin_batch(struct consumer *c, struct consumer_lane *ln)
 {
-	scoreboard_begin_batch(c->slot, util_monotonic_ms());
-	c->busy_jobs = jobs;
-	tell_state(c, SB_BUSY, jobs);
+	ln->started_ms = util_monotonic_ms();
+	consumer_resume_batch(c, ln);
+}
+
+void
+consumer_resume_batch(struct consumer *c, struct consumer_lane *ln)
+{
+	scoreboard_begin_batch(c->slot, ln->started_ms);
+	c->busy_jobs = ln->b->n;
+	tell_state(c, SB_BUSY, ln->b->n);
 }
 
 static bool
@@ -181,20 +188,23 @@ consumer_loading(struct consumer *c, const redisReply *r)
 	return true;
 }
 
+/* Register every lane's processing list with our master. */
 static bool
 registered(struct consumer *c)
 {
 	struct sargs a;
+	bool ok = true;
 
-	sargs_register(&a, c->cfg->redis_prefix, c->q->name, c->worker_id,
-	    c->master_id);
-	redisReply *r = queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv,
-	    a.lens);
-	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-
-	if (r != NULL && !ok && !consumer_loading(c, r))
-		consumer_handed_back(c, "register", r);
-	freeReplyObject(r);
+	for (int i = 0; i < c->nlanes && ok; i++) {
+		sargs_register(&a, c->cfg->redis_prefix, c->q->name,
+		    c->lanes[i].id, c->master_id);
+		redisReply *r = queue_script(c->redis, a.script, a.nkeys, a.argc,
+		    a.argv, a.lens);
+		ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+		if (r != NULL && !ok && !consumer_loading(c, r))
+			consumer_handed_back(c, "register", r);
+		freeReplyObject(r);
+	}
 	return ok;
 }
 
@@ -259,7 +269,8 @@ consumer_connected(struct consumer *c)
 	snprintf(c->last_addr, sizeof(c->last_addr), "%s", now);
 	c->outage = false;
 	c->auth_refused = false;
-	c->resume = true;
+	for (int i = 0; i < c->nlanes; i++)
+		c->lanes[i].resume = true;
 	consumer_wait_over(c);
 	return true;
 }

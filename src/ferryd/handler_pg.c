@@ -14,11 +14,11 @@ pg_open(const struct handler_host *host)
 }
 
 static enum handler_status
-pg_run(void *state, struct job *jobs, struct handler_result *results, int n,
-    const char *batch_key, char *err, size_t errsize)
+pg_status(enum sink_status st)
 {
-	switch (sink_pg_run(state, jobs, results, n, batch_key, err, errsize)) {
+	switch (st) {
 	case SINK_OK:
+	case SINK_SENT:
 		return HANDLER_DONE;
 	case SINK_UNAVAILABLE:
 		return HANDLER_WAIT;
@@ -28,6 +28,33 @@ pg_run(void *state, struct job *jobs, struct handler_result *results, int n,
 		break;
 	}
 	return HANDLER_FATAL;
+}
+
+static enum handler_status
+pg_run(void *state, struct job *jobs, struct handler_result *results, int n,
+    const char *batch_key, char *err, size_t errsize)
+{
+	return pg_status(sink_pg_run(state, jobs, results, n, batch_key, err,
+	    errsize));
+}
+
+static enum handler_status
+pg_send(void *state, struct job *jobs, struct handler_result *results,
+    int n, const char *batch_key, bool *sent, char *err, size_t errsize)
+{
+	enum sink_status st = sink_pg_send(state, jobs, results, n, batch_key,
+	    true, err, errsize);
+
+	*sent = st == SINK_SENT;
+	return pg_status(st);
+}
+
+static enum handler_status
+pg_finish(void *state, struct job *jobs, struct handler_result *results,
+    int n, const char *batch_key, char *err, size_t errsize)
+{
+	return pg_status(sink_pg_finish(state, jobs, results, n, batch_key, err,
+	    errsize));
 }
 
 static void
@@ -51,6 +78,8 @@ const struct handler_ops handler_pg_ops = {
 	.waiting_state = SB_WAIT_POSTGRES,
 	.open = pg_open,
 	.run = pg_run,
+	.send = pg_send,
+	.finish = pg_finish,
 	.committed = pg_committed,
 	.close = pg_close,
 };

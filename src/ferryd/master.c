@@ -285,12 +285,18 @@ worker_died(struct master *m, struct master_worker *w, int status)
 		master_event("worker", "queue %s: worker %d (pid %d) %s",
 		    mq->cfg.name, w->number, (int)pid, what);
 	w->pid = 0;
-	if (w->sb_index != -1)    /* its slot goes to the next process */
-		scoreboard_totals_add_slot(&mq->totals,
-		    scoreboard_slot(&m->sb, w->sb_index));
+	/* its processing lists: two when it said so (pipeline), before it
+	 * registered the second */
+	int lanes = 1;
+	if (w->sb_index != -1) {  /* its slot goes to the next process */
+		struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);
+		scoreboard_totals_add_slot(&mq->totals, slot);
+		lanes = atomic_load(&slot->lanes);
+		atomic_store(&slot->lanes, 0);
+	}
 	/* a recovery is counted only when the worker died on its own: not
 	 * for a clean or fatal exit, nor when we killed it to stop */
-	master_redis_reclaim(m, &mq->cfg, pid, !m->killing &&
+	master_redis_reclaim(m, &mq->cfg, pid, lanes, !m->killing &&
 	    !(WIFEXITED(status) && (WEXITSTATUS(status) == FERRY_EXIT_OK ||
 	    WEXITSTATUS(status) == FERRY_EXIT_FATAL)));
 	if (w->retiring || m->phase != MASTER_RUNNING) {

@@ -25,6 +25,7 @@
 #include "script_args.h"
 #include "util.h"
 #include "worker.h"
+#include "consumer.h"
 
 #define PROMOTE_INTERVAL_S 0.1
 #define PROMOTE_LIMIT 1000
@@ -32,7 +33,7 @@
 
 struct reclaim {
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
-	char worker_id[160];
+	char worker_id[200];     /* the processing list's id */
 	int max_recoveries;
 	bool bump;
 	bool sent;
@@ -220,20 +221,35 @@ send_pending(struct master_redis *r, const struct master_link *l)
 			send_reclaim(r, p);
 }
 
-void
-master_redis_reclaim(struct master *m, const struct queue_config *q,
-    pid_t pid, bool bump)
+/* Hand back one processing list of a worker that died. */
+static void
+reclaim_list(struct master *m, const struct queue_config *q,
+    const char *list_id, bool bump)
 {
 	struct master_redis *r = m->redis;
 	struct reclaim *rc = xcalloc(1, sizeof(*rc));
 
 	snprintf(rc->queue, sizeof(rc->queue), "%s", q->name);
-	worker_id(m->master_id, pid, rc->worker_id, sizeof(rc->worker_id));
+	snprintf(rc->worker_id, sizeof(rc->worker_id), "%s", list_id);
 	rc->max_recoveries = q->max_recoveries;
 	rc->bump = bump;
 	rc->next = r->pending;
 	r->pending = rc;
 	send_reclaim(r, rc);
+}
+
+void
+master_redis_reclaim(struct master *m, const struct queue_config *q,
+    pid_t pid, int lanes, bool bump)
+{
+	char id[160], lane2[200];
+
+	worker_id(m->master_id, pid, id, sizeof(id));
+	reclaim_list(m, q, id, bump);
+	if (lanes < 2)
+		return;
+	snprintf(lane2, sizeof(lane2), "%s%s", id, CONSUMER_LANE2_SUFFIX);
+	reclaim_list(m, q, lane2, bump);
 }
 
 /* heartbeat.lua's answer: the gap it found in Redis' service, or that

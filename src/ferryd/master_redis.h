@@ -12,10 +12,11 @@
 struct master;
 
 void master_redis_start(struct master *m);
-/* Hand back the processing list of worker `pid` of queue q; `bump` adds a
- * recovery to each job (the worker died; not when we killed it to stop). */
+/* Hand back the processing lists of worker `pid` of queue q (lanes: how
+ * many it had, 2 with pipeline); `bump` adds a recovery to each job (the
+ * worker died; not when we killed it to stop). */
 void master_redis_reclaim(struct master *m, const struct queue_config *q,
-    pid_t pid, bool bump);
+    pid_t pid, int lanes, bool bump);
 void master_redis_finish(struct master *m);
 
 /* An asynchronous command on the master's connection, for other modules

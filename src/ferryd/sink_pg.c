@@ -394,76 +394,133 @@ enum fast_result {
 	FAST_DONE,          /* committed, or replayed from the batch row */
 	FAST_FAILED,        /* not committed: f says why */
 	FAST_SLOW_PATH,     /* a row was refused: isolate it the slow way */
+	FAST_SENT,          /* the first COPY's rows went: the COMMIT's reply
+	                     * is still to come (fast_results again) */
 };
+
+/* The replies of the fast query string (pg_target_fast_sql), in order:
+ * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT. With
+ * leave_in_flight, stop once the first COPY's rows are sent (FAST_SENT:
+ * s->fast keeps where the replies are); else read them to the end. */
+static enum fast_result
+fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f, bool leave_in_flight)
+{
+	const int insert_stage = 1, copy_stage = 2;
+	struct sink_pg_fast *fs = &s->fast;
+	PGresult *r;
+
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st != PGRES_COPY_IN && st != PGRES_COMMAND_OK &&
+		    fs->failed_stage < 0) {
+			pg_conn_failure(s->conn, r, &fs->f);
+			fs->failed_stage = fs->stage;
+		}
+		PQclear(r);
+		if (st == PGRES_COPY_IN) {
+			fs->rows_sent = sink_pg_put_rows(s, s->copies[fs->ncopy++],
+			    s->idx, s->nidx);
+			if (PQputCopyEnd(s->conn, fs->rows_sent ? NULL :
+			    "ferry: sending the rows failed") != 1) {
+				pg_conn_lost(s->conn, f);
+				return FAST_FAILED;
+			}
+			if (leave_in_flight && fs->rows_sent)
+				return FAST_SENT;
+			continue;
+		}
+		fs->stage++;
+	}
+	if (!fs->rows_sent) {
+		pg_conn_lost(s->conn, f);
+		return FAST_FAILED;
+	}
+	*f = fs->f;
+	if (fs->failed_stage < 0)
+		return FAST_DONE;
+	if (PQstatus(s->conn) != CONNECTION_OK)
+		return FAST_FAILED;
+	PQclear(PQexec(s->conn, "ROLLBACK"));
+	if (fs->failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
+		return sink_pg_replay(s, key, jobs, res, n, f) ? FAST_DONE :
+		    FAST_FAILED;
+	/* a refused row (in the COPY or the apply), or a deferred constraint
+	 * that failed at COMMIT */
+	if (fs->failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
+		return FAST_SLOW_PATH;
+	return FAST_FAILED;
+}
 
 /* The common case, a batch without recovered jobs whose rows all encoded,
  * in two round trips (the statements, then the rows and the COMMIT's
  * reply), like a bare COPY in autocommit. */
 static enum fast_result
 write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    int n, const char *key, struct pg_failure *f)
+    int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
-	/* the statements in the query string (pg_target_fast_sql), in order:
-	 * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT */
-	const int insert_stage = 1, copy_stage = 2;
-	int stage = 0, failed_stage = -1, ncopy = 0;
 	char *sql = pg_target_fast_sql(s->targets, s->ntargets, &s->batches,
 	    s->conn, key, s->deletes, s->copies);
-	PGresult *r;
 
 	if (sql == NULL)
 		return FAST_SLOW_PATH;     /* text the escaping refused */
-	bool sent = PQsendQuery(s->conn, sql) == 1, rows_sent = true;
+	bool sent = PQsendQuery(s->conn, sql) == 1;
 	free(sql);
 	if (!sent) {
 		pg_conn_lost(s->conn, f);
 		return FAST_FAILED;
 	}
-	while ((r = PQgetResult(s->conn)) != NULL) {
-		ExecStatusType st = PQresultStatus(r);
-		if (st != PGRES_COPY_IN && st != PGRES_COMMAND_OK &&
-		    failed_stage < 0) {
-			pg_conn_failure(s->conn, r, f);
-			failed_stage = stage;
-		}
-		PQclear(r);
-		if (st == PGRES_COPY_IN) {
-			rows_sent = sink_pg_put_rows(s, s->copies[ncopy++], s->idx,
-			    s->nidx);
-			if (PQputCopyEnd(s->conn, rows_sent ? NULL :
-			    "ferry: sending the rows failed") != 1) {
-				pg_conn_lost(s->conn, f);
-				return FAST_FAILED;
-			}
-			continue;
-		}
-		stage++;
-	}
-	if (!rows_sent) {
-		pg_conn_lost(s->conn, f);
-		return FAST_FAILED;
-	}
-	if (failed_stage < 0)
-		return FAST_DONE;
-	if (PQstatus(s->conn) != CONNECTION_OK)
-		return FAST_FAILED;
-	PQclear(PQexec(s->conn, "ROLLBACK"));
-	if (failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
-		return sink_pg_replay(s, key, jobs, res, n, f) ? FAST_DONE :
-		    FAST_FAILED;
-	/* a refused row (in the COPY or the apply), or a deferred constraint
-	 * that failed at COMMIT */
-	if (failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
-		return FAST_SLOW_PATH;
-	return FAST_FAILED;
+	memset(&s->fast, 0, sizeof(s->fast));
+	s->fast.failed_stage = -1;
+	s->fast.rows_sent = true;
+	return fast_results(s, jobs, res, n, key, f, leave_in_flight);
 }
 
-/* BEGIN .. COMMIT of one batch. False with f when it did not commit. */
-static bool
-write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    int n, const char *key, struct pg_failure *f)
+/* How far write_begin went. */
+enum write_state {
+	WRITE_FAILED,       /* not committed: f says why */
+	WRITE_COMMITTED,    /* every job has its result */
+	WRITE_SENT,         /* in flight: write_end gives the result */
+};
+
+/* The end of a batch's write, once its result is known. */
+static enum write_state
+write_done(struct sink_pg *s, bool ok)
 {
-	bool fences = false, ok;
+	for (int t = 0; t < s->ntargets; t++)
+		if (s->parts[t].rows.cap > SINK_ROWS_KEEP)
+			copy_buf_free(&s->parts[t].rows);   /* do not hold a huge
+			                                     * batch's memory */
+	return ok ? WRITE_COMMITTED : WRITE_FAILED;
+}
+
+/* After the fast path: committed, failed, or a row refused (then the
+ * batch statement by statement). */
+static enum write_state
+write_after_fast(struct sink_pg *s, enum fast_result fr, struct job *jobs,
+    struct handler_result *res, int n, const char *key, struct pg_failure *f)
+{
+	switch (fr) {
+	case FAST_DONE:
+		return write_done(s, true);
+	case FAST_FAILED:
+		return write_done(s, false);
+	case FAST_SENT:
+		return WRITE_SENT;
+	case FAST_SLOW_PATH:
+		break;
+	}
+	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
+}
+
+/* BEGIN .. COMMIT of one batch: WRITE_FAILED with f when it did not
+ * commit. With leave_in_flight the one-query path returns WRITE_SENT
+ * once the rows are sent (write_end reads the rest). */
+static enum write_state
+write_begin(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f, bool leave_in_flight)
+{
+	bool fences = false;
 
 	reserve(s, n);
 	s->record_failed = false;
@@ -475,49 +532,36 @@ write_batch(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	/* a job that failed to encode is recorded in the batch row: that
 	 * text goes as a parameter, on the slow path */
 	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0 &&
-	    !s->record_failed) {
-		switch (write_fast(s, jobs, res, n, key, f)) {
-		case FAST_DONE:
-			ok = true;
-			goto out;
-		case FAST_FAILED:
-			ok = false;
-			goto out;
-		case FAST_SLOW_PATH:
-			break;
-		}
-	}
-	ok = sink_pg_write_slow(s, jobs, res, n, key, f);
-out:
-	for (int t = 0; t < s->ntargets; t++)
-		if (s->parts[t].rows.cap > SINK_ROWS_KEEP)
-			copy_buf_free(&s->parts[t].rows);   /* do not hold a huge
-			                                     * batch's memory */
-	return ok;
+	    !s->record_failed)
+		return write_after_fast(s, write_fast(s, jobs, res, n, key, f,
+		    leave_in_flight), jobs, res, n, key, f);
+	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
 }
 
-enum sink_status
-sink_pg_run(struct sink_pg *s, struct job *jobs,
-    struct handler_result *results, int n, const char *batch_key,
+/* The rest of a batch write_begin left in flight. */
+static enum write_state
+write_end(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int n, const char *key, struct pg_failure *f)
+{
+	return write_after_fast(s, fast_results(s, jobs, res, n, key, f,
+	    false), jobs, res, n, key, f);
+}
+
+/* What a write that did not commit means for the batch. */
+static enum sink_status
+write_failed(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const struct pg_failure *f,
     char *err, size_t errsize)
 {
-	struct pg_failure f;
-	enum pg_status st;
-
-	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != PG_OK)
-		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
-	s->fenced = false;
-	if (write_batch(s, jobs, results, n, batch_key, &f))
-		return SINK_OK;
 	if (s->fenced) {
 		for (int i = 0; i < n; i++)     /* nothing was decided */
 			if (jobs[i].invalid == NULL)
 				sink_pg_set_result(&results[i], HANDLER_PENDING, "");
-		snprintf(err, errsize, "postgres: %s", f.msg);
+		snprintf(err, errsize, "postgres: %s", f->msg);
 		return SINK_HANDED_BACK;
 	}
-	if (f.cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
-		snprintf(err, errsize, "postgres: %s", f.msg);
+	if (f->cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
+		snprintf(err, errsize, "postgres: %s", f->msg);
 		pg_conn_close(s->conn);
 		s->conn = NULL;
 		return SINK_UNAVAILABLE;
@@ -525,8 +569,59 @@ sink_pg_run(struct sink_pg *s, struct job *jobs,
 	/* transient (serialization, deadlock) or unknown: retry the jobs */
 	for (int i = 0; i < n; i++)
 		if (jobs[i].invalid == NULL)
-			sink_pg_set_result(&results[i], HANDLER_RETRY, f.msg);
+			sink_pg_set_result(&results[i], HANDLER_RETRY, f->msg);
 	return SINK_OK;
+}
+
+static enum sink_status
+write_status(struct sink_pg *s, enum write_state w, struct job *jobs,
+    struct handler_result *results, int n, const struct pg_failure *f,
+    char *err, size_t errsize)
+{
+	s->in_flight = w == WRITE_SENT;
+	if (w == WRITE_SENT)
+		return SINK_SENT;
+	return w == WRITE_COMMITTED ? SINK_OK : write_failed(s, jobs, results,
+	    n, f, err, errsize);
+}
+
+enum sink_status
+sink_pg_send(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    bool leave_in_flight, char *err, size_t errsize)
+{
+	struct pg_failure f;
+	enum pg_status st;
+
+	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != PG_OK)
+		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
+	s->fenced = false;
+	return write_status(s, write_begin(s, jobs, results, n, batch_key, &f,
+	    leave_in_flight), jobs, results, n, &f, err, errsize);
+}
+
+enum sink_status
+sink_pg_finish(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    char *err, size_t errsize)
+{
+	struct pg_failure f;
+
+	if (!s->in_flight) {
+		snprintf(err, errsize, "postgres: no batch in flight");
+		return SINK_FATAL;
+	}
+	return write_status(s, write_end(s, jobs, results, n, batch_key, &f),
+	    jobs, results, n, &f, err, errsize);
+}
+
+enum sink_status
+sink_pg_run(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    char *err, size_t errsize)
+{
+	return sink_pg_send(s, jobs, results, n, batch_key, false, err,
+	    errsize);
 }
 
 void

@@ -19,6 +19,8 @@ enum sink_status {
 	SINK_HANDED_BACK,   /* another worker fenced this batch's key: this
 	                     * worker was handed back as dead; it must settle
 	                     * nothing and stop */
+	SINK_SENT,          /* sink_pg_send: the rows went, the COMMIT's
+	                     * reply is for sink_pg_finish */
 };
 
 struct sink_pg;
@@ -33,6 +35,20 @@ void sink_pg_free(struct sink_pg *s);
  * written: it fails ("worker died while processing") unless one of its
  * batches committed it. On SINK_UNAVAILABLE or SINK_FATAL err says why. */
 enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    char *err, size_t errsize);
+
+/* sink_pg_run in two halves, so that the worker can fetch and prepare its
+ * next batch while PostgreSQL writes this one: with leave_in_flight, a
+ * batch that goes in one query string (no recovered jobs, every row
+ * encoded) returns SINK_SENT once its rows are sent, and sink_pg_finish
+ * (with the same arguments) reads the rest and gives what sink_pg_run
+ * would have. Nothing else may use the sink in between. Any other batch
+ * is written whole by sink_pg_send, as by sink_pg_run. */
+enum sink_status sink_pg_send(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    bool leave_in_flight, char *err, size_t errsize);
+enum sink_status sink_pg_finish(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize);
 

@@ -23,6 +23,13 @@ struct sink_pg_rows {
 	size_t *off, *len;        /* job i's rows: rows.data + off[i], len[i] */
 };
 
+/* Where the replies of the one-query path are (sink_pg.c fast_results). */
+struct sink_pg_fast {
+	int stage, failed_stage, ncopy;
+	bool rows_sent;
+	struct pg_failure f;      /* the first statement that failed */
+};
+
 struct sink_pg {
 	const struct ferry_config *cfg;
 	const struct queue_config *q;
@@ -41,6 +48,9 @@ struct sink_pg {
 	bool deletes;             /* a job encoded deletes (op_member) */
 	bool fenced;              /* our own batch key was found fenced */
 	bool record_failed;       /* a failure could not go into s->failed */
+	bool in_flight;           /* sink_pg_send left the COMMIT's reply
+	                           * to sink_pg_finish */
+	struct sink_pg_fast fast;
 	int commits_safe;         /* last connection's commits wait for a
 	                           * standby: 1, do not: 0, unknown: -1 */
 };

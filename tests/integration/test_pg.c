@@ -114,9 +114,13 @@ Test(pg, exactly_once_while_workers_are_killed)
  * ack" armed: the file hook, named in env (putenv keeps env). */
 static void
 arm_exit_after_commit(char *hook, size_t hook_size, char *env,
-    size_t env_size)
+    size_t env_size, const char *pipeline)
 {
-	setup(NULL, "workers = 1\nbatch_size = 100\n");
+	char queue[128];
+
+	snprintf(queue, sizeof(queue), "workers = 1\nbatch_size = 100\n"
+	    "pipeline = %s\n", pipeline);
+	setup(NULL, queue);
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
 	h_write_file(hook, "once\n");
@@ -124,14 +128,17 @@ arm_exit_after_commit(char *hook, size_t hook_size, char *env,
 	putenv(env);
 }
 
-/* The worker dies right after COMMIT, before the Redis ack (test hook):
- * its jobs come back stamped with the batch key, the fence finds the batch
- * committed, and they are acked without being written again. */
-Test(pg, death_between_commit_and_ack_writes_nothing_twice)
+/* The worker dies right after COMMIT, before the Redis ack (test hook),
+ * 300 jobs waiting, batches of 100. Its jobs come back stamped with the
+ * batch key, the fence finds the batch committed, and they are acked
+ * without being written again. recovered: the jobs the master handed
+ * back. */
+static void
+die_between_commit_and_ack(const char *pipeline, int recovered)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env));
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), pipeline);
 	/* the installed ferryd has no fault points: the tests' one has */
 	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
 	h_push_jobs(&d, "q", 0, 300);
@@ -141,9 +148,26 @@ Test(pg, death_between_commit_and_ack_writes_nothing_twice)
 	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
 	unsetenv("FERRYD");
 	assert_rows_once(300);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"),
+	    recovered);
 	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
 	h_stop(&d);
+}
+
+/* One batch at a time: only the committed batch is handed back. */
+Test(pg, death_between_commit_and_ack_writes_nothing_twice)
+{
+	die_between_commit_and_ack("no", 100);
+}
+
+/* pipeline: when the first batch's COMMIT arrives, the second is already
+ * in the worker's second processing list (fetched, not written): the
+ * master hands back both lists, 200 jobs; the committed batch is acked
+ * by its fence, the other written once. Without the second list's
+ * hand-back its 100 jobs would never be done. */
+Test(pg, pipeline_death_between_commit_and_ack_hands_back_both_lists)
+{
+	die_between_commit_and_ack("yes", 200);
 }
 
 /* The ferryd that `make install` installs ignores the tests' fault points:
@@ -152,7 +176,7 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env));
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "yes");
 	h_push_jobs(&d, "q", 0, 300);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");

@@ -553,3 +553,54 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 	h_jobs_free(jobs, 10);
 	h_stop(&d);
 }
+
+/* pipeline: sink_pg_send leaves a batch that goes in one query string in
+ * flight (SINK_SENT, nothing decided yet) and sink_pg_finish gives its
+ * result; the same key sent again is a replay, answered without a flight;
+ * a batch with a row PostgreSQL refuses is sent whole and finish isolates
+ * the row (dead, its SQLSTATE) as run would. */
+Test(sink_pg, send_then_finish_is_run_in_two_halves)
+{
+	const struct queue_config *q = setup();
+	struct job jobs[10], bad[3];
+	struct handler_result res[10];
+	char els[10][128], bels[3][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+	make_jobs(jobs, els, 0, 10, NULL);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_finish(s, jobs, res, 10, "p:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+
+	/* its ack lost: the same key again, answered from the batch row */
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", true, err,
+	    sizeof(err)), SINK_OK, "%s", err);
+	assert_all(res, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+
+	/* {"n":"x"} is refused by the COPY (22P02) once the rows are sent */
+	h_job_parse(&bad[0], bels[0], 128, false, "{\"n\":%d}", 100);
+	h_job_parse(&bad[1], bels[1], 128, false, "{\"n\":\"x\"}");
+	h_job_parse(&bad[2], bels[2], 128, false, "{\"n\":%d}", 102);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_send(s, bad, res, 3, "p:2", true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_finish(s, bad, res, 3, "p:2", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_OK);
+	cr_assert_eq(res[1].outcome, HANDLER_FAIL);
+	cr_assert(strncmp(res[1].message, "22P02", 5) == 0, "%s",
+	    res[1].message);
+	cr_assert_eq(res[2].outcome, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 12);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 2);
+	h_jobs_free(jobs, 10);
+	h_jobs_free(bad, 3);
+	sink_pg_free(s);
+	h_stop(&d);
+}
