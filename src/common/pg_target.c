@@ -276,7 +276,7 @@ fast_sql(struct pg_target_stmt_fn *fn, int i, const char *sql)
 char *
 pg_target_fast_sql(const struct pg_target *t, int nt,
     const struct pg_batches *b, PGconn *conn, const char *key, bool deletes,
-    int *copies)
+    int *copies, int *ncopies)
 {
 	char *k = PQescapeLiteral(conn, key, strlen(key));
 	struct fast_fn ff = { { fast_copy, fast_sql }, t, BUF_INIT, copies, 0 };
@@ -288,6 +288,7 @@ pg_target_fast_sql(const struct pg_target *t, int nt,
 	PQfreemem(k);
 	pg_target_statements(t, nt, deletes, true, &ff.fn);
 	buf_printf(&ff.b, "COMMIT");
+	*ncopies = ff.ncopies;
 	return buf_take(&ff.b);
 }
 

@@ -149,11 +149,11 @@ void pg_target_statements(const struct pg_target *t, int nt, bool deletes,
 /* A batch in one simple query, which the server abandons at the first
  * error: BEGIN; the batch's row under key; the statements of targets
  * t[0..nt) (pg_target_statements); COMMIT. copies[k] (room for nt): the
- * target of the query's k-th COPY. To free; NULL when libpq's escaping
+ * target of the query's k-th COPY, *ncopies of them. To free; NULL when libpq's escaping
  * refused the key. */
 char *pg_target_fast_sql(const struct pg_target *t, int nt,
     const struct pg_batches *b, PGconn *conn, const char *key,
-    bool deletes, int *copies);
+    bool deletes, int *copies, int *ncopies);
 
 /* ferryctl init-db (create set) and ferryd's start check: connect, check
  * the commit settings (only without create), create ferry_batches (create

@@ -50,6 +50,12 @@ struct scoreboard_slot {
 	_Atomic int lanes;              /* set by the worker before it registers
 	                                 * them: its processing lists (1, or 2
 	                                 * with pipeline = yes) */
+	_Atomic int lanes_busy;         /* bit i: lane i's batch is being
+	                                 * fetched and checked or has gone to
+	                                 * the handler (with two lanes only
+	                                 * those are given a recovery when the
+	                                 * worker dies; a batch parked ready
+	                                 * behind the one in flight is not) */
 	_Atomic int64_t batches;        /* settled batches, and their time */
 	_Atomic int64_t batch_sum_ms;
 	_Atomic int64_t batch_buckets[SCOREBOARD_BUCKETS]; /* not cumulative */

@@ -177,6 +177,14 @@ resume_key(struct consumer *c, struct consumer_lane *ln)
 		freeReplyObject(r);
 		if ((r = fetch(c, ln, 0, b->n)) == NULL)
 			return false;
+		if (r->type == REDIS_REPLY_ERROR) {
+			/* no key stored beside it (handed back meanwhile?):
+			 * never run it under one Redis does not hold */
+			if (!consumer_loading(c, r))
+				consumer_handed_back(c, "fetch", r);
+			freeReplyObject(r);
+			return false;
+		}
 	}
 	freeReplyObject(r);
 	log_notice("queue %s: resuming a batch of %d jobs held before the "
@@ -447,6 +455,7 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 {
 	struct batch *b = ln->b;
 
+	/* paused, or the primary switched: a batch in flight lands first */
 	if (fetching_stopped(c)) {
 		if (may_wait) {
 			consumer_set_state(c, SB_PAUSED);
@@ -454,6 +463,8 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 		}
 		return false;
 	}
+	if (!may_wait && consumer_switch_pending(c))
+		return false;
 	if (may_wait) {
 		consumer_set_state(c, SB_IDLE);
 		consumer_follow_switch(c);
@@ -481,7 +492,15 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 		batch_clear(b);
 		return false;
 	}
-	if (!consumer_replicated(c, b->n)) {
+	if (!may_wait && c->cfg->redis_wait_replicas > 0 &&
+	    !consumer_replicas_now(c)) {
+		/* the replicas lag: a wait that may last does not hold a
+		 * batch in flight; this one is read back after it lands */
+		ln->resume = true;
+		batch_clear(b);
+		return false;
+	}
+	if (may_wait && !consumer_replicated(c, b->n)) {
 		consumer_drop_connection(c, "replication wait");
 		batch_clear(b);
 		return false;
@@ -510,6 +529,8 @@ consumer_land(struct consumer *c, struct consumer_lane *ln,
 		return true;
 	}
 	bool settled = settle(c, ln);
+	if (settled)
+		archive_dead(c, c->buried > 0);     /* still timed */
 	scoreboard_begin_batch(c->slot, ln->started_ms);    /* its own time */
 	scoreboard_end_batch(c->slot, settled ? b->n : 0);
 	consumer_set_state(c, SB_IDLE);
@@ -520,7 +541,6 @@ consumer_land(struct consumer *c, struct consumer_lane *ln,
 		    CONSUMER_EXIT_UNSETTLED;
 		return true;
 	}
-	archive_dead(c, c->buried > 0);
 	if (c->q->max_jobs_per_worker > 0 &&
 	    c->jobs_done >= c->q->max_jobs_per_worker) {
 		log_info("queue %s: %ld jobs done, max_jobs_per_worker "
@@ -583,6 +603,7 @@ consumer_run(struct consumer *c)
 	/* pipeline: a second processing list, registered beside the first
 	 * (the scoreboard says so first: the master hands back both) */
 	c->nlanes = c->q->pipeline && c->handler->send != NULL ? 2 : 1;
+	atomic_store(&c->slot->lanes_busy, 0);
 	atomic_store(&c->slot->lanes, c->nlanes);
 	for (int i = 0; i < c->nlanes; i++)
 		lane_init(c, i);

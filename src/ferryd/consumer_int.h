@@ -64,6 +64,11 @@ bool consumer_connected(struct consumer *c);
 bool consumer_replicated(struct consumer *c, int n);
 /* Reconnect before the next batch when the master saw a switch. */
 void consumer_follow_switch(struct consumer *c);
+/* ... and whether it saw one this connection has not followed. */
+bool consumer_switch_pending(const struct consumer *c);
+/* One WAIT for redis_wait_replicas replicas: true when they have our
+ * writes now (consumer_replicated waits, and says so). */
+bool consumer_replicas_now(struct consumer *c);
 
 /* consumer_handler.c: find and open the queue's handler (false: it has
  * none), and close it. */

@@ -12,9 +12,27 @@
  * host's reaper finds both in owners, and a batch that committed before
  * its worker died is fenced by its own key (DESIGN.md, "PostgreSQL sink").
  * The handler's connection carries one batch at a time: the next is sent
- * only once the one before has its result. */
+ * only once the one before has its result.
+ *
+ * A worker that dies gives a recovery only to what it was working on: the
+ * scoreboard's lanes_busy marks a lane while its batch is fetched and
+ * checked, and from its send until it is settled, not while it waits
+ * ready behind the batch in flight. So the neighbours of a batch that
+ * kills (or hangs) its worker are handed back as they were, and the
+ * isolation of recovered jobs (DESIGN.md) is what it is with one lane. */
 #include "consumer.h"
 #include "consumer_int.h"
+
+static void
+lane_busy(struct consumer *c, const struct consumer_lane *ln, bool busy)
+{
+	int bit = 1 << (int)(ln - c->lanes);
+
+	if (busy)
+		atomic_fetch_or(&c->slot->lanes_busy, bit);
+	else
+		atomic_fetch_and(&c->slot->lanes_busy, ~bit);
+}
 
 /* Land the batch in flight (its result, then its settle); *flight is
  * cleared. True when the worker must stop (*ex). */
@@ -25,7 +43,9 @@ land_flight(struct consumer *c, struct consumer_lane **flight,
 	struct consumer_lane *ln = *flight;
 
 	*flight = NULL;
-	return consumer_land(c, ln, consumer_finish_handler(c, ln), ex);
+	bool stop = consumer_land(c, ln, consumer_finish_handler(c, ln), ex);
+	lane_busy(c, ln, false);
+	return stop;
 }
 
 enum consumer_exit
@@ -41,12 +61,16 @@ consumer_serve_lanes(struct consumer *c)
 		struct consumer_lane *ln = &c->lanes[next];
 		/* with a batch in flight, only a batch that is there already:
 		 * nothing to overlap with, or paused, lands the one in flight */
+		lane_busy(c, ln, true);
 		if (!consumer_next_batch(c, ln, flight == NULL)) {
+			lane_busy(c, ln, false);
 			if (flight != NULL && !c->evicted)
 				stop = land_flight(c, &flight, &ex);
 			continue;
 		}
 		next = 1 - next;
+		if (flight != NULL)
+			lane_busy(c, ln, false);    /* parked behind the flight */
 		if (flight != NULL) {
 			enum handler_status st = consumer_finish_handler(c, flight);
 			if (st != HANDLER_DONE) {
@@ -56,22 +80,27 @@ consumer_serve_lanes(struct consumer *c)
 				return ex;
 			}
 		}
+		lane_busy(c, ln, true);
 		consumer_begin_batch(c, ln);
 		bool sent = false;
 		enum handler_status st = consumer_send_handler(c, ln, &sent);
 		if (flight != NULL) {
 			/* settled while ln is written */
 			stop = consumer_land(c, flight, HANDLER_DONE, &ex);
+			lane_busy(c, flight, false);
 			flight = NULL;
 		}
 		if (sent) {
 			flight = ln;
 			consumer_resume_batch(c, ln);
-		} else if (!c->evicted && consumer_land(c, ln,
-		    consumer_retry_handler(c, ln, st), &ex2)) {
-			if (!stop)
-				ex = ex2;
-			stop = true;
+		} else {
+			if (!c->evicted && consumer_land(c, ln,
+			    consumer_retry_handler(c, ln, st), &ex2)) {
+				if (!stop)
+					ex = ex2;
+				stop = true;
+			}
+			lane_busy(c, ln, false);
 		}
 	}
 	/* stopping (or told to exit) with a batch in flight: it may have

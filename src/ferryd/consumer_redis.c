@@ -333,13 +333,34 @@ consumer_replicated(struct consumer *c, int n)
 	return true;
 }
 
+/* One WAIT: do redis_wait_replicas replicas have this connection's
+ * writes (the fetch) within redis_wait_timeout? Quietly false when not
+ * (or the connection failed): consumer_replicated waits it out. */
+bool
+consumer_replicas_now(struct consumer *c)
+{
+	redisReply *r = redisCommand(c->redis, "WAIT %d %ld",
+	    c->cfg->redis_wait_replicas, c->cfg->redis_wait_timeout_ms);
+	bool ok = r != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    r->integer >= c->cfg->redis_wait_replicas;
+
+	freeReplyObject(r);
+	return ok;
+}
+
+bool
+consumer_switch_pending(const struct consumer *c)
+{
+	return c->switches != NULL && c->redis != NULL &&
+	    atomic_load(c->switches) != c->switches_seen;
+}
+
 /* The master saw the sentinels announce a new primary: reconnect before
  * the next batch (quietly: the reconnection says where to). */
 void
 consumer_follow_switch(struct consumer *c)
 {
-	if (c->switches == NULL || c->redis == NULL ||
-	    atomic_load(c->switches) == c->switches_seen)
+	if (!consumer_switch_pending(c))
 		return;
 	redisFree(c->redis);
 	c->redis = NULL;

@@ -287,16 +287,18 @@ worker_died(struct master *m, struct master_worker *w, int status)
 	w->pid = 0;
 	/* its processing lists: two when it said so (pipeline), before it
 	 * registered the second */
-	int lanes = 1;
+	int lanes = 1, busy = 1;
 	if (w->sb_index != -1) {  /* its slot goes to the next process */
 		struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);
 		scoreboard_totals_add_slot(&mq->totals, slot);
 		lanes = atomic_load(&slot->lanes);
+		busy = atomic_load(&slot->lanes_busy);
 		atomic_store(&slot->lanes, 0);
+		atomic_store(&slot->lanes_busy, 0);
 	}
 	/* a recovery is counted only when the worker died on its own: not
 	 * for a clean or fatal exit, nor when we killed it to stop */
-	master_redis_reclaim(m, &mq->cfg, pid, lanes, !m->killing &&
+	master_redis_reclaim(m, &mq->cfg, pid, lanes, busy, !m->killing &&
 	    !(WIFEXITED(status) && (WEXITSTATUS(status) == FERRY_EXIT_OK ||
 	    WEXITSTATUS(status) == FERRY_EXIT_FATAL)));
 	if (w->retiring || m->phase != MASTER_RUNNING) {

@@ -240,16 +240,19 @@ reclaim_list(struct master *m, const struct queue_config *q,
 
 void
 master_redis_reclaim(struct master *m, const struct queue_config *q,
-    pid_t pid, int lanes, bool bump)
+    pid_t pid, int lanes, int busy, bool bump)
 {
 	char id[160], lane2[200];
 
 	worker_id(m->master_id, pid, id, sizeof(id));
-	reclaim_list(m, q, id, bump);
-	if (lanes < 2)
+	if (lanes < 2) {
+		reclaim_list(m, q, id, bump);
 		return;
+	}
+	/* a batch that waited behind the one in flight did not run */
+	reclaim_list(m, q, id, bump && (busy & 1));
 	snprintf(lane2, sizeof(lane2), "%s%s", id, CONSUMER_LANE2_SUFFIX);
-	reclaim_list(m, q, lane2, bump);
+	reclaim_list(m, q, lane2, bump && (busy & 2));
 }
 
 /* heartbeat.lua's answer: the gap it found in Redis' service, or that

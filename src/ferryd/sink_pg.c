@@ -400,7 +400,7 @@ enum fast_result {
 
 /* The replies of the fast query string (pg_target_fast_sql), in order:
  * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT. With
- * leave_in_flight, stop once the first COPY's rows are sent (FAST_SENT:
+ * leave_in_flight, stop once the last COPY's rows are sent (FAST_SENT:
  * s->fast keeps where the replies are); else read them to the end. */
 static enum fast_result
 fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
@@ -426,7 +426,11 @@ fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 				pg_conn_lost(s->conn, f);
 				return FAST_FAILED;
 			}
-			if (leave_in_flight && fs->rows_sent)
+			/* after the last COPY the server needs nothing more
+			 * from us (with several tables, not before: the next
+			 * COPY would wait for our rows, its transaction open) */
+			if (leave_in_flight && fs->rows_sent &&
+			    fs->ncopy == s->ncopies)
 				return FAST_SENT;
 			continue;
 		}
@@ -460,7 +464,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
 	char *sql = pg_target_fast_sql(s->targets, s->ntargets, &s->batches,
-	    s->conn, key, s->deletes, s->copies);
+	    s->conn, key, s->deletes, s->copies, &s->ncopies);
 
 	if (sql == NULL)
 		return FAST_SLOW_PATH;     /* text the escaping refused */

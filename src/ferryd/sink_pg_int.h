@@ -37,7 +37,7 @@ struct sink_pg {
 	struct pg_target *targets;  /* the queue's tables, parents first */
 	struct sink_pg_rows *parts; /* the rows of each */
 	int ntargets;
-	int *copies;              /* the fast query's COPYs: their targets */
+	int *copies, ncopies;     /* the fast query's COPYs: their targets */
 	bool by_key;              /* a target is upsert or update */
 	struct pg_batches batches;
 	int64_t last_prune_ms;

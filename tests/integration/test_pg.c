@@ -114,12 +114,12 @@ Test(pg, exactly_once_while_workers_are_killed)
  * ack" armed: the file hook, named in env (putenv keeps env). */
 static void
 arm_exit_after_commit(char *hook, size_t hook_size, char *env,
-    size_t env_size, const char *pipeline)
+    size_t env_size, const char *pipeline, int max_recoveries)
 {
-	char queue[128];
+	char queue[160];
 
 	snprintf(queue, sizeof(queue), "workers = 1\nbatch_size = 100\n"
-	    "pipeline = %s\n", pipeline);
+	    "pipeline = %s\nmax_recoveries = %d\n", pipeline, max_recoveries);
 	setup(NULL, queue);
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
@@ -134,11 +134,13 @@ arm_exit_after_commit(char *hook, size_t hook_size, char *env,
  * without being written again. recovered: the jobs the master handed
  * back. */
 static void
-die_between_commit_and_ack(const char *pipeline, int recovered)
+die_between_commit_and_ack(const char *pipeline, int recovered,
+    int max_recoveries)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), pipeline);
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), pipeline,
+	    max_recoveries);
 	/* the installed ferryd has no fault points: the tests' one has */
 	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
 	h_push_jobs(&d, "q", 0, 300);
@@ -157,7 +159,7 @@ die_between_commit_and_ack(const char *pipeline, int recovered)
 /* One batch at a time: only the committed batch is handed back. */
 Test(pg, death_between_commit_and_ack_writes_nothing_twice)
 {
-	die_between_commit_and_ack("no", 100);
+	die_between_commit_and_ack("no", 100, 3);
 }
 
 /* pipeline: when the first batch's COMMIT arrives, the second is already
@@ -167,7 +169,18 @@ Test(pg, death_between_commit_and_ack_writes_nothing_twice)
  * hand-back its 100 jobs would never be done. */
 Test(pg, pipeline_death_between_commit_and_ack_hands_back_both_lists)
 {
-	die_between_commit_and_ack("yes", 200);
+	die_between_commit_and_ack("yes", 200, 3);
+}
+
+/* ... and only the batch the worker was working on is given a recovery:
+ * with max_recoveries = 0 a recovered job is buried unless a batch of its
+ * wrote it. The committed batch's jobs are (done, by their fence); the
+ * batch that waited, fetched but never sent, comes back as it was and is
+ * written: none dead. Given a recovery too, its 100 jobs would be dead
+ * ("worker died while processing") without ever having run. */
+Test(pg, pipeline_batch_waiting_behind_a_death_gets_no_recovery)
+{
+	die_between_commit_and_ack("yes", 200, 0);
 }
 
 /* The ferryd that `make install` installs ignores the tests' fault points:
@@ -176,7 +189,7 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "yes");
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "yes", 3);
 	h_push_jobs(&d, "q", 0, 300);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
