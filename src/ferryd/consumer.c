@@ -25,6 +25,9 @@
 #include "util.h"
 
 
+static bool batch_ready(struct consumer *c, struct consumer_lane *ln,
+    bool may_wait);
+
 static void
 batch_add(struct batch *b, const char *el, size_t len)
 {
@@ -487,6 +490,24 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 			archive_dead(c, false);
 		return false;
 	}
+	/* held from here: the master's clock (job_timeout) runs, so that a
+	 * worker frozen before its handler starts is still stopped; off
+	 * again when the batch does not run now */
+	consumer_begin_batch(c, ln);
+	if (batch_ready(c, ln, may_wait))
+		return true;
+	scoreboard_end_batch(c->slot, 0);
+	return false;
+}
+
+/* The batch just taken into ln: give it back if paused meanwhile, wait
+ * for the replicas, read its cache keys. False (the batch cleared) when
+ * it does not run now. */
+static bool
+batch_ready(struct consumer *c, struct consumer_lane *ln, bool may_wait)
+{
+	struct batch *b = ln->b;
+
 	if (b->fresh && fetching_stopped(c)) {
 		give_back(c, ln);
 		batch_clear(b);

@@ -62,7 +62,10 @@ consumer_serve_lanes(struct consumer *c)
 		/* with a batch in flight, only a batch that is there already:
 		 * nothing to overlap with, or paused, lands the one in flight */
 		lane_busy(c, ln, true);
-		if (!consumer_next_batch(c, ln, flight == NULL)) {
+		bool ready = consumer_next_batch(c, ln, flight == NULL);
+		if (flight != NULL)
+			consumer_resume_batch(c, flight);   /* its clock again */
+		if (!ready) {
 			lane_busy(c, ln, false);
 			if (flight != NULL && !c->evicted)
 				stop = land_flight(c, &flight, &ex);

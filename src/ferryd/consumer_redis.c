@@ -313,6 +313,9 @@ consumer_replicated(struct consumer *c, int n)
 		c->replicas_short = true;
 		scoreboard_set_error(c->slot, msg);
 		consumer_wait(c, SB_WAIT_REPLICAS);
+		/* untimed: the batch has not run, and killing the worker
+		 * would only give its jobs a recovery */
+		atomic_store(&c->slot->batch_start_ms, 0);
 		if (c->should_stop())
 			return false;
 		/* cut off from the replicas, maybe replaced by one of them */
