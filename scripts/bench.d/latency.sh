@@ -124,7 +124,8 @@ bench_latency() {
 	wait_bin=$(helper drain_wait)
 	pq -c "CREATE TABLE $lat_table" || pg_failed "CREATE TABLE failed"
 	local lines=("table = bench_latency" "columns = seq, enq_us, payload" "pg_host = 127.0.0.1"
-		"pg_port = $pg_port" "pg_database = ferry" "pg_user = postgres")
+		"pg_port = $pg_port" "pg_database = ferry" "pg_user = postgres"
+		"pipeline = $lat_pipeline")
 	write_config "$lat_workers" "$lat_batch" postgres "${lines[@]}"
 	"$ferryctl" -c "$cfg" init-db >&2 || die "ferryctl init-db failed"
 	start_ferryd
@@ -179,7 +180,7 @@ report_latency() {
 	echo "- software: $("$ferryd" -V) (source tree at git $rev), $(redis-server --version | awk '{ print $3 }' | sed 's/v=/redis-server /')" \
 		"(private, \`${redis_extra[*]}\`), $("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, \`${pg_extra[*]}\`), all on the same host"
 	echo "- PostgreSQL settings in force: $pg_settings_str"
-	echo "- ferry: one postgres queue, workers $lat_workers, batch_size $lat_batch, \`columns = seq, enq_us, payload\` into \`$lat_table\`"
+	echo "- ferry: one postgres queue, workers $lat_workers, batch_size $lat_batch, pipeline $lat_pipeline, \`columns = seq, enq_us, payload\` into \`$lat_table\`"
 	echo "- command: \`${cmdline}\`"
 	echo
 	echo "The producer (tests/bench/latency_push.c) LPUSHes the jobs due every 1 ms, each"
@@ -234,9 +235,10 @@ lat_secs=${BENCH_LAT_SECS:-30}
 lat_warmup=${BENCH_LAT_WARMUP:-5}
 lat_workers=${BENCH_LAT_WORKERS:-2}
 lat_batch=${BENCH_LAT_BATCH:-1000}
+lat_pipeline=${BENCH_LAT_PIPELINE:-yes}
 # shellcheck disable=SC2034 # read by scripts/bench
 lat_envs=(BENCH_LAT_RATES BENCH_LAT_SECS BENCH_LAT_WARMUP BENCH_LAT_WORKERS BENCH_LAT_BATCH
-	BENCH_REDIS_ARGS BENCH_PG_ARGS PG_BINDIR FERRYD FERRYCTL)
+	BENCH_LAT_PIPELINE BENCH_REDIS_ARGS BENCH_PG_ARGS PG_BINDIR FERRYD FERRYCTL)
 
 # scripts/bench latency: everything after the common setup (redis-server
 # started by the caller: start it with lat_redis_args).
@@ -246,6 +248,8 @@ lat_main() {
 		[[ $v =~ ^[1-9][0-9]*$ ]] ||
 			die "BENCH_LAT_RATES, BENCH_LAT_SECS, BENCH_LAT_WARMUP, BENCH_LAT_WORKERS and BENCH_LAT_BATCH take positive integers, not \"$v\""
 	done
+	[[ $lat_pipeline == yes || $lat_pipeline == no ]] ||
+		die "BENCH_LAT_PIPELINE takes yes or no, not \"$lat_pipeline\""
 	need_pg_bindir
 	pg_extra+=(-c track_commit_timestamp=on -c track_wal_io_timing=on -c log_checkpoints=on -c log_timezone=UTC)
 	start_pg

@@ -246,6 +246,7 @@ report_pg() {
 		"(private, 127.0.0.1 TCP, \`--save '' --appendonly no${BENCH_REDIS_ARGS:+ $BENCH_REDIS_ARGS}\`)," \
 		"$("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, 127.0.0.1 TCP), all on the same host"
 	echo "- PostgreSQL settings: ${BENCH_PG_ARGS:+\`$BENCH_PG_ARGS\`, else }defaults; in force: $pg_settings_str"
+	echo "- ferry queue: \`pipeline = ${BENCH_PG_PIPELINE:-yes}\` (BENCH_PG_PIPELINE)"
 	echo "- binaries: ${ferryd#"$root/"} and ${ferryctl#"$root/"}, built $(date -u -r "$ferryd" "+%Y-%m-%d %H:%M UTC")$stale"
 	echo "- command: \`${cmdline}\`"
 	echo "- rows: \`bench_rows (user_id bigint, event text, payload text)\`, no index;" \
