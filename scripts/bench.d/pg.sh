@@ -119,6 +119,7 @@ declare -A raw_rate=() raw_all=()
 declare -a pg_tp_rows=()
 ins_rate=
 ins_all=
+declare -a pg_cpu_rows=()
 
 # BENCH_PERF: profile the whole machine while ferry drains the queue
 perf_pid=
@@ -136,9 +137,35 @@ perf_stop() {
 	perf_pid=
 }
 
+# One run's CPU: N rows in SECS s, then each party's CPU ms; printed as
+# ms per 1000 rows each, then the cores they kept busy (all of it / SECS)
+cpu_line() {
+	local n=$1 secs=$2
+	shift 2
+	awk -v n="$n" -v secs="$secs" -v list="$*" 'BEGIN {
+		k = split(list, ms, " ")
+		for (i = 1; i <= k; i++) { printf "%.2f ", ms[i] * 1000 / n; all += ms[i] }
+		printf "%.2f", (secs > 0 ? all / 1000 / secs : 0)
+	}'
+}
+# The median of each column of cpu_line's runs ("a b c|a b c|...")
+cpu_medians() {
+	tr '|' '\n' <<<"${1%|}" | awk '
+		NF { for (i = 1; i <= NF; i++) v[i, ++c[i]] = $i; if (NF > k) k = NF }
+		END {
+			for (i = 1; i <= k; i++) {
+				m = c[i]
+				for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++)
+					if (v[i, b] + 0 < v[i, a] + 0) { t = v[i, a]; v[i, a] = v[i, b]; v[i, b] = t }
+				x = (m % 2) ? v[i, (m + 1) / 2] : (v[i, m / 2] + v[i, m / 2 + 1]) / 2
+				printf "%s%.2f", (i > 1 ? " " : ""), x
+			}
+		}'
+}
+
 bench_pg() {
 	local wait_bin raw_bin workers batch n r rf secs rate rates first t_done
-	local steady dead retried batches
+	local steady dead retried batches c0 c1 p0 p1 r0 r1 f1
 	wait_bin=$(helper drain_wait)
 	raw_bin=$(helper copy_raw libpq)
 	pq -c "CREATE TABLE bench_rows (user_id bigint, event text, payload text)" ||
@@ -156,7 +183,7 @@ bench_pg() {
 		n=$pg_jobs_n
 		((batch == 1)) && n=$pg_jobs_b1
 		rf=$(rows_file "$n")
-		local -A cell_rates=() cell_steadies=() cell_startups=() cell_nb=()
+		local -A cell_rates=() cell_steadies=() cell_startups=() cell_nb=() cell_cpu=()
 		for workers in "${pg_workers[@]}"; do raw_all[$batch,$workers]=; done
 		for ((r = 1; r <= runs; r++)); do
 			for workers in "${pg_workers[@]}"; do
@@ -164,9 +191,15 @@ bench_pg() {
 				# statement (= one transaction) per batch
 				stop_ferryd TERM
 				pg_reset
+				children_cpu_ms
+				c0=$children_ms p0=$(cpu_ms "$pg_pid")
 				run_helper "$raw_bin" -c "$workers" "$pg_conninfo" bench_rows "$rf" "$batch" copy ||
 					pg_failed "copy_raw failed"
+				p1=$(cpu_ms "$pg_pid")
+				children_cpu_ms
+				c1=$children_ms
 				read -r _ secs rate <<<"$helper_out"
+				cell_cpu[raw,$workers]+="$(cpu_line "$n" "$secs" $((p1 - p0)) $((c1 - c0)))|"
 				pg_check_rows "$n" "raw COPY"
 				raw_all[$batch,$workers]+="$rate "
 				say "raw COPY: $workers clients, $batch rows a transaction, $n rows: $secs s, $rate rows/s (run $r/$runs)"
@@ -177,12 +210,16 @@ bench_pg() {
 				enqueue "$n"
 				[[ $(rcli llen "$k_ready") == "$n" ]] || die "ready does not hold $n jobs"
 				perf_start "${BENCH_PERF:-}.b$batch.w$workers.r$r"
+				p0=$(cpu_ms "$pg_pid") r0=$(cpu_ms "$redis_pid")
 				t0=$(now_us)
 				start_ferryd
 				run_helper "$wait_bin" 127.0.0.1 "$port" "$k_stats" "done" "$n" 10 900 ||
 					ferryd_failed "queue did not drain (workers $workers, batch $batch)"
+				p1=$(cpu_ms "$pg_pid") r1=$(cpu_ms "$redis_pid") f1=$(cpu_ms "$ferryd_pid")
 				perf_stop
 				read -r first t_done <<<"$helper_out"
+				cell_cpu[ferry,$workers]+="$(cpu_line "$n" "$(awk -v us=$((t_done - t0)) 'BEGIN { print us / 1e6 }')" \
+					$((p1 - p0)) $((r1 - r0)) "$f1")|"
 				stop_ferryd TERM
 				pg_check_rows "$n" "ferry (workers $workers, batch $batch)"
 				dead=$(rcli hget "$k_stats" dead)
@@ -205,6 +242,7 @@ bench_pg() {
 			raw_rate[$batch,$workers]=$(median_int ${raw_all[$batch,$workers]})
 			# shellcheck disable=SC2086
 			pg_tp_rows+=("$batch|$workers|$n|$(median_int ${cell_rates[$workers]})|${cell_rates[$workers]% }|$(median_int ${cell_steadies[$workers]})|$(median_int ${cell_startups[$workers]})|${cell_nb[$workers]}")
+			pg_cpu_rows+=("$batch|$workers|$(cpu_medians "${cell_cpu[raw,$workers]}")|$(cpu_medians "${cell_cpu[ferry,$workers]}")")
 		done
 	done
 
@@ -299,6 +337,22 @@ report_pg() {
 			fi
 		fi
 		echo "| $b | $w | $(commas "$n") | **$(commas "$med")** | $(runs_list "$all") | $(commas "$steady") | $startup | $nb | $(commas "$raw") | $ratio | $sratio | $target |"
+	done
+	echo
+	echo "### Where the CPU goes"
+	echo
+	echo "CPU time (user + system, from /proc/PID/stat: each server's processes with their children, ferryd's master"
+	echo "and workers, copy_raw's processes) per 1000 rows during each run above, and the cores all of it kept busy"
+	echo "(its CPU / the run's wall time; the machine has $(nproc)). Median of $runs runs; clock-tick resolution (10 ms a process)."
+	echo
+	echo "| batch_size | W | raw: postgres ms | raw: client ms | raw: cores busy | ferry: postgres ms | ferry: redis-server ms | ferry: ferryd ms | ferry: cores busy |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	local rp rc rb fp fr ff fb
+	for row in "${pg_cpu_rows[@]}"; do
+		IFS='|' read -r b w raw row <<<"$row"
+		read -r rp rc rb <<<"$raw"
+		read -r fp fr ff fb <<<"$row"
+		echo "| $b | $w | $rp | $rc | $rb | $fp | $fr | $ff | $fb |"
 	done
 }
 

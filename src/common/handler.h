@@ -107,13 +107,21 @@ struct handler_ops {
 	 * return HANDLER_DONE before the batch's result is known; finish
 	 * (the same arguments) then waits for it and answers as run would
 	 * have. Nothing else (run, committed, another send) is called in
-	 * between. */
+	 * between, but prepare. */
 	enum handler_status (*send)(void *state, struct job *jobs,
 	    struct handler_result *results, int n, const char *batch_key,
 	    bool *sent, char *err, size_t errsize);
 	enum handler_status (*finish)(void *state, struct job *jobs,
 	    struct handler_result *results, int n, const char *batch_key,
 	    char *err, size_t errsize);
+	/* Optional, with send: called for the next batch while one is in
+	 * flight, to do ahead what its send needs no server for (postgres:
+	 * encode its rows), so that the send is short. Decides nothing the
+	 * send would not (it may set the results of jobs that cannot be
+	 * written); the next send or run of the same batch_key uses it, any
+	 * other drops it. */
+	void (*prepare)(void *state, struct job *jobs,
+	    struct handler_result *results, int n, const char *batch_key);
 	/* After HANDLER_DONE, before the Redis ack: housekeeping that may
 	 * fail silently (postgres: prune old batch keys). */
 	void (*committed)(void *state);

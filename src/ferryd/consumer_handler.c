@@ -135,6 +135,16 @@ consumer_send_handler(struct consumer *c, struct consumer_lane *ln,
 	return st == HANDLER_DONE ? run_done(c) : st;
 }
 
+void
+consumer_ahead_handler(struct consumer *c, struct consumer_lane *ln)
+{
+	struct batch *b = ln->b;
+
+	if (c->handler->prepare != NULL)
+		c->handler->prepare(c->handler_state, b->jobs, b->results, b->n,
+		    ln->batch_key);
+}
+
 enum handler_status
 consumer_retry_handler(struct consumer *c, struct consumer_lane *ln,
     enum handler_status st)

@@ -93,6 +93,9 @@ enum handler_status consumer_send_handler(struct consumer *c,
     struct consumer_lane *ln, bool *sent);
 enum handler_status consumer_retry_handler(struct consumer *c,
     struct consumer_lane *ln, enum handler_status st);
+/* pipeline: while another batch is in flight, what the handler can do
+ * ahead for ln's (its prepare op, if any), so that its send is short. */
+void consumer_ahead_handler(struct consumer *c, struct consumer_lane *ln);
 /* ... and its result, as consumer_run_handler would have given it (an
  * outage meanwhile: the batch is run again, waited out). */
 enum handler_status consumer_finish_handler(struct consumer *c,

@@ -1,7 +1,8 @@
 /* consumer_lanes.c - a worker's cycle with two batches open (pipeline =
  * yes): while the handler writes one lane's batch (its rows sent, the
  * COMMIT's reply not read), the worker fetches and prepares the next batch
- * into its other lane, then reads the first batch's result, sends the
+ * into its other lane (the handler's prepare: postgres encodes its rows
+ * into a second buffer), then reads the first batch's result, sends the
  * next, and settles the first while the next is written. So Redis, the
  * worker and PostgreSQL work at the same time instead of in turn.
  *
@@ -72,9 +73,10 @@ consumer_serve_lanes(struct consumer *c)
 			continue;
 		}
 		next = 1 - next;
-		if (flight != NULL)
-			lane_busy(c, ln, false);    /* parked behind the flight */
 		if (flight != NULL) {
+			/* parked behind the flight, its rows encoded ahead */
+			lane_busy(c, ln, false);
+			consumer_ahead_handler(c, ln);
 			enum handler_status st = consumer_finish_handler(c, flight);
 			if (st != HANDLER_DONE) {
 				/* ln's batch stays in its list, unrun: the master

@@ -58,6 +58,13 @@ pg_finish(void *state, struct job *jobs, struct handler_result *results,
 }
 
 static void
+pg_prepare(void *state, struct job *jobs, struct handler_result *results,
+    int n, const char *batch_key)
+{
+	sink_pg_prepare(state, jobs, results, n, batch_key);
+}
+
+static void
 pg_committed(void *state)
 {
 	sink_pg_prune(state);
@@ -80,6 +87,7 @@ const struct handler_ops handler_pg_ops = {
 	.run = pg_run,
 	.send = pg_send,
 	.finish = pg_finish,
+	.prepare = pg_prepare,
 	.committed = pg_committed,
 	.close = pg_close,
 };

@@ -48,6 +48,7 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 	char sql[96];
 	const char *risk = NULL;
 
+	s->ahead_key[0] = '\0';       /* the columns are described again */
 	if ((s->conn = pg_conn_open(s->cfg, s->q, err, errsize)) == NULL)
 		return PG_UNAVAILABLE;
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
@@ -91,7 +92,8 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->commits_safe = -1;
 	s->ntargets = pg_target_count(q);
 	s->targets = xcalloc((size_t)s->ntargets, sizeof(*s->targets));
-	s->parts = xcalloc((size_t)s->ntargets, sizeof(*s->parts));
+	s->enc.parts = xcalloc((size_t)s->ntargets, sizeof(*s->enc.parts));
+	s->ahead.parts = xcalloc((size_t)s->ntargets, sizeof(*s->ahead.parts));
 	s->copies = xcalloc((size_t)s->ntargets, sizeof(*s->copies));
 	for (int t = 0; t < s->ntargets; t++) {
 		/* the config checked that every table has its entry */
@@ -102,24 +104,32 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	return s;
 }
 
+static void
+encoded_free(struct sink_pg_encoded *e, int ntargets)
+{
+	for (int t = 0; t < ntargets; t++) {
+		copy_buf_free(&e->parts[t].rows);
+		free(e->parts[t].off);
+		free(e->parts[t].len);
+	}
+	free(e->parts);
+	json_decref(e->failed);
+	free(e->idx);
+	free(e->skip);
+}
+
 void
 sink_pg_free(struct sink_pg *s)
 {
 	if (s == NULL)
 		return;
 	pg_conn_close(s->conn);
-	for (int t = 0; t < s->ntargets; t++) {
+	for (int t = 0; t < s->ntargets; t++)
 		pg_target_free(&s->targets[t]);
-		copy_buf_free(&s->parts[t].rows);
-		free(s->parts[t].off);
-		free(s->parts[t].len);
-	}
 	free(s->targets);
-	free(s->parts);
 	free(s->copies);
-	json_decref(s->failed);
-	free(s->idx);
-	free(s->skip);
+	encoded_free(&s->enc, s->ntargets);
+	encoded_free(&s->ahead, s->ntargets);
 	free(s);
 }
 
@@ -142,7 +152,8 @@ sink_pg_record_failure(struct sink_pg *s, struct job *j, const char *msg)
 	char clean[sizeof(((struct handler_result *)0)->message)];
 
 	util_utf8_copy(clean, sizeof(clean), msg, strlen(msg));
-	if (json_object_set_new(s->failed, job_id(j), json_string(clean)) != 0) {
+	if (json_object_set_new(s->enc.failed, job_id(j),
+	    json_string(clean)) != 0) {
 		log_error("cannot record the failure of job %s in its batch row",
 		    job_id(j));
 		return -1;
@@ -154,16 +165,16 @@ sink_pg_record_failure(struct sink_pg *s, struct job *j, const char *msg)
 static void
 reserve(struct sink_pg *s, int n)
 {
-	if (n <= s->cap)
+	if (n <= s->enc.cap)
 		return;
 	for (int t = 0; t < s->ntargets; t++) {
-		struct sink_pg_rows *p = &s->parts[t];
+		struct sink_pg_rows *p = &s->enc.parts[t];
 		p->off = xrealloc(p->off, sizeof(*p->off) * (size_t)n);
 		p->len = xrealloc(p->len, sizeof(*p->len) * (size_t)n);
 	}
-	s->idx = xrealloc(s->idx, sizeof(*s->idx) * (size_t)n);
-	s->skip = xrealloc(s->skip, sizeof(*s->skip) * (size_t)n);
-	s->cap = n;
+	s->enc.idx = xrealloc(s->enc.idx, sizeof(*s->enc.idx) * (size_t)n);
+	s->enc.skip = xrealloc(s->enc.skip, sizeof(*s->enc.skip) * (size_t)n);
+	s->enc.cap = n;
 }
 
 /* Job j's (number i) rows of doc into target t's buffer, for upsert and
@@ -174,7 +185,7 @@ encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
     size_t len, char *why, size_t whysize)
 {
 	struct pg_target *tg = &s->targets[t];
-	struct copy_buf *rows = &s->parts[t].rows;
+	struct copy_buf *rows = &s->enc.parts[t].rows;
 	size_t at = rows->len;
 	bool del = false;
 	/* job_check validated the producer's document: not again */
@@ -190,7 +201,7 @@ encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
 		return -1;
 	if (PG_TARGET_BY_KEY(tg))
 		pg_target_row_suffix(rows, at, del, i);
-	s->deletes |= del;
+	s->enc.deletes |= del;
 	return 0;
 }
 
@@ -265,7 +276,7 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 	int t, rc;
 
 	for (t = 0; t < s->ntargets; t++)
-		s->parts[t].off[i] = s->parts[t].rows.len;
+		s->enc.parts[t].off[i] = s->enc.parts[t].rows.len;
 	if (*s->q->table_member != '\0') {
 		rc = (t = member_target(s, j, why, whysize)) < 0 ? -1 :
 		    encode_rows(s, t, j, i, doc, len, why, whysize);
@@ -275,7 +286,7 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 		    "per table (allowed members: %s)", s->q->tables);
 	}
 	for (t = 0; t < s->ntargets; t++) {
-		struct sink_pg_rows *p = &s->parts[t];
+		struct sink_pg_rows *p = &s->enc.parts[t];
 		if (rc != 0)
 			p->rows.len = p->off[i];
 		p->len[i] = p->rows.len - p->off[i];
@@ -286,22 +297,23 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 /* Encode the rows of every job to write into each target's buffer (job
  * i's rows at off[i], len[i] bytes; idx lists the jobs, in order). A job
  * whose rows cannot be encoded (or name a table not configured) fails
- * here and is named in s->failed. skip: jobs a fence found written
+ * here and is named in s->enc.failed. skip: jobs a fence found written
  * already (NULL: none). */
 void
 sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const bool *skip)
 {
-	struct sink_pg_rows *p0 = &s->parts[0];
+	struct sink_pg_rows *p0 = &s->enc.parts[0];
 	char why[256];
 	int rc;
 
-	json_decref(s->failed);
-	s->failed = json_object();
+	json_decref(s->enc.failed);
+	s->enc.failed = json_object();
 	for (int t = 0; t < s->ntargets; t++)
-		s->parts[t].rows.len = 0;
-	s->nidx = 0;
-	s->deletes = false;
+		s->enc.parts[t].rows.len = 0;
+	s->enc.nidx = 0;
+	s->enc.deletes = false;
+	s->enc.record_failed = false;
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
@@ -316,7 +328,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		if (rc == -1) {
 			sink_pg_set_result(&res[i], HANDLER_FAIL, why);
 			if (sink_pg_record_failure(s, &jobs[i], why) < 0)
-				s->record_failed = true;
+				s->enc.record_failed = true;
 			continue;
 		}
 		sink_pg_set_result(&res[i], HANDLER_OK, "");
@@ -324,7 +336,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			p0->off[i] = at;
 			p0->len[i] = p0->rows.len - at;
 		}
-		s->idx[s->nidx++] = i;
+		s->enc.idx[s->enc.nidx++] = i;
 	}
 }
 
@@ -333,7 +345,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 bool
 sink_pg_put_rows(struct sink_pg *s, int t, const int *idx, int n)
 {
-	const struct sink_pg_rows *p = &s->parts[t];
+	const struct sink_pg_rows *p = &s->enc.parts[t];
 
 	for (int i = 0; i < n;) {
 		size_t from = p->off[idx[i]], to = from + p->len[idx[i]];
@@ -420,7 +432,7 @@ fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		PQclear(r);
 		if (st == PGRES_COPY_IN) {
 			fs->rows_sent = sink_pg_put_rows(s, s->copies[fs->ncopy++],
-			    s->idx, s->nidx);
+			    s->enc.idx, s->enc.nidx);
 			if (PQputCopyEnd(s->conn, fs->rows_sent ? NULL :
 			    "ferry: sending the rows failed") != 1) {
 				pg_conn_lost(s->conn, f);
@@ -464,7 +476,7 @@ write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
 	char *sql = pg_target_fast_sql(s->targets, s->ntargets, &s->batches,
-	    s->conn, key, s->deletes, s->copies, &s->ncopies);
+	    s->conn, key, s->enc.deletes, s->copies, &s->ncopies);
 
 	if (sql == NULL)
 		return FAST_SLOW_PATH;     /* text the escaping refused */
@@ -491,10 +503,10 @@ enum write_state {
 static enum write_state
 write_done(struct sink_pg *s, bool ok)
 {
+	/* do not hold a huge batch's memory */
 	for (int t = 0; t < s->ntargets; t++)
-		if (s->parts[t].rows.cap > SINK_ROWS_KEEP)
-			copy_buf_free(&s->parts[t].rows);   /* do not hold a huge
-			                                     * batch's memory */
+		if (s->enc.parts[t].rows.cap > SINK_ROWS_KEEP)
+			copy_buf_free(&s->enc.parts[t].rows);
 	return ok ? WRITE_COMMITTED : WRITE_FAILED;
 }
 
@@ -517,6 +529,56 @@ write_after_fast(struct sink_pg *s, enum fast_result fr, struct job *jobs,
 	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
 }
 
+/* Recovered jobs are checked against their batches first (the slow
+ * path), where the rows are encoded around what the fences found. */
+static bool
+has_fences(const struct job *jobs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (jobs[i].invalid == NULL && (jobs[i].nstamps > 0 ||
+		    jobs[i].bury))
+			return true;
+	return false;
+}
+
+static void
+swap_ahead(struct sink_pg *s)
+{
+	struct sink_pg_encoded e = s->enc;
+
+	s->enc = s->ahead;
+	s->ahead = e;
+}
+
+/* The batch under key was encoded ahead (sink_pg_prepare): its rows into
+ * s->enc. Whatever was ahead is dropped either way. */
+static bool
+take_ahead(struct sink_pg *s, const char *key)
+{
+	bool mine = s->ahead_key[0] != '\0' && strcmp(s->ahead_key, key) == 0;
+
+	s->ahead_key[0] = '\0';
+	if (mine)
+		swap_ahead(s);
+	return mine;
+}
+
+void
+sink_pg_prepare(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key)
+{
+	s->ahead_key[0] = '\0';
+	/* the columns are known once connected; a fence needs the server */
+	if (s->conn == NULL || strlen(batch_key) >= sizeof(s->ahead_key) ||
+	    has_fences(jobs, n))
+		return;
+	swap_ahead(s);
+	reserve(s, n);
+	sink_pg_encode(s, jobs, results, n, NULL);
+	swap_ahead(s);
+	snprintf(s->ahead_key, sizeof(s->ahead_key), "%s", batch_key);
+}
+
 /* BEGIN .. COMMIT of one batch: WRITE_FAILED with f when it did not
  * commit. With leave_in_flight the one-query path returns WRITE_SENT
  * once the rows are sent (write_end reads the rest). */
@@ -524,19 +586,18 @@ static enum write_state
 write_begin(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
-	bool fences = false;
+	bool fences = has_fences(jobs, n);
 
-	reserve(s, n);
-	s->record_failed = false;
-	for (int i = 0; i < n && !fences; i++)
-		fences = jobs[i].invalid == NULL &&
-		    (jobs[i].nstamps > 0 || jobs[i].bury);
-	if (!fences)
-		sink_pg_encode(s, jobs, res, n, NULL);
+	/* encoded ahead: never with fences (sink_pg_prepare) */
+	if (!take_ahead(s, key)) {
+		reserve(s, n);
+		if (!fences)
+			sink_pg_encode(s, jobs, res, n, NULL);
+	}
 	/* a job that failed to encode is recorded in the batch row: that
 	 * text goes as a parameter, on the slow path */
-	if (!fences && s->nidx > 0 && json_object_size(s->failed) == 0 &&
-	    !s->record_failed)
+	if (!fences && s->enc.nidx > 0 &&
+	    json_object_size(s->enc.failed) == 0 && !s->enc.record_failed)
 		return write_after_fast(s, write_fast(s, jobs, res, n, key, f,
 		    leave_in_flight), jobs, res, n, key, f);
 	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));

@@ -43,14 +43,24 @@ enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
  * batch that goes in one query string (no recovered jobs, every row
  * encoded) returns SINK_SENT once its rows are sent, and sink_pg_finish
  * (with the same arguments) reads the rest and gives what sink_pg_run
- * would have. Nothing else may use the sink in between. Any other batch
- * is written whole by sink_pg_send, as by sink_pg_run. */
+ * would have. Nothing else may use the sink in between but
+ * sink_pg_prepare. Any other batch is written whole by sink_pg_send, as
+ * by sink_pg_run. */
 enum sink_status sink_pg_send(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     bool leave_in_flight, char *err, size_t errsize);
 enum sink_status sink_pg_finish(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize);
+
+/* While a batch is in flight: encode the rows of the next (batch_key)
+ * into a second buffer, which the next sink_pg_send or sink_pg_run of
+ * that key uses instead of encoding them then; any other key drops it.
+ * It sets the results of jobs whose rows cannot be encoded, as the send
+ * would. Nothing is sent; a batch with recovered jobs, or a sink not yet
+ * connected, is left to its send. */
+void sink_pg_prepare(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key);
 
 /* Delete ferry_batches rows older than done_retention (best effort). */
 void sink_pg_prune(struct sink_pg *s);

@@ -30,24 +30,33 @@ struct sink_pg_fast {
 	struct pg_failure f;      /* the first statement that failed */
 };
 
-struct sink_pg {
-	const struct ferry_config *cfg;
-	const struct queue_config *q;
-	PGconn *conn;
-	struct pg_target *targets;  /* the queue's tables, parents first */
-	struct sink_pg_rows *parts; /* the rows of each */
-	int ntargets;
-	int *copies, ncopies;     /* the fast query's COPYs: their targets */
-	bool by_key;              /* a target is upsert or update */
-	struct pg_batches batches;
-	int64_t last_prune_ms;
+/* One batch's rows, encoded: the batch being written (sink_pg.enc), or
+ * the next one, encoded while the one before is in flight (sink_pg.ahead,
+ * sink_pg_prepare) and swapped in by its send. */
+struct sink_pg_encoded {
+	struct sink_pg_rows *parts; /* the rows for each target */
 	json_t *failed;           /* job id -> error, for the batch row */
 	int *idx, nidx;           /* the jobs to COPY */
 	bool *skip;               /* jobs a fence found written */
 	int cap;                  /* room in off, len, idx, skip */
 	bool deletes;             /* a job encoded deletes (op_member) */
+	bool record_failed;       /* a failure could not go into failed */
+};
+
+struct sink_pg {
+	const struct ferry_config *cfg;
+	const struct queue_config *q;
+	PGconn *conn;
+	struct pg_target *targets;  /* the queue's tables, parents first */
+	int ntargets;
+	int *copies, ncopies;     /* the fast query's COPYs: their targets */
+	bool by_key;              /* a target is upsert or update */
+	struct pg_batches batches;
+	int64_t last_prune_ms;
+	struct sink_pg_encoded enc;   /* the batch being written */
+	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
+	char ahead_key[128];      /* its batch key ("": none) */
 	bool fenced;              /* our own batch key was found fenced */
-	bool record_failed;       /* a failure could not go into s->failed */
 	bool in_flight;           /* sink_pg_send left the COMMIT's reply
 	                           * to sink_pg_finish */
 	struct sink_pg_fast fast;
@@ -63,7 +72,7 @@ void sink_pg_set_result(struct handler_result *r, int outcome,
 /* Name job j's failure in the batch row's record; -1 when it cannot. */
 int sink_pg_record_failure(struct sink_pg *s, struct job *j,
     const char *msg);
-/* Encode the rows of every job to write into s->rows (s->idx lists them);
+/* Encode the rows of every job to write into s->enc (its idx lists them);
  * skip: jobs a fence found written already (NULL: none). */
 void sink_pg_encode(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const bool *skip);

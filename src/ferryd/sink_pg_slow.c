@@ -149,7 +149,7 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 
 	if (!sink_pg_sql(s, "SAVEPOINT ferry_part", f))
 		return false;
-	pg_target_statements(s->targets, s->ntargets, s->deletes, false,
+	pg_target_statements(s->targets, s->ntargets, s->enc.deletes, false,
 	    &sf.fn);
 	missing = sf.ok ? after_part(s, jobs, res, f) : -1;
 	if (missing == 0)
@@ -192,19 +192,19 @@ static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     struct pg_failure *f)
 {
-	int *again = xmalloc(sizeof(*again) * (size_t)s->nidx), n, still;
+	int *again = xmalloc(sizeof(*again) * (size_t)s->enc.nidx), n, still;
 	bool ok = true;
 
 	for (still = -1; ok && !s->by_key; ) {
 		n = 0;
-		for (int k = 0; k < s->nidx; k++)
-			if (res[s->idx[k]].outcome == HANDLER_FAIL)
-				again[n++] = s->idx[k];
+		for (int k = 0; k < s->enc.nidx; k++)
+			if (res[s->enc.idx[k]].outcome == HANDLER_FAIL)
+				again[n++] = s->enc.idx[k];
 		if (n == 0 || n == still)
 			break;          /* all in, or no progress */
 		for (int k = 0; k < n; k++) {
 			sink_pg_set_result(&res[again[k]], HANDLER_OK, "");
-			json_object_del(s->failed, job_id(&jobs[again[k]]));
+			json_object_del(s->enc.failed, job_id(&jobs[again[k]]));
 		}
 		ok = copy_part(s, again, n, jobs, res, f);
 		still = n;
@@ -272,30 +272,30 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		s->skip[i] = false;
+		s->enc.skip[i] = false;
 		if (jobs[i].invalid != NULL)
 			continue;
 		if (!fence(s, &jobs[i], &res[i], &write, f))
 			goto out;
-		s->skip[i] = !write;
+		s->enc.skip[i] = !write;
 	}
-	sink_pg_encode(s, jobs, res, n, s->skip);
+	sink_pg_encode(s, jobs, res, n, s->enc.skip);
 	/* what the fences decided is part of this batch's record too */
 	for (int i = 0; i < n; i++)
-		if (s->skip[i] && res[i].outcome == HANDLER_FAIL &&
+		if (s->enc.skip[i] && res[i].outcome == HANDLER_FAIL &&
 		    sink_pg_record_failure(s, &jobs[i], res[i].message) < 0)
-			s->record_failed = true;
-	if (s->record_failed) {
+			s->enc.record_failed = true;
+	if (s->enc.record_failed) {
 		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
 		    "job in the batch row");
 		f->cls = PG_ERR_OTHER;
 		goto out;
 	}
-	if (s->nidx > 0 && (!copy_part(s, s->idx, s->nidx, jobs, res, f) ||
-	    !copy_again(s, jobs, res, f)))
+	if (s->enc.nidx > 0 && (!copy_part(s, s->enc.idx, s->enc.nidx, jobs,
+	    res, f) || !copy_again(s, jobs, res, f)))
 		goto out;
-	if (json_object_size(s->failed) > 0) {
-		char *text = json_dumps(s->failed, JSON_COMPACT);
+	if (json_object_size(s->enc.failed) > 0) {
+		char *text = json_dumps(s->enc.failed, JSON_COMPACT);
 		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
 		    text, f, NULL);
 		free(text);

@@ -604,3 +604,99 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 	sink_pg_free(s);
 	h_stop(&d);
 }
+
+/* pipeline: while one batch is in flight the next one's rows are encoded
+ * ahead (sink_pg_prepare) and its send writes those rows; a job whose
+ * rows cannot be encoded fails at the prepare as at a send; a send under
+ * another key drops what was ahead, so one batch's rows are never
+ * written for another. (The documents are changed in place after the
+ * prepare to tell which encoding was written.) */
+Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
+{
+	const struct queue_config *q = setup();
+	struct job a[10], b[10], c[10], e[10], f[10];
+	struct handler_result ra[10], rb[10], rc[10], re[10], rf[10];
+	char ea[10][128], eb[10][128], ec[10][128], ee[10][128], ef[10][128];
+	char err[256];
+	struct sink_pg *s = sink_pg_new(&cfg, q);
+
+	/* not connected yet: nothing is done ahead */
+	make_jobs(a, ea, 0, 10, NULL);
+	memset(ra, 0, sizeof(ra));
+	sink_pg_prepare(s, a, ra, 10, "p:a");
+	assert_all(ra, 10, HANDLER_PENDING);
+	cr_assert_eq(sink_pg_send(s, a, ra, 10, "p:a", true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+
+	/* b ahead while a is in flight, then b's first document changed */
+	make_jobs(b, eb, 100, 10, NULL);
+	memset(rb, 0, sizeof(rb));
+	sink_pg_prepare(s, b, rb, 10, "p:b");
+	assert_all(rb, 10, HANDLER_OK);
+	cr_assert_str_eq(eb[0], "{\"n\":100}");
+	eb[0][5] = '9';
+	cr_assert_eq(sink_pg_finish(s, a, ra, 10, "p:a", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(ra, 10, HANDLER_OK);
+	cr_assert_eq(sink_pg_send(s, b, rb, 10, "p:b", true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_finish(s, b, rb, 10, "p:b", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(rb, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 100"),
+	    1, "the send did not write the rows encoded ahead");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
+	    0);
+
+	/* c ahead, then another key sent: its own rows, not c's */
+	make_jobs(c, ec, 200, 10, NULL);
+	memset(rc, 0, sizeof(rc));
+	sink_pg_prepare(s, c, rc, 10, "p:c");
+	make_jobs(e, ee, 300, 10, NULL);
+	memset(re, 0, sizeof(re));
+	cr_assert_eq(sink_pg_run(s, e, re, 10, "p:e", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(re, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 300 "
+	    "AND n < 400"), 10);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 200 "
+	    "AND n < 300"), 0, "rows encoded ahead for p:c written by p:e");
+
+	/* f ahead, its job 4 without a row to write: failed at the prepare,
+	 * and again by its send (a failed job goes the slow way) */
+	make_jobs(f, ef, 400, 10, NULL);
+	job_free(&f[4]);
+	h_job_parse(&f[4], ef[4], 128, false, "{\"data\":[1]}");
+	memset(rf, 0, sizeof(rf));
+	sink_pg_prepare(s, f, rf, 10, "p:f");
+	cr_assert_eq(rf[4].outcome, HANDLER_FAIL);
+	cr_assert(strstr(rf[4].message, "not an object") != NULL, "%s",
+	    rf[4].message);
+	cr_assert_eq(sink_pg_send(s, f, rf, 10, "p:f", true, err,
+	    sizeof(err)), SINK_OK, "%s", err);
+	cr_assert_eq(rf[4].outcome, HANDLER_FAIL);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 400"),
+	    9);
+
+	/* c's own send encodes it again (what was ahead is gone) */
+	ec[0][5] = '9';
+	memset(rc, 0, sizeof(rc));
+	cr_assert_eq(sink_pg_send(s, c, rc, 10, "p:c", true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_finish(s, c, rc, 10, "p:c", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(rc, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 200 "
+	    "AND n < 300"), 9);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
+	    1);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 49);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 5);
+	h_jobs_free(a, 10);
+	h_jobs_free(b, 10);
+	h_jobs_free(c, 10);
+	h_jobs_free(e, 10);
+	h_jobs_free(f, 10);
+	sink_pg_free(s);
+	h_stop(&d);
+}
