@@ -1,6 +1,7 @@
 /* consumer.c - a worker's cycle against Redis: take a batch into its own
  * processing list (fetch.lua, or BLMOVE to wait when the queue is empty),
- * run the handler, settle every job's outcome in one step (settle.lua).
+ * run the handler, settle every job's outcome in one step (settle.lua,
+ * src/ferryd/consumer_settle.c).
  * A lost connection never loses a job: the batch stays in the processing
  * list, the worker reconnects with backoff and settles it then, or the
  * master hands the list back if this process dies. */
@@ -16,8 +17,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "dead_archive.h"
 #include "handler.h"
 #include "log.h"
 #include "rate_limit.h"
@@ -300,138 +299,6 @@ give_back(struct consumer *c, struct consumer_lane *ln)
 	return ok;
 }
 
-/* The settle.lua arguments of a job that is not simply done. */
-static void
-outcome_args(struct consumer *c, struct job *j,
-    struct handler_result *res, const char **argv, char *num,
-    size_t numsize, char *reason, size_t reasonsize)
-{
-	int attempts = j->attempts + 1;
-
-	util_utf8_fix(res->message);
-	argv[1] = "ok";
-	argv[2] = "";
-	argv[3] = "";
-	argv[4] = res->message;
-	argv[5] = j->cache_key != NULL ? j->cache_key : "";
-	if (res->outcome == HANDLER_OK)
-		return;
-	argv[2] = job_id(j);
-	if (res->outcome == HANDLER_RETRY && attempts < c->q->max_attempts) {
-		argv[1] = "retry";
-		snprintf(num, numsize, "%ld", backoff_retry_delay(attempts,
-		    c->q->backoff_base_ms, c->q->backoff_max_ms,
-		    (uint32_t)random()));
-		argv[3] = num;
-	} else {
-		argv[1] = j->cache_missing ? "missing" : "dead";
-		if (j->invalid != NULL)
-			snprintf(reason, reasonsize, "%s", j->invalid);
-		else if (j->bury && res->outcome == HANDLER_FAIL)
-			snprintf(reason, reasonsize, "%s", CONSUMER_DIED_REASON);
-		else if (res->outcome == HANDLER_FAIL)
-			snprintf(reason, reasonsize, "failed by the handler");
-		else
-			snprintf(reason, reasonsize, "failed %d attempts (max_attempts)",
-			    attempts);
-		util_utf8_fix(reason);
-		argv[3] = reason;
-	}
-}
-
-/* One settle.lua call: jobs done without a cache key are not named. */
-static redisReply *
-settle_once(struct consumer *c, struct consumer_lane *ln)
-{
-	struct batch *b = ln->b;
-	struct named {
-		char pos[12], num[24], reason[300];
-	} *named;
-	int listed = 0;
-
-	for (int i = 0; i < b->n; i++)
-		listed += b->results[i].outcome != HANDLER_OK ||
-		    b->jobs[i].cache_key != NULL;
-	struct sargs fixed;
-	sargs_settle(&fixed, c->cfg->redis_prefix, c->q->name, ln->id,
-	    c->master_id, b->n);
-	int argc = SARGS_SETTLE_FIXED + SARGS_SETTLE_PER_JOB * listed;
-	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
-	named = listed > 0 ? xcalloc((size_t)listed, sizeof(*named)) : NULL;
-	memcpy(argv, fixed.argv, SARGS_SETTLE_FIXED * sizeof(*argv));
-	for (int i = 0, k = 0; i < b->n; i++) {
-		if (b->results[i].outcome == HANDLER_OK &&
-		    b->jobs[i].cache_key == NULL)
-			continue;
-		const char **a = argv + SARGS_SETTLE_FIXED +
-		    SARGS_SETTLE_PER_JOB * k;
-		snprintf(named[k].pos, sizeof(named[k].pos), "%d", i + 1);
-		a[0] = named[k].pos;
-		outcome_args(c, &b->jobs[i], &b->results[i], a, named[k].num,
-		    sizeof(named[k].num), named[k].reason,
-		    sizeof(named[k].reason));
-		k++;
-	}
-	redisReply *r = queue_script(c->redis, LUA_SETTLE, fixed.nkeys, argc,
-	    argv, NULL);
-	free(argv);
-	free(named);
-	return r;
-}
-
-/* Settle until Redis has it; a dropped connection is retried (settle.lua
- * is idempotent). Returns false when we must stop with the batch held. */
-static bool
-settle(struct consumer *c, struct consumer_lane *ln)
-{
-	struct batch *b = ln->b;
-
-	for (;;) {
-		if (!consumer_connected(c))
-			return false;
-		redisReply *r = settle_once(c, ln);
-		if (r == NULL) {
-			consumer_drop_connection(c, "settle");
-			continue;
-		}
-		if (consumer_loading(c, r) || consumer_not_primary(c, "settle", r)) {
-			freeReplyObject(r);
-			continue;
-		}
-		bool ok = r->type != REDIS_REPLY_ERROR;
-		c->buried = r->type == REDIS_REPLY_ARRAY && r->elements == 3 ?
-		    r->element[2]->integer : 0;
-		if (!ok) {
-			consumer_handed_back(c, "settle", r);
-		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
-			log_info("queue %s: batch of %d: %lld done, %lld to retry, "
-			    "%lld dead", c->q->name, b->n, r->element[0]->integer,
-			    r->element[1]->integer, r->element[2]->integer);
-		}
-		freeReplyObject(r);
-		return ok;
-	}
-}
-
-/* Keep the dead list within dead_max: after a settle that dead-lettered
- * jobs, and at most once a minute while idle (the master's reclaims
- * dead-letter too). The file append and fsync are why a worker does it:
- * the master must never block. */
-static void
-archive_dead(struct consumer *c, bool now)
-{
-	int64_t t = util_monotonic_ms();
-
-	if (c->q->dead_max <= 0 ||
-	    (!now && t - c->archive_ms < CONSUMER_ARCHIVE_IDLE_MS))
-		return;
-	c->archive_ms = t;
-	if (dead_archive_run(c->redis, c->cfg->redis_prefix, c->q,
-	    &c->keys) == -1)
-		consumer_drop_connection(c, "dead-letter archive");
-}
-
 /* Batch keys stay in ferry_batches for done_retention (days), and worker
  * ids are made of pids, which the kernel reuses: a random part per process
  * keeps a new worker's keys from ever matching an old committed batch
@@ -487,7 +354,7 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 	}
 	if (b->n == 0) {
 		if (may_wait)
-			archive_dead(c, false);
+			consumer_archive_dead(c, false);
 		return false;
 	}
 	/* held from here: the master's clock (job_timeout) runs, so that a
@@ -549,9 +416,9 @@ consumer_land(struct consumer *c, struct consumer_lane *ln,
 		*ex = st == HANDLER_FATAL ? CONSUMER_EXIT_FATAL : CONSUMER_EXIT_OK;
 		return true;
 	}
-	bool settled = settle(c, ln);
+	bool settled = consumer_settle(c, ln);
 	if (settled)
-		archive_dead(c, c->buried > 0);     /* still timed */
+		consumer_archive_dead(c, c->buried > 0);     /* still timed */
 	scoreboard_begin_batch(c->slot, ln->started_ms);    /* its own time */
 	scoreboard_end_batch(c->slot, settled ? b->n : 0);
 	consumer_set_state(c, SB_IDLE);

@@ -109,6 +109,12 @@ bool consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
     bool may_wait);
 bool consumer_land(struct consumer *c, struct consumer_lane *ln,
     enum handler_status st, enum consumer_exit *ex);
+/* consumer_settle.c: settle ln's batch in Redis (one settle.lua call,
+ * retried on a dropped connection; c->buried: how many it dead-lettered);
+ * false when the worker must stop with the batch held. Then keep the dead
+ * list within dead_max (now: at once; else at most once a minute). */
+bool consumer_settle(struct consumer *c, struct consumer_lane *ln);
+void consumer_archive_dead(struct consumer *c, bool now);
 /* consumer_lanes.c: the cycle with two batches (pipeline = yes). */
 enum consumer_exit consumer_serve_lanes(struct consumer *c);
 #endif
