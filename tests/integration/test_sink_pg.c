@@ -75,6 +75,21 @@ run_ok(struct sink_pg *s, struct job *jobs, struct handler_result *res, int n,
 	assert_all(res, n, HANDLER_OK);
 }
 
+/* pipeline: the batch sent (SINK_SENT), then finished: it commits, every
+ * job done. */
+static void
+send_then_finish_ok(struct sink_pg *s, struct job *jobs,
+    struct handler_result *res, int n, const char *key)
+{
+	char err[256];
+
+	cr_assert_eq(sink_pg_send(s, jobs, res, n, key, true, err,
+	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_finish(s, jobs, res, n, key, err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	assert_all(res, n, HANDLER_OK);
+}
+
 /* The COMMIT's reply was lost: the same batch key again writes nothing. */
 Test(sink_pg, same_batch_twice_is_written_once)
 {
@@ -569,11 +584,7 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 	struct sink_pg *s = sink_pg_new(&cfg, q);
 	make_jobs(jobs, els, 0, 10, NULL);
 	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
-	cr_assert_eq(sink_pg_finish(s, jobs, res, 10, "p:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	assert_all(res, 10, HANDLER_OK);
+	send_then_finish_ok(s, jobs, res, 10, "p:1");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
 
 	/* its ack lost: the same key again, answered from the batch row */
@@ -638,11 +649,7 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	cr_assert_eq(sink_pg_finish(s, a, ra, 10, "p:a", err, sizeof(err)),
 	    SINK_OK, "%s", err);
 	assert_all(ra, 10, HANDLER_OK);
-	cr_assert_eq(sink_pg_send(s, b, rb, 10, "p:b", true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
-	cr_assert_eq(sink_pg_finish(s, b, rb, 10, "p:b", err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	assert_all(rb, 10, HANDLER_OK);
+	send_then_finish_ok(s, b, rb, 10, "p:b");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 100"),
 	    1, "the send did not write the rows encoded ahead");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
@@ -681,11 +688,7 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	/* c's own send encodes it again (what was ahead is gone) */
 	ec[0][5] = '9';
 	memset(rc, 0, sizeof(rc));
-	cr_assert_eq(sink_pg_send(s, c, rc, 10, "p:c", true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
-	cr_assert_eq(sink_pg_finish(s, c, rc, 10, "p:c", err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	assert_all(rc, 10, HANDLER_OK);
+	send_then_finish_ok(s, c, rc, 10, "p:c");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 200 "
 	    "AND n < 300"), 9);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
