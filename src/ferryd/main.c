@@ -40,6 +40,16 @@ usage(FILE *out)
 	    "  -h, --help          this text\n", FERRY_CONFIG_PATH);
 }
 
+/* A start that failed after the config was loaded: free it (a sanitizer
+ * build reports what an exit leaves behind) and exit with the start code. */
+static int
+not_started(struct ferry_config *cfg)
+{
+	config_free(cfg);
+	free(cfg);
+	return FERRY_EX_START;
+}
+
 /* The config, or exit 78 after every error. With -t (a check before a
  * reload, or by hand) nothing was to be started: say what is true of a
  * ferryd that runs. */
@@ -254,23 +264,23 @@ main(int argc, char **argv)
 	if (log_open(cfg->log, cfg->log_level) == -1) {
 		fprintf(stderr, "ferryd: cannot open log %s: %s (check [ferryd] "
 		    "log)\n", cfg->log, log_open_error());
-		return FERRY_EX_START;
+		return not_started(cfg);
 	}
 	warn_exposed_secret(cfg, true);
 	if (check_sinks(cfg) == -1 || memory_check_start(cfg) == -1)
-		return FERRY_EX_START;
+		return not_started(cfg);
 	int pidfd = take_pidfile(cfg->pidfile);
 	if (pidfd == -1)
-		return FERRY_EX_START;
+		return not_started(cfg);
 	if (!foreground && daemon_detach(&report_fd) == -1) {
 		startup_error("cannot detach: %s", strerror(errno));
-		return FERRY_EX_START;
+		return not_started(cfg);
 	}
 	if (daemon_pidfile_write(pidfd) == -1) {
 		startup_error("cannot write pidfile %s: %s", cfg->pidfile,
 		    strerror(errno));
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return FERRY_EX_START;
+		return not_started(cfg);
 	}
 	if (getuid() == 0 && *cfg->user == '\0')
 		log_notice("running as root; set [ferryd] user to drop privileges");
@@ -280,7 +290,7 @@ main(int argc, char **argv)
 		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return FERRY_EX_START;
+		return not_started(cfg);
 	}
 	if (*cfg->user != '\0')
 		log_notice("dropped privileges to user %s", cfg->user);
@@ -301,7 +311,7 @@ main(int argc, char **argv)
 		metrics_http_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
-		return FERRY_EX_START;
+		return not_started(cfg);
 	}
 	daemon_ready(report_fd);
 	char *pidfile = xstrdup(cfg->pidfile);

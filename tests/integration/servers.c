@@ -369,8 +369,9 @@ run(const struct spawn *s, long timeout_ms, char *why, size_t whysz)
 /* ------------------------------------------------------------------ */
 /* ports */
 
-int
-test_free_port(void)
+/* One port the kernel calls free on 127.0.0.1, or -1. */
+static int
+kernel_free_port(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -392,6 +393,40 @@ test_free_port(void)
 	}
 	close(fd);
 	return ntohs(a.sin_port);
+}
+
+/*
+ * A port free now and never handed out before by this process. The kernel
+ * may give a port that was free a moment ago to the next bind(0) too: a
+ * test that picks the metrics port first and then starts Redis saw both on
+ * the same port. Remembering what was handed out rules that out within one
+ * test process; servers that lose the race to another process retry.
+ */
+int
+test_free_port(void)
+{
+	enum { REMEMBERED = 512 };
+	static int given[REMEMBERED];
+	static size_t ngiven, next;
+
+	for (int attempt = 0; attempt < 64; attempt++) {
+		int port = kernel_free_port();
+		if (port < 0)
+			return -1;
+		size_t i = 0;
+		while (i < ngiven && given[i] != port)
+			i++;
+		if (i < ngiven)
+			continue;
+		given[next] = port;
+		next = (next + 1) % REMEMBERED;
+		if (ngiven < REMEMBERED)
+			ngiven++;
+		return port;
+	}
+	fprintf(stderr, "test_free_port: 64 ports in a row were handed out "
+	    "before\n");
+	return -1;
 }
 
 /* ------------------------------------------------------------------ */

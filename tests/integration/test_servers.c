@@ -157,6 +157,21 @@ Test(servers, free_port_is_bindable)
 	close(fd);
 }
 
+/* A test picks a port for ferryd and then starts servers: none of them may
+ * be handed the same port (CI once saw metrics_listen on Redis's port). */
+Test(servers, free_ports_are_never_handed_out_twice)
+{
+	enum { N = 300 };
+	int port[N];
+	for (int i = 0; i < N; i++) {
+		port[i] = test_free_port();
+		cr_assert(port[i] > 0, "port %d at call %d", port[i], i);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(port[i], port[j], "port %d handed out by "
+			    "calls %d and %d", port[i], j, i);
+	}
+}
+
 Test(servers, redis_starts_answers_and_stops)
 {
 	struct test_redis r;
