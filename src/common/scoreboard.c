@@ -55,6 +55,7 @@ scoreboard_acquire(struct scoreboard *sb)
 		atomic_store(&slot->batch_start_ms, 0);
 		atomic_store(&slot->jobs_done, 0);
 		atomic_store(&slot->seen_ms, 0);
+		atomic_store(&slot->fetch_start_ms, 0);
 		slot->last_error[0] = '\0';
 		atomic_store(&slot->paused, 0);
 		atomic_store(&slot->batches, 0);
@@ -77,6 +78,7 @@ scoreboard_release(struct scoreboard *sb, int index)
 
 	atomic_store(&slot->pid, 0);
 	atomic_store(&slot->batch_start_ms, 0);
+	atomic_store(&slot->fetch_start_ms, 0);
 	atomic_store(&slot->state, SB_FREE);
 }
 

@@ -44,6 +44,13 @@ struct scoreboard_slot {
 	_Atomic int64_t batch_start_ms; /* CLOCK_MONOTONIC, 0 when idle */
 	_Atomic int64_t jobs_done;
 	_Atomic int64_t seen_ms;        /* last loop turn of the worker */
+	/* CLOCK_MONOTONIC: a request that may move jobs into this worker's
+	 * lists (fetch.lua, BLMOVE: then the end of its block) or read them
+	 * back went to Redis then, and the batch clock has not taken over;
+	 * 0 otherwise. The master holds it to job_timeout as well: a
+	 * worker frozen after Redis moved the jobs, before its batch clock
+	 * starts, would hold them forever. */
+	_Atomic int64_t fetch_start_ms;
 	_Atomic unsigned error_seq;     /* odd while last_error is written */
 	char last_error[SCOREBOARD_ERROR_MAX];
 	_Atomic int paused;             /* set by the master: stop fetching */

@@ -66,6 +66,15 @@ batch_clear(struct batch *b)
 	b->n = 0;
 }
 
+/* The fetch clock (scoreboard fetch_start_ms): from when a request that
+ * may move jobs into a processing list goes to Redis until the batch
+ * clock takes over (or nothing came); 0 stops it. */
+static void
+fetch_clock(struct consumer *c, int64_t since_ms)
+{
+	atomic_store(&c->slot->fetch_start_ms, since_ms);
+}
+
 /* Quiet (TSTP) for all, or this queue paused (control socket). */
 static bool
 fetching_stopped(const struct consumer *c)
@@ -87,6 +96,7 @@ fetch(struct consumer *c, struct consumer_lane *ln, int n, int held)
 	if (c->q->rate_limit > 0)
 		sargs_fetch_limit(&a, c->q->rate_limit,
 		    rate_limit_burst(c->q->rate_limit));
+	fetch_clock(c, util_monotonic_ms());
 	return queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv, a.lens);
 }
 
@@ -130,6 +140,7 @@ rate_wait(struct consumer *c, long ms)
 	int64_t until = util_monotonic_ms() + (ms < RATE_LIMIT_WAIT_MAX_MS ?
 	    ms : RATE_LIMIT_WAIT_MAX_MS);
 
+	fetch_clock(c, 0);
 	for (int64_t now = util_monotonic_ms(); now < until &&
 	    !c->should_stop() && !fetching_stopped(c);
 	    now = util_monotonic_ms())
@@ -142,6 +153,8 @@ static redisReply *
 wait_for_jobs(struct consumer *c, struct consumer_lane *ln)
 {
 	struct batch *b = ln->b;
+	/* the block itself is not held against the worker, what follows is */
+	fetch_clock(c, util_monotonic_ms() + CONSUMER_WAIT_MS);
 	redisReply *r = redisCommand(c->redis, "BLMOVE %s %s RIGHT RIGHT %s",
 	    c->keys.ready, ln->proc, CONSUMER_WAIT_S);
 
@@ -205,6 +218,7 @@ take_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 
 	if (ln->resume) {
 		/* a batch fetched before the connection dropped */
+		fetch_clock(c, util_monotonic_ms());
 		r = redisCommand(c->redis, "LRANGE %s 0 -1", ln->proc);
 		if (r == NULL)
 			return false;
@@ -314,14 +328,10 @@ set_nonce(struct consumer *c)
 	snprintf(c->nonce, sizeof(c->nonce), "%016llx", (unsigned long long)r);
 }
 
-/* The steps before a batch runs: take it into ln's list (waiting for
- * one when may_wait), give it back when paused meanwhile, wait for the
- * replicas, read its cache keys. True when ln's batch is ready for the
- * handler; false when there is none (or the connection went: ln's batch
- * is cleared, and c->evicted tells a hand-back). */
-bool
-consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
-    bool may_wait)
+/* consumer_next_batch's steps, the fetch clock running from the
+ * fetch until the batch clock starts. */
+static bool
+next_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 {
 	struct batch *b = ln->b;
 
@@ -346,6 +356,12 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 		batch_clear(b);
 		return false;
 	}
+	if (b->n > 0 && c->freeze_after_fetch != NULL &&
+	    unlink(c->freeze_after_fetch) == 0) {
+		log_notice("queue %s: test hook: freezing after a fetch of %d "
+		    "jobs, before the batch clock starts", c->q->name, b->n);
+		raise(SIGSTOP);
+	}
 	if (c->evicted) {
 		/* a job BLMOVE moved in after the hand-back is not ours:
 		 * the reaper sweeps it back from the tombstoned list */
@@ -353,6 +369,7 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 		return false;
 	}
 	if (b->n == 0) {
+		fetch_clock(c, 0);
 		if (may_wait)
 			consumer_archive_dead(c, false);
 		return false;
@@ -361,10 +378,27 @@ consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
 	 * worker frozen before its handler starts is still stopped; off
 	 * again when the batch does not run now */
 	consumer_begin_batch(c, ln);
+	fetch_clock(c, 0);
 	if (batch_ready(c, ln, may_wait))
 		return true;
 	scoreboard_end_batch(c->slot, 0);
 	return false;
+}
+
+/* The steps before a batch runs: take it into ln's list (waiting for
+ * one when may_wait), give it back when paused meanwhile, wait for the
+ * replicas, read its cache keys. True when ln's batch is ready for the
+ * handler; false when there is none (or the connection went: ln's batch
+ * is cleared, and c->evicted tells a hand-back). Between Redis moving
+ * the jobs and the batch clock, the fetch clock runs (fetch_clock). */
+bool
+consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
+    bool may_wait)
+{
+	atomic_store(&c->slot->seen_ms, util_monotonic_ms());
+	bool ready = next_batch(c, ln, may_wait);
+	fetch_clock(c, 0);
+	return ready;
 }
 
 /* The batch just taken into ln: give it back if paused meanwhile, wait

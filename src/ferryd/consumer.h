@@ -65,6 +65,7 @@ struct consumer {
 	const struct handler_ops *handler;  /* the queue's (handler.h) */
 	void *handler_state;            /* what its open() returned */
 	const char *exit_after_commit;  /* test hook: consumer_handler.c */
+	const char *freeze_after_fetch; /* test hook: consumer.c */
 	char handler_err[512];          /* the handler's last failure */
 	int told_state, told_jobs;      /* what on_state heard last */
 	int busy_jobs;                  /* the batch in hand */

@@ -11,6 +11,7 @@
 
 #define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
 #define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
+#define CONSUMER_WAIT_MS 1000       /* the same, in ms */
 #define CONSUMER_RETRY_MIN_MS 100
 #define CONSUMER_RETRY_MAX_MS 5000
 #define CONSUMER_ARCHIVE_IDLE_MS 60000

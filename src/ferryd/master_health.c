@@ -1,5 +1,6 @@
 /* master_health.c - the master's look at each running worker, every
- * tick: a batch held over job_timeout, a process over max_worker_rss_mb
+ * tick: a batch held over job_timeout (or a fetch not come back, which
+ * may have moved jobs into its list), a process over max_worker_rss_mb
  * (recycled), and SIGKILL for one still there kill_grace_ms after its
  * SIGTERM. */
 #include <signal.h>
@@ -45,10 +46,21 @@ master_health_check(struct master *m, struct master_worker *w, int64_t now,
 		}
 		return;
 	}
+	int64_t fetching = atomic_load(&slot->fetch_start_ms);
+	const char *what = NULL;
+	int64_t since = 0;
 	if (started != 0 && now - started > q->job_timeout_ms) {
-		log_warn("queue %s: worker %d (pid %d) has run its batch for %.1f s, "
-		    "over job_timeout %.1f s: stopping it", q->name, w->number,
-		    (int)w->pid, (double)(now - started) / 1000.,
+		what = "has run its batch";
+		since = started;
+	} else if (fetching != 0 && now - fetching > q->job_timeout_ms) {
+		/* Redis may have moved the jobs into its list already */
+		what = "has not come back from a fetch";
+		since = fetching;
+	}
+	if (what != NULL) {
+		log_warn("queue %s: worker %d (pid %d) %s for %.1f s, over "
+		    "job_timeout %.1f s: stopping it", q->name, w->number,
+		    (int)w->pid, what, (double)(now - since) / 1000.,
 		    (double)q->job_timeout_ms / 1000.);
 		kill(w->pid, SIGTERM);
 		w->term_sent_ms = now;

@@ -15,3 +15,13 @@ test_hook_exit_after_commit(void)
 	return NULL;
 #endif
 }
+
+const char *
+test_hook_freeze_after_fetch(void)
+{
+#ifdef FERRY_TEST_HOOKS
+	return getenv("FERRY_TEST_FREEZE_AFTER_FETCH");
+#else
+	return NULL;
+#endif
+}

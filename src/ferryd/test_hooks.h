@@ -7,4 +7,9 @@
  * its Redis ack (once: whoever unlinks it exits), or NULL. */
 const char *test_hook_exit_after_commit(void);
 
+/* A file whose removal makes the worker stop itself (SIGSTOP) right after
+ * a fetch moved jobs into its list, before its batch clock starts (once:
+ * whoever unlinks it freezes), or NULL. */
+const char *test_hook_freeze_after_fetch(void);
+
 #endif

@@ -160,6 +160,7 @@ worker_main(const struct worker_args *args)
 	snprintf(c.master_id, sizeof(c.master_id), "%s", args->master_id);
 	worker_id(args->master_id, getpid(), c.worker_id, sizeof(c.worker_id));
 	c.exit_after_commit = test_hook_exit_after_commit();
+	c.freeze_after_fetch = test_hook_freeze_after_fetch();
 	log_debug("started as %s", c.worker_id);
 	enum consumer_exit status = consumer_run(&c);
 	scoreboard_set_state(slot, SB_STOPPING);

@@ -288,6 +288,11 @@ Test(dashboard, page_and_api_read_only)
 	cr_assert_str_eq(h_jstr(json_array_get(json_object_get(o, "workers"),
 	    0), "state"), "idle");
 	json_t *w = json_array_get(json_object_get(o, "workers"), 0);
+	/* an idle worker turns its loop at least once a second (BLMOVE) */
+	json_t *seen = json_object_get(w, "seen_ms_ago");
+	cr_assert(json_is_integer(seen) && json_integer_value(seen) >= 0 &&
+	    json_integer_value(seen) < 60000, "seen_ms_ago: %s",
+	    json_dumps(w, 0));
 	pid_t victim = (pid_t)json_integer_value(json_object_get(w, "pid"));
 	json_decref(o);
 	kill(victim, SIGKILL);

@@ -243,6 +243,45 @@ Test(recovery, hung_worker_is_killed_after_job_timeout)
 	h_stop(&d);
 }
 
+/* A worker frozen right after a fetch moved jobs into its list, before its
+ * batch clock starts (test hook: it stops itself there), is stopped by the
+ * master once job_timeout has passed since the fetch: its jobs come back
+ * and are done once each. Without the fetch clock they would stay in the
+ * list of a stopped process for ever. */
+Test(recovery, worker_frozen_between_fetch_and_batch_is_killed)
+{
+	char cmd[400], queues[800], hook[400], env[450];
+
+	h_setup(&d, "kill_grace = 300ms\n", "");
+	slow_recorder(&d, "0", cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "batch_size = 10\nhandler = exec\ncommand = %s\n"
+	    "handler_timeout = 900ms\njob_timeout = 1s\n", cmd);
+	h_config(&d, "kill_grace = 300ms\n", queues);
+	snprintf(hook, sizeof(hook), "%s/freeze-after-fetch", d.dir);
+	h_write_file(hook, "once\n");
+	snprintf(env, sizeof(env), "FERRY_TEST_FREEZE_AFTER_FETCH=%s", hook);
+	putenv(env);
+	/* the installed ferryd has no fault points: the tests' one has */
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	h_push_jobs(&d, "q", 0, 50);
+	h_start(&d, 1);
+	h_wait_log(&d, "test hook: freezing after a fetch of 10 jobs", 1);
+	h_wait_log(&d, "has not come back from a fetch", 1);
+	h_wait_log(&d, "sending SIGKILL", 1);
+	h_wait_redis_int(&d, 50, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_FREEZE_AFTER_FETCH");
+	unsetenv("FERRYD");
+	cr_assert_eq(h_distinct_done(&d, 50), 50);
+	cr_assert_eq(h_count_in_file(d.log, "over job_timeout"), 1,
+	    "only the frozen worker is stopped: %d", h_count_in_file(d.log,
+	    "over job_timeout"));
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 10);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&d);
+}
+
 /* Redis down when ferryd starts: it says so, keeps trying, and works as
  * soon as Redis is there. */
 Test(recovery, redis_unreachable_at_start)
