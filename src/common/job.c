@@ -2,7 +2,7 @@
  * (src/lua/common.lua) off the producer's document, check that document and
  * find its id. The document is checked in place, never copied or rewritten:
  * by json_scan, and by jansson only when json_scan refuses it or it holds
- * what the two may read differently (see job_unusual), so that jansson's
+ * what the two may read differently (json_scan's notes), so that jansson's
  * verdict and wording stay the reference. */
 #include "job.h"
 
@@ -25,7 +25,6 @@
 /* An escape is at most 6 bytes for each byte it stands for (\u00XX). */
 #define JOB_ESC_MAX 6
 #define JOB_KEY_MAX 9           /* "cache_key", the longest key read */
-#define JOB_DIGITS_MAX 18       /* digits that always fit an int64 */
 
 /* The members of a document that job_parse reads; p is NULL if absent. */
 struct job_members {
@@ -213,36 +212,8 @@ job_check_slow(struct job *j)
 	return rc;
 }
 
-/* 1 if the document may hold what json_scan accepts but jansson does not
- * ("\u0000", a number beyond a double: a long exponent or integer part) or
- * an integer beyond 64 bits, which jansson reads as a real (see job_load).
- * Conservative: digits inside strings count too. */
-static int
-job_unusual(const char *p, size_t n)
-{
-	const char *end = p + n;
-	size_t run = 0;
-	int exp = 0;
-
-	for (; p < end; p++) {
-		if (*p >= '0' && *p <= '9') {
-			if (++run > JOB_DIGITS_MAX || (exp && run > 2))
-				return 1;
-			continue;
-		}
-		run = 0;
-		if (*p == 'e' || *p == 'E')
-			exp = 1;
-		else if (*p != '+' && *p != '-')
-			exp = 0;
-		if (*p == '\\' && end - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /* The unescaped contents of string s into buf (size bytes): its length, or
- * -1 when it cannot fit. s holds no "\u0000" (job_unusual). */
+ * -1 when it cannot fit. s holds no "\u0000" (JSON_SCAN_NOTE_NUL). */
 static ssize_t
 job_unescape(const struct json_scan_span *s, char *buf, size_t size)
 {
@@ -302,8 +273,9 @@ job_id_text_is_integer(const struct job *j)
 	    memchr(m.id.p, 'E', m.id.len) == NULL;
 }
 
-/* job_take_id for a span. An integer has at most JOB_DIGITS_MAX digits
- * (job_unusual) and is printed as jansson reads it ("-0" is "0"). */
+/* job_take_id for a span. An integer has at most JSON_SCAN_NOTE_DIGITS
+ * digits (JSON_SCAN_NOTE_LONG_NUMBER) and is printed as jansson reads it
+ * ("-0" is "0"). */
 static int
 job_span_id(struct job *j, const struct json_scan_span *id)
 {
@@ -370,9 +342,10 @@ job_check(struct job *j)
 	struct json_scan_error e;
 	struct json_scan_span doc;
 	struct job_members m;
+	unsigned notes;
 
-	if (job_unusual(j->raw, j->raw_len) ||
-	    json_scan_document(j->raw, j->raw_len, &doc, &e) < 0)
+	if (json_scan_document_noted(j->raw, j->raw_len, &doc, &e,
+	    &notes) < 0 || notes != 0)
 		return job_check_slow(j);
 	if (doc.type != JSON_SCAN_OBJECT) {
 		j->invalid = "job is not a JSON object";

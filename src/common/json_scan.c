@@ -10,6 +10,7 @@
 struct scan {
 	const unsigned char *base, *p, *end;
 	int depth;
+	unsigned notes;         /* JSON_SCAN_NOTE_* seen so far */
 	struct json_scan_error *e;
 };
 
@@ -88,6 +89,8 @@ scan_string(struct scan *s)
 			    (size_t)(end - p), &cp, &n);
 			if (what != NULL)
 				return scan_fail(s, p, what);
+			if (cp == 0)
+				s->notes |= JSON_SCAN_NOTE_NUL;
 			p += n;
 		} else if (*p < 0x20) {
 			return scan_fail(s, p, "control character in string");
@@ -109,6 +112,17 @@ skip_digits(const unsigned char *p, const unsigned char *end)
 	return p;
 }
 
+/* Digits at p, noting a run longer than max (JSON_SCAN_NOTE_LONG_NUMBER). */
+static const unsigned char *
+skip_digits_noted(struct scan *s, const unsigned char *p, size_t max)
+{
+	const unsigned char *q = skip_digits(p, s->end);
+
+	if ((size_t)(q - p) > max)
+		s->notes |= JSON_SCAN_NOTE_LONG_NUMBER;
+	return q;
+}
+
 /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
 static int
 scan_number(struct scan *s)
@@ -122,18 +136,18 @@ scan_number(struct scan *s)
 		    "expected a value");
 	if (*p == '0' && p + 1 < end && is_digit(p[1]))
 		return scan_fail(s, start, "leading zero");
-	p = skip_digits(p, end);
+	p = skip_digits_noted(s, p, JSON_SCAN_NOTE_DIGITS);
 	if (p < end && *p == '.') {
 		if (++p == end || !is_digit(*p))
 			return scan_fail(s, start, "bad number");
-		p = skip_digits(p, end);
+		p = skip_digits_noted(s, p, JSON_SCAN_NOTE_DIGITS);
 	}
 	if (p < end && (*p == 'e' || *p == 'E')) {
 		if (++p < end && (*p == '+' || *p == '-'))
 			p++;
 		if (p == end || !is_digit(*p))
 			return scan_fail(s, start, "bad number");
-		p = skip_digits(p, end);
+		p = skip_digits_noted(s, p, JSON_SCAN_NOTE_EXP_DIGITS);
 	}
 	s->p = p;
 	return 0;
@@ -256,9 +270,10 @@ json_scan_ws(const char *buf, size_t len, size_t pos)
 	return (size_t)(skip_ws(b + pos, b + len) - b);
 }
 
-int
-json_scan_value(const char *buf, size_t len, size_t *pos,
-    struct json_scan_span *v, struct json_scan_error *e)
+/* json_scan_value, adding what it saw to *notes. */
+static int
+value_noted(const char *buf, size_t len, size_t *pos,
+    struct json_scan_span *v, struct json_scan_error *e, unsigned *notes)
 {
 	struct scan s;
 	const unsigned char *start;
@@ -267,8 +282,11 @@ json_scan_value(const char *buf, size_t len, size_t *pos,
 	s.end = s.base + len;
 	s.p = start = s.base + json_scan_ws(buf, len, *pos);
 	s.depth = 0;
+	s.notes = 0;
 	s.e = e;
-	if (scan_value(&s) == -1)
+	int rc = scan_value(&s);
+	*notes |= s.notes;
+	if (rc == -1)
 		return -1;
 	v->p = (const char *)start;
 	v->len = (size_t)(s.p - start);
@@ -278,12 +296,22 @@ json_scan_value(const char *buf, size_t len, size_t *pos,
 }
 
 int
-json_scan_document(const char *buf, size_t len, struct json_scan_span *v,
-    struct json_scan_error *e)
+json_scan_value(const char *buf, size_t len, size_t *pos,
+    struct json_scan_span *v, struct json_scan_error *e)
+{
+	unsigned notes = 0;
+
+	return value_noted(buf, len, pos, v, e, &notes);
+}
+
+int
+json_scan_document_noted(const char *buf, size_t len,
+    struct json_scan_span *v, struct json_scan_error *e, unsigned *notes)
 {
 	size_t pos = 0;
 
-	if (json_scan_value(buf, len, &pos, v, e) == -1)
+	*notes = 0;
+	if (value_noted(buf, len, &pos, v, e, notes) == -1)
 		return -1;
 	pos = json_scan_ws(buf, len, pos);
 	if (pos != len) {
@@ -292,6 +320,15 @@ json_scan_document(const char *buf, size_t len, struct json_scan_span *v,
 		return -1;
 	}
 	return 0;
+}
+
+int
+json_scan_document(const char *buf, size_t len, struct json_scan_span *v,
+    struct json_scan_error *e)
+{
+	unsigned notes;
+
+	return json_scan_document_noted(buf, len, v, e, &notes);
 }
 
 void

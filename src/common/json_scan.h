@@ -46,6 +46,21 @@ int json_scan_value(const char *buf, size_t len, size_t *pos,
 int json_scan_document(const char *buf, size_t len, struct json_scan_span *v,
     struct json_scan_error *e);
 
+/* What a valid document may hold that other readers (jansson) take
+ * differently: a "\u0000" escape (in a string or a key), or a number with
+ * a run of more than JSON_SCAN_NOTE_DIGITS digits (an integer beyond
+ * int64, a value beyond a double) or more than JSON_SCAN_NOTE_EXP_DIGITS
+ * in its exponent. */
+#define JSON_SCAN_NOTE_NUL 1u
+#define JSON_SCAN_NOTE_LONG_NUMBER 2u
+#define JSON_SCAN_NOTE_DIGITS 18        /* digits that always fit an int64 */
+#define JSON_SCAN_NOTE_EXP_DIGITS 2
+
+/* json_scan_document, and in *notes the JSON_SCAN_NOTE_* bits of what it
+ * read (on failure: of what it read before the error). */
+int json_scan_document_noted(const char *buf, size_t len,
+    struct json_scan_span *v, struct json_scan_error *e, unsigned *notes);
+
 /* The span of a document that json_scan_document accepted before (text
  * known valid, not checked again): whitespace around it trimmed. */
 void json_scan_trusted(const char *buf, size_t len, struct json_scan_span *v);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_scan.h"
+
 #define CHECK(cond) do {                                                \
 	if (!(cond)) {                                                  \
 		fprintf(stderr, "%s:%d: invariant failed: %s\n",        \
@@ -47,6 +49,36 @@ fuzz_jansson_string_is(const char *s, size_t slen, const char *text,
 
 	json_decref(v);
 	return ok;
+}
+
+/* json_scan's notes, the conservative way, from the text alone (as job.c
+ * decided before it had them): 1 if the document may hold what json_scan
+ * accepts but jansson does not
+ * ("\u0000", a number beyond a double: a long exponent or integer part) or
+ * an integer beyond 64 bits, which jansson reads as a real (see job_load).
+ * Conservative: digits inside strings count too. */
+static inline int
+fuzz_text_unlike_jansson(const char *p, size_t n)
+{
+	const char *end = p + n;
+	size_t run = 0;
+	int exp = 0;
+
+	for (; p < end; p++) {
+		if (*p >= '0' && *p <= '9') {
+			if (++run > JSON_SCAN_NOTE_DIGITS || (exp && run > 2))
+				return 1;
+			continue;
+		}
+		run = 0;
+		if (*p == 'e' || *p == 'E')
+			exp = 1;
+		else if (*p != '+' && *p != '-')
+			exp = 0;
+		if (*p == '\\' && end - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 #endif

@@ -4,14 +4,12 @@
  * control bytes may stand as they are), a backslash only in an escape,
  * \N only as a whole field), a failure leaves the buffer as it was, and the
  * fields are what jansson reads in the document (the verdict too, unless
- * job_unusual says the scanner and jansson may differ, or the document
+ * fuzz_text_unlike_jansson says the scanner and jansson may differ, or the document
  * nests deeper than the scanner goes). */
 #include "fuzz.h"
 
 #include "copy.h"
 #include "json_scan.h"
-
-#include "../../src/common/job.c"     /* job_unusual */
 
 #define SPEC "a, b, c, d=id, e=data"
 static const char *const keys[] = { "a", "b", "c", "id", "data" };
@@ -151,7 +149,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(fuzz_utf8_ok(err, strlen(err)));
 	}
 
-	comparable = memchr(doc, '\0', size) == NULL && !job_unusual(doc, size) &&
+	comparable = memchr(doc, '\0', size) == NULL &&
+	    !fuzz_text_unlike_jansson(doc, size) &&
 	    depth_of(doc, size) <= JSON_SCAN_MAX_DEPTH;
 	if (comparable) {
 		jdoc = json_loadb(doc, size, JSON_DECODE_ANY, &jerr);

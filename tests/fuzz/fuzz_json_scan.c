@@ -1,13 +1,14 @@
 /* fuzz_json_scan.c - the strict scanner (src/common/json_scan.c,
  * json_scan_text.c) against jansson, the reference job.c keeps: what the
  * scanner accepts jansson accepts too, with the same values, unless
- * job_unusual says the two may differ ("\u0000", numbers beyond a double,
- * integers beyond 64 bits); what jansson accepts the scanner accepts unless
+ * its notes say the two may differ ("\u0000", numbers beyond a double,
+ * integers beyond 64 bits: the rule job_check uses), and it notes nothing
+ * the conservative textual rule does not flag; what jansson accepts the scanner accepts unless
  * it nests deeper than JSON_SCAN_MAX_DEPTH. Walking a validated container
  * finds exactly jansson's members and elements. */
 #include "fuzz.h"
 
-#include "../../src/common/job.c"     /* job_unusual: the rule job_check uses */
+#include "json_scan.h"
 
 static int
 depth_of(json_t *v)
@@ -105,7 +106,7 @@ same(const struct json_scan_span *s, json_t *v)
 		break;
 	case JSON_SCAN_NUMBER:
 		CHECK(json_is_number(v));
-		CHECK(s->len < sizeof(num));    /* job_unusual: few digits */
+		CHECK(s->len < sizeof(num));    /* not noted: few digits */
 		memcpy(num, s->p, s->len);
 		num[s->len] = '\0';
 		if (json_is_integer(v))
@@ -117,7 +118,7 @@ same(const struct json_scan_span *s, json_t *v)
 	case JSON_SCAN_STRING:
 		CHECK(json_is_string(v));
 		t = text_of(s, &n);
-		CHECK(t != NULL);   /* job_unusual sent \u0000 elsewhere */
+		CHECK(t != NULL);   /* \u0000 is noted */
 		CHECK(n == json_string_length(v) &&
 		    memcmp(t, json_string_value(v), n) == 0);
 		free(t);
@@ -167,7 +168,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_scan_error e;
 	json_error_t jerr;
 	json_t *doc;
-	int scan = json_scan_document(p, size, &v, &e);
+	unsigned notes;
+	int scan = json_scan_document_noted(p, size, &v, &e, &notes);
 
 	check_utf8(p, size);
 	/* jansson stops at a NUL byte and accepts what came before: job_load
@@ -180,7 +182,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t lead = json_scan_ws(p, size, 0);
 		CHECK(v.p == p + lead && v.len > 0 && v.len <= size - lead);
 		CHECK(json_scan_ws(p, size, lead + v.len) == size);
-		if (!job_unusual(p, size)) {
+		CHECK(notes == 0 || fuzz_text_unlike_jansson(p, size));
+		if (notes == 0) {
 			CHECK(doc != NULL);
 			same(&v, doc);
 		}

@@ -552,9 +552,16 @@ Test(job, scanned_only_when_json_scan_accepted_it)
 	    "\"job\":{\"id\":7}}");
 	cr_assert(j.invalid == NULL && j.scanned);
 	job_free(&j);
-	/* job_unusual: jansson decides, the sink validates again */
+	/* noted by json_scan: jansson decides, the sink validates again */
 	PARSE(&j, "{\"id\":1,\"a\":\"\\u0000\"}");
 	cr_assert(!j.scanned);
+	job_free(&j);
+	PARSE(&j, "{\"id\":1,\"a\":12345678901234567890}");
+	cr_assert(j.invalid == NULL && !j.scanned);
+	job_free(&j);
+	/* digits in a string are nothing jansson reads otherwise */
+	PARSE(&j, "{\"id\":1,\"a\":\"12345678901234567890e123\"}");
+	cr_assert(j.invalid == NULL && j.scanned);
 	job_free(&j);
 	PARSE(&j, "{\"id\":1,");
 	cr_assert(j.invalid != NULL && !j.scanned);

@@ -165,6 +165,44 @@ Test(json_scan, depth_limit_and_embedded_nul)
 	cr_assert_str_eq(e.what, "unterminated string");
 }
 
+/* What jansson reads otherwise is noted, exactly: a \u0000 escape, a run of
+ * more than 18 digits, an exponent of more than 2; digits in strings and
+ * other escapes are not. */
+static unsigned
+notes_of(const char *doc)
+{
+	struct json_scan_span v;
+	struct json_scan_error e;
+	unsigned notes = 99;
+
+	cr_assert_eq(json_scan_document_noted(doc, strlen(doc), &v, &e, &notes),
+	    0, "%s: %s", doc, e.what);
+	return notes;
+}
+
+Test(json_scan, notes_what_jansson_reads_otherwise)
+{
+	cr_assert_eq(notes_of("{\"id\":123456789012345678,\"a\":1.5e99}"), 0);
+	cr_assert_eq(notes_of("{\"a\":\"1234567890123456789012\"}"), 0);
+	cr_assert_eq(notes_of("[\"\\u0001\\\\u0000\"]"), 0);
+	cr_assert_eq(notes_of("{\"a\":\"x\\u0000\"}"), JSON_SCAN_NOTE_NUL);
+	cr_assert_eq(notes_of("{\"\\u0000\":1}"), JSON_SCAN_NOTE_NUL);
+	cr_assert_eq(notes_of("[1234567890123456789]"),
+	    JSON_SCAN_NOTE_LONG_NUMBER);
+	cr_assert_eq(notes_of("[-1234567890123456789]"),
+	    JSON_SCAN_NOTE_LONG_NUMBER);
+	cr_assert_eq(notes_of("[0.1234567890123456789]"),
+	    JSON_SCAN_NOTE_LONG_NUMBER);
+	cr_assert_eq(notes_of("[1e400]"), JSON_SCAN_NOTE_LONG_NUMBER);
+	cr_assert_eq(notes_of("[1E-007]"), JSON_SCAN_NOTE_LONG_NUMBER);
+	cr_assert_eq(notes_of("[\"\\u0000\",1e+100]"),
+	    JSON_SCAN_NOTE_NUL | JSON_SCAN_NOTE_LONG_NUMBER);
+	/* json_scan_document itself is unchanged by it */
+	struct json_scan_span v;
+	struct json_scan_error e;
+	cr_assert_eq(json_scan_document("[1e400]", 7, &v, &e), 0);
+}
+
 Test(json_scan, values_one_after_another)
 {
 	const char *s = "  [1, \"x\"] -2.5e1\t\"s\"  ";
