@@ -38,6 +38,10 @@ enum scoreboard_state {
 	SB_STATES,
 };
 
+/* The longest a live worker's fetch can take: its Redis requests time out
+ * after 10 s (CONSUMER_TIMEOUT_MS), and 2 s spare. */
+#define SB_FETCH_LIMIT_MS 12000
+
 struct scoreboard_slot {
 	_Atomic int pid;
 	_Atomic int state;
@@ -47,9 +51,10 @@ struct scoreboard_slot {
 	/* CLOCK_MONOTONIC: a request that may move jobs into this worker's
 	 * lists (fetch.lua, BLMOVE: then the end of its block) or read them
 	 * back went to Redis then, and the batch clock has not taken over;
-	 * 0 otherwise. The master holds it to job_timeout as well: a
-	 * worker frozen after Redis moved the jobs, before its batch clock
-	 * starts, would hold them forever. */
+	 * 0 otherwise. The master holds it to job_timeout, but never to
+	 * less than SB_FETCH_LIMIT_MS: a worker frozen after Redis moved
+	 * the jobs, before its batch clock starts, would hold them forever,
+	 * and a live one waiting on a stalled Redis must not be killed. */
 	_Atomic int64_t fetch_start_ms;
 	_Atomic unsigned error_seq;     /* odd while last_error is written */
 	char last_error[SCOREBOARD_ERROR_MAX];

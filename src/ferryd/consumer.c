@@ -247,18 +247,25 @@ take_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 	}
 	if (r == NULL)
 		return false;
+	if (r->type == REDIS_REPLY_ERROR) {
+		/* A job BLMOVE moved in, but fetch.lua did not store the batch
+		 * key beside it: never write a batch under a key Redis does not
+		 * hold. Nor trust "nothing moved": a script that fails half
+		 * way keeps its writes. Read the list again (resume) once fetch
+		 * works (a BLMOVE refused at maxmemory, OOM, moved nothing).
+		 * The backoff below is not a fetch: the fetch clock runs on
+		 * only for jobs known to be held. */
+		if (b->n > 0 || strncmp(r->str, "OOM", 3) != 0)
+			ln->resume = true;
+		if (b->n == 0)
+			fetch_clock(c, 0);
+		batch_clear(b);
+	}
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) != 0 &&
 	    !consumer_loading(c, r))
 		consumer_handed_back(c, "fetch", r);
 	else if (r->type == REDIS_REPLY_ARRAY)
 		consumer_script_ok(c);
-	if (r->type == REDIS_REPLY_ERROR && b->n > 0) {
-		/* a job BLMOVE moved in, but fetch.lua did not store the batch
-		 * key beside it: never write a batch under a key Redis does not
-		 * hold. Read the list again (resume) once fetch works. */
-		batch_clear(b);
-		ln->resume = true;
-	}
 	batch_add_fetched(b, r);
 	freeReplyObject(r);
 	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
@@ -422,10 +429,14 @@ batch_ready(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 		batch_clear(b);
 		return false;
 	}
-	if (may_wait && !consumer_replicated(c, b->n)) {
-		consumer_drop_connection(c, "replication wait");
-		batch_clear(b);
-		return false;
+	if (may_wait && c->cfg->redis_wait_replicas > 0) {
+		if (!consumer_replicated(c, b->n)) {
+			consumer_drop_connection(c, "replication wait");
+			batch_clear(b);
+			return false;
+		}
+		/* the wait was untimed: the cache read below is not */
+		consumer_begin_batch(c, ln);
 	}
 	if (!consumer_prepare(c, b)) {
 		consumer_drop_connection(c, "cache read");

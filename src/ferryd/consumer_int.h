@@ -10,6 +10,8 @@
 #include "handler.h"
 
 #define CONSUMER_TIMEOUT_MS 10000   /* any Redis command */
+_Static_assert(CONSUMER_TIMEOUT_MS < SB_FETCH_LIMIT_MS,
+    "the master must not stop a worker whose fetch is still timed by hiredis");
 #define CONSUMER_WAIT_S "1"         /* BLMOVE block, seconds */
 #define CONSUMER_WAIT_MS 1000       /* the same, in ms */
 #define CONSUMER_RETRY_MIN_MS 100

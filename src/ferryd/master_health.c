@@ -47,21 +47,28 @@ master_health_check(struct master *m, struct master_worker *w, int64_t now,
 		return;
 	}
 	int64_t fetching = atomic_load(&slot->fetch_start_ms);
-	const char *what = NULL;
+	/* a stalled Redis holds a live worker's fetch up to its timeout */
+	long fetch_limit = q->job_timeout_ms > SB_FETCH_LIMIT_MS ?
+	    q->job_timeout_ms : SB_FETCH_LIMIT_MS;
+	const char *what = NULL, *limit_name = "job_timeout";
 	int64_t since = 0;
+	long limit = q->job_timeout_ms;
 	if (started != 0 && now - started > q->job_timeout_ms) {
 		what = "has run its batch";
 		since = started;
-	} else if (fetching != 0 && now - fetching > q->job_timeout_ms) {
+	} else if (fetching != 0 && now - fetching > fetch_limit) {
 		/* Redis may have moved the jobs into its list already */
 		what = "has not come back from a fetch";
 		since = fetching;
+		limit = fetch_limit;
+		if (fetch_limit > q->job_timeout_ms)
+			limit_name = "the fetch limit";
 	}
 	if (what != NULL) {
 		log_warn("queue %s: worker %d (pid %d) %s for %.1f s, over "
-		    "job_timeout %.1f s: stopping it", q->name, w->number,
-		    (int)w->pid, what, (double)(now - since) / 1000.,
-		    (double)q->job_timeout_ms / 1000.);
+		    "%s %.1f s: stopping it", q->name, w->number, (int)w->pid,
+		    what, (double)(now - since) / 1000., limit_name,
+		    (double)limit / 1000.);
 		kill(w->pid, SIGTERM);
 		w->term_sent_ms = now;
 		return;

@@ -273,12 +273,73 @@ Test(recovery, worker_frozen_between_fetch_and_batch_is_killed)
 	unsetenv("FERRY_TEST_FREEZE_AFTER_FETCH");
 	unsetenv("FERRYD");
 	cr_assert_eq(h_distinct_done(&d, 50), 50);
-	cr_assert_eq(h_count_in_file(d.log, "over job_timeout"), 1,
+	/* a fetch is held to 12 s at least (a stalled Redis), not 1 s */
+	cr_assert_eq(h_count_in_file(d.log, "over the fetch limit 12.0 s"), 1,
 	    "only the frozen worker is stopped: %d", h_count_in_file(d.log,
-	    "over job_timeout"));
+	    "over the fetch limit"));
+	cr_assert_eq(h_count_in_file(d.log, "over job_timeout"), 0);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 10);
 	h_assert_queue_empty(&d, "q");
 	cr_assert_eq(access(hook, F_OK), -1, "the hook did not fire");
+	h_stop(&d);
+}
+
+/* A fetch script that keeps failing (here `ready` is not a list) makes
+ * the worker back off, up to 5 s between tries: that wait is not a fetch
+ * that has not come back, so job_timeout = 1s does not kill it, and the
+ * error is logged once while it repeats. Once the key is fixed, every job
+ * is done once. */
+Test(recovery, fetch_error_backoff_is_not_a_hung_fetch)
+{
+	h_setup(&d, NULL, "[queue q]\nworkers = 1\njob_timeout = 1s\n"
+	    "handler_timeout = 900ms\n");
+	freeReplyObject(h_redis(&d, "SET ferry:{q}:ready notalist"));
+	h_expect_log(&d, "fetch failed: WRONGTYPE");
+	h_start(&d, 1);
+	h_wait_log(&d, "fetch failed", 1);
+	h_sleep_ms(9000);       /* backoff 0.1, 0.2, ... 3.2, then 5 s */
+	cr_assert_eq(h_count_in_file(d.log, "has not come back from a fetch"),
+	    0, "a worker backing off was stopped as a hung fetch");
+	cr_assert_eq(h_count_in_file(d.log, "fetch failed"), 1,
+	    "the repeating error is logged once: %d", h_count_in_file(d.log,
+	    "fetch failed"));
+	freeReplyObject(h_redis(&d, "DEL ferry:{q}:ready"));
+	h_push_jobs(&d, "q", 0, 100);
+	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_count_in_file(d.log, "; restart "), 0, "no worker died");
+	h_stop(&d);
+}
+
+/* Redis stalls (SIGSTOP) for 4 s, over job_timeout = 1s, while the
+ * workers wait in BLMOVE: they are alive, waiting on Redis, and are not
+ * stopped as hung fetches (a stalled Redis holds a fetch up to the 10 s
+ * request timeout; the fetch limit is 12 s at least). Then every job is
+ * done once. */
+Test(recovery, redis_stall_does_not_kill_waiting_workers)
+{
+	char cmd[400], queues[600];
+
+	h_setup(&d, NULL, "");
+	h_write_recorder(&d, cmd, sizeof(cmd));
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 2\n"
+	    "job_timeout = 1s\nhandler_timeout = 900ms\nhandler = exec\n"
+	    "command = %s\n", cmd);
+	h_config(&d, NULL, queues);
+	h_start(&d, 2);
+	h_push_jobs(&d, "q", 0, 10);
+	h_wait_redis_int(&d, 10, "HGET ferry:{q}:stats done");
+	cr_assert_eq(kill(d.redis.pid, SIGSTOP), 0);
+	h_sleep_ms(4000);
+	cr_assert_eq(kill(d.redis.pid, SIGCONT), 0);
+	h_sleep_ms(1500);
+	cr_assert_eq(h_count_in_file(d.log, "has not come back from a fetch"),
+	    0, "a worker waiting on a stalled Redis was stopped");
+	h_push_jobs(&d, "q", 10, 90);
+	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_distinct_done(&d, 100), 100);
+	h_assert_queue_empty(&d, "q");
+	cr_assert_eq(h_count_in_file(d.log, "; restart "), 0, "no worker died");
 	h_stop(&d);
 }
 
