@@ -25,6 +25,8 @@ static const struct { const char *name; size_t offset; } static_keys[] = {
 	{ "group", F(group) },
 	{ "control_socket", F(control_socket) },
 	{ "http_listen", F(metrics_listen) },
+	/* the fence of recovered jobs: their batches are recorded there */
+	{ "pg_batches_schema", F(pg_batches_schema) },
 };
 
 

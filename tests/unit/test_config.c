@@ -1226,17 +1226,18 @@ Test(config_api, keep_static)
 
 	load_ok("[ferryd]\nuser = a\n" Q1, &old);
 	load_ok("[ferryd]\nuser = b\npidfile = /x.pid\ngroup =\n"
-	    "redis_port = 7\n" Q1, &fresh);
+	    "redis_port = 7\npg_batches_schema = other\n" Q1, &fresh);
 	config_keep_static(&old, &fresh, warn_static);
-	cr_expect_eq(warned, 2);
-	cr_expect_str_eq(warned_keys, "pidfile user ");
+	cr_expect_eq(warned, 3);
+	cr_expect_str_eq(warned_keys, "pidfile user pg_batches_schema ");
+	cr_expect_str_eq(fresh.pg_batches_schema, "public");
 	cr_expect_str_eq(fresh.pidfile, "/run/ferryd.pid");
 	cr_expect_str_eq(fresh.user, "a");
 	cr_expect_str_eq(fresh.group, "");
 	cr_expect_str_eq(fresh.control_socket, "/run/ferryd.sock");
 	cr_expect_eq(fresh.redis_port, 7);
 	config_keep_static(&old, &fresh, NULL);
-	cr_expect_eq(warned, 2);
+	cr_expect_eq(warned, 3);
 	config_free(&old);
 	config_free(&fresh);
 }
