@@ -98,10 +98,11 @@ pg_target_free_sql(struct pg_target *t)
 	free(t->apply_sql);
 	free(t->missing_sql);
 	free(t->guard_sql);
+	free(t->recheck_sql);
 	free(t->clear_sql);
 	t->clear_sql = NULL;
 	t->copy_sql = t->stage_sql = t->delete_sql = t->apply_sql = NULL;
-	t->missing_sql = t->guard_sql = NULL;
+	t->missing_sql = t->guard_sql = t->recheck_sql = NULL;
 }
 
 void

@@ -54,6 +54,8 @@ struct pg_target {
 	                          * every staged update that found no row */
 	char *guard_sql;         /* it, failing (22000) when it gave a row:
 	                          * the one-query path stops there */
+	char *recheck_sql;       /* with version: of the jobs it named ($1,
+	                          * '{i,j}'), those stale now (not missing) */
 };
 
 /* A target for table q (a queue's one table, or one of its tables,

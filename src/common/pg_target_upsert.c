@@ -8,7 +8,10 @@
  * queue order: DELETE ... USING the staged deletes, then INSERT ... SELECT
  * DISTINCT ON (key) ... ON CONFLICT (key) DO UPDATE (upsert) or UPDATE ...
  * FROM the same (update) for keys whose winner is not a delete; for update
- * with missing = dead, the staged updates whose key has no row. */
+ * with missing = dead, the staged updates whose key has no row (with
+ * version asked again in a snapshot of their own: a row made newer while
+ * the update waited is stale, not missing). A delete older than a write of
+ * its key before it in the batch is stale. */
 #include "pg_target.h"
 
 #include <stdio.h>
@@ -337,7 +340,12 @@ update_sql(const struct pg_target *t, PGconn *conn,
 /* DELETE FROM t AS ferry_t USING (the greatest or last staged delete of
  * each key) ferry_d WHERE key matches [AND ferry_t.version <
  * ferry_d.version]. Every key with a delete in the batch loses its row
- * first; when its winner is a write, apply_sql writes it again after. */
+ * first; when its winner is a write, apply_sql writes it again after.
+ * With version a delete is stale, as if applied one by one, also when a
+ * write of its key before it in the batch has a version as great
+ * (ferry_before: the greatest of them); such a delete is left out, or
+ * with mode = update (which cannot write the row again) it would take the
+ * newer row with it. */
 static char *
 delete_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const char *v)
@@ -347,7 +355,17 @@ delete_sql(const struct pg_target *t, PGconn *conn,
 	buf_printf(&b, "DELETE FROM %s AS ferry_t USING (SELECT DISTINCT ON (",
 	    t->quoted);
 	put_names(&b, conn, key, "");
-	buf_printf(&b, ") * FROM pg_temp.%s WHERE " DELETE_COL, t->stage);
+	if (v == NULL) {
+		buf_printf(&b, ") * FROM pg_temp.%s WHERE " DELETE_COL, t->stage);
+	} else {
+		buf_printf(&b, ") * FROM (SELECT *, max(%s) FILTER (WHERE NOT "
+		    DELETE_COL ") OVER (PARTITION BY ", v);
+		put_names(&b, conn, key, "");
+		buf_printf(&b, " ORDER BY " POSITION " ROWS BETWEEN UNBOUNDED "
+		    "PRECEDING AND 1 PRECEDING) ferry_before FROM pg_temp.%s) "
+		    "ferry_s WHERE " DELETE_COL " AND (ferry_before IS NULL OR "
+		    "%s > ferry_before)", t->stage, v);
+	}
 	put_winner_order(&b, conn, key, v);
 	buf_printf(&b, ") ferry_d WHERE ");
 	put_key_match(&b, conn, key, "ferry_d");
@@ -393,6 +411,31 @@ missing_sql(const struct pg_target *t, PGconn *conn,
 		put_key_match(&b, conn, key, "s");
 		buf_printf(&b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
 	}
+	return buf_take(&b);
+}
+
+/* With version, missing_sql's check reads the rows of its own snapshot:
+ * a newer version committed while the UPDATE waited for the row's lock
+ * made that update stale (the UPDATE rechecked the newer row and left
+ * it), yet the check sees the older one and calls the job missing. So its
+ * jobs are asked again in a statement of their own (READ COMMITTED: a new
+ * snapshot): of the jobs $1 ('{i,j}'), those whose key now has a row as
+ * new as its winner, stale and done, not missing. */
+static char *
+recheck_sql(const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const char *v)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "SELECT s." JOB_COL " FROM pg_temp.%s s JOIN ",
+	    t->stage);
+	put_winners(&b, conn, t, key, v);
+	buf_printf(&b, " USING (");
+	put_names(&b, conn, key, "");
+	buf_printf(&b, ") WHERE s." JOB_COL " = ANY ($1::integer[]) AND EXISTS "
+	    "(SELECT 1 FROM %s ferry_t WHERE ", t->quoted);
+	put_key_match(&b, conn, key, "s");
+	buf_printf(&b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
 	return buf_take(&b);
 }
 
@@ -481,6 +524,7 @@ generate(struct pg_target *t, PGconn *conn, PGresult *table_cols,
 		/* the update runs inside the check (one snapshot) */
 		t->missing_sql = missing_sql(t, conn, key, v, t->apply_sql);
 		t->guard_sql = guard_sql(t->missing_sql);
+		t->recheck_sql = v != NULL ? recheck_sql(t, conn, key, v) : NULL;
 		free(t->apply_sql);
 		t->apply_sql = NULL;
 	}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 #include "util.h"
 
@@ -32,26 +33,63 @@ fail_job(struct sink_pg *s, struct job *j, struct handler_result *r,
 	return true;
 }
 
+/* Does column 0 of r (NULL: no rows) hold job index i? */
+static bool
+names_job(const PGresult *r, int i)
+{
+	for (int k = 0; r != NULL && k < PQntuples(r); k++)
+		if (atoi(PQgetvalue(r, k, 0)) == i)
+			return true;
+	return false;
+}
+
+/* With version: of the jobs missing_sql named in r, those whose key has a
+ * row as new as theirs by now (t->recheck_sql, a snapshot of its own):
+ * stale, not missing. *stale NULL when none to ask. */
+static bool
+stale_now(struct sink_pg *s, const struct pg_target *t, const PGresult *r,
+    PGresult **stale, struct pg_failure *f)
+{
+	struct buf list = BUF_INIT;
+
+	*stale = NULL;
+	if (t->recheck_sql == NULL || PQntuples(r) == 0)
+		return true;
+	buf_append(&list, "{", 1);
+	for (int k = 0; k < PQntuples(r); k++)
+		buf_printf(&list, "%s%s", k ? "," : "", PQgetvalue(r, k, 0));
+	buf_append(&list, "}", 1);
+	char *text = buf_take(&list);
+	bool ok = pg_conn_exec(s->conn, t->recheck_sql, 1, text, NULL, f, stale);
+	free(text);
+	return ok;
+}
+
 /* mode = update, missing = dead: fail the jobs of target t's staged
  * updates whose key has no row. The number of jobs failed, or -1 with f. */
 static int
 find_missing(struct sink_pg *s, const struct pg_target *t, struct job *jobs,
     struct handler_result *res, struct pg_failure *f)
 {
-	PGresult *r = NULL;
+	PGresult *r = NULL, *stale = NULL;
 	int failed = 0;
 
 	if (t->missing_sql == NULL)
 		return 0;
 	if (!pg_conn_exec(s->conn, t->missing_sql, 0, NULL, NULL, f, &r))
 		return -1;
+	if (!stale_now(s, t, r, &stale, f)) {
+		PQclear(r);
+		return -1;
+	}
 	for (int k = 0; k < PQntuples(r) && failed >= 0; k++) {
 		int i = atoi(PQgetvalue(r, k, 0));
-		if (res[i].outcome == HANDLER_FAIL)
-			continue;       /* another row of the same job */
+		if (res[i].outcome == HANDLER_FAIL || names_job(stale, i))
+			continue;       /* another row of the same job, or stale */
 		failed = fail_job(s, &jobs[i], &res[i], PQgetvalue(r, k, 1), f) ?
 		    failed + 1 : -1;
 	}
+	PQclear(stale);
 	PQclear(r);
 	return failed;
 }

@@ -103,6 +103,81 @@ Test(update, version_and_deletes)
 	h_stop(&pc_d);
 }
 
+/* update with version, one batch: a delete older than an update of its
+ * key before it is stale (as if applied one by one), so it must not take
+ * the newer row with it; nor may one of an equal version. Both jobs are
+ * done. (The delete went first and the update then found no row: the row
+ * was gone and the update dead as missing.) */
+Test(update, stale_delete_after_newer_update_in_one_batch)
+{
+	static const char *const batch[] = {
+		"{\"k\":1,\"name\":\"new\",\"v\":10}",
+		"{\"op\":\"delete\",\"k\":1,\"v\":3}",
+		"{\"k\":2,\"name\":\"same\",\"v\":7}",
+		"{\"op\":\"delete\",\"k\":2,\"v\":7}",
+	};
+	static const char *const newer[] = {
+		"{\"k\":1,\"name\":\"mid\",\"v\":11}",
+		"{\"op\":\"delete\",\"k\":1,\"v\":12}",
+	};
+	struct sink_pg *s = setup("mode = update\nkey = k\nversion = v\n");
+
+	h_pg_exec(&pc_d, "UPDATE profiles SET v = 0");
+	pc_run(s, batch, 4, "w:1", NULL);
+	pc_assert_rows(&pc_d, "1=new/10,2=same/7");
+	/* a delete newer than the update before it still applies */
+	pc_run(s, newer, 2, "w:2", NULL);
+	pc_assert_rows(&pc_d, "2=same/7");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* update with version, missing = dead: another transaction commits a
+ * newer version of the row while the batch's UPDATE waits for its lock
+ * (here statement by statement, which a bad row in the batch forces).
+ * The UPDATE rechecks the newer row and leaves it (the job's version is
+ * stale); the missing check must see that row too, not the statement's
+ * older snapshot, or the stale job is dead as "no row" while its row is
+ * there. */
+Test(update, stale_update_racing_a_newer_commit_is_not_missing)
+{
+	static const char *const doc[] = {
+		"{\"k\":2,\"name\":\"bad\",\"v\":\"not a number\"}",
+		"{\"k\":1,\"name\":\"y\",\"v\":15}",
+	};
+	struct sink_pg *s = setup("mode = update\nkey = k\nversion = v\n");
+	struct job jobs[2];
+	struct handler_result res[2];
+	char el[2][128], err[256];
+
+	h_pg_exec(&pc_d, "UPDATE profiles SET v = 0");
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {           /* the other writer, holding the row */
+		h_pg_exec(&pc_d, "BEGIN; UPDATE profiles SET name = 'other', v = 20 "
+		    "WHERE k = 1; SELECT pg_sleep(2); COMMIT");
+		_exit(0);
+	}
+	h_sleep_ms(700);
+	for (int i = 0; i < 2; i++)
+		h_job_parse(&jobs[i], el[i], sizeof(el[i]), false, "%s", doc[i]);
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 2, "w:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	int st;
+	waitpid(pid, &st, 0);
+	cr_expect_eq(res[0].outcome, HANDLER_FAIL, "the bad row: %d",
+	    res[0].outcome);
+	cr_expect_eq(strncmp(res[0].message, "22P02", 5), 0, "%s",
+	    res[0].message);
+	cr_expect_eq(res[1].outcome, HANDLER_OK, "the stale job is %d: %s",
+	    res[1].outcome, res[1].message);
+	pc_assert_rows(&pc_d, "1=other/20,2=b/0");
+	h_jobs_free(jobs, 2);
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
 /* Review: missing = dead promises that an update whose key has no row is
  * dead, never done unapplied. The UPDATE and the missing check are two
  * statements, so under READ COMMITTED each has its own snapshot: a row
