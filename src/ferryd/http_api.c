@@ -133,6 +133,13 @@ worker_json(struct master *m, const struct metrics_view *v,
 	char err[SCOREBOARD_ERROR_MAX];
 
 	scoreboard_get_error(s, err, sizeof(err));
+	json_object_set_new(o, "last_error", err[0] != '\0' ?
+	    json_string(err) : json_null());
+	if (w->pid == 0) {
+		/* gone (fatal, or restarting): its slot keeps why */
+		json_object_set_new(o, "state", json_string(state));
+		return o;
+	}
 	json_object_set_new(o, "state", json_string(w->retiring ? "retiring" :
 	    scoreboard_state_name(atomic_load(&s->state))));
 	json_object_set_new(o, "batch_age_ms", start != 0 ?
@@ -140,8 +147,6 @@ worker_json(struct master *m, const struct metrics_view *v,
 	set_int(o, "jobs_done", atomic_load(&s->jobs_done));
 	json_object_set_new(o, "seen_ms_ago", seen != 0 ?
 	    json_integer(now - seen) : json_null());
-	json_object_set_new(o, "last_error", err[0] != '\0' ?
-	    json_string(err) : json_null());
 	return o;
 }
 

@@ -102,12 +102,15 @@ status_worker(const struct metrics_view *v,
 	int64_t started = 0, jobs = 0;
 	char err[SCOREBOARD_ERROR_MAX] = "";
 
-	if (w->pid != 0 && w->sb_index != -1) {
+	if (w->sb_index != -1) {
 		struct scoreboard_slot *slot = scoreboard_slot(v->sb, w->sb_index);
-		state = scoreboard_state_name(atomic_load(&slot->state));
-		started = atomic_load(&slot->batch_start_ms);
-		jobs = atomic_load(&slot->jobs_done);
+		/* a fatal or restarting worker's slot keeps why it stopped */
 		scoreboard_get_error(slot, err, sizeof(err));
+		if (w->pid != 0) {
+			state = scoreboard_state_name(atomic_load(&slot->state));
+			started = atomic_load(&slot->batch_start_ms);
+			jobs = atomic_load(&slot->jobs_done);
+		}
 	}
 	buf_printf(o, "worker queue=%s number=%d pid=%d state=%s "
 	    "retiring=%s batch_age_ms=%lld jobs_done=%lld restarts=%d "

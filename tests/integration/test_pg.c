@@ -201,6 +201,47 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
+/* A reload to columns that name a column the table lacks (valid INI,
+ * which `ferryd -t` cannot check against the table): the queue's new
+ * worker stops with the fatal code and is not restarted; `ferryctl
+ * status` shows it fatal with the reason (its last_error was empty: the
+ * status read a worker's slot only while it ran). Fixed and reloaded,
+ * every job is done once. */
+Test(pg, fatal_worker_shows_why_in_status)
+{
+	char global[512], *out = NULL;
+
+	h_setup(&d, NULL, "");
+	snprintf(global, sizeof(global), "%s", h_pg_start(&d));
+	h_pg_exec(&d, EVENTS_TABLE);
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, payload\nworkers = 1\n");
+	h_expect_log(&d, "nosuch");
+	h_expect_log(&d, "exited with fatal code");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	h_start(&d, 1);
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, nosuch\nworkers = 1\n");
+	kill(d.pid, SIGHUP);
+	h_wait_log(&d, "reload: done", 1);
+	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
+	h_push_jobs(&d, "q", 0, 100);
+	h_wait_log(&d, "exited with fatal code", 1);
+	cr_assert_eq(run_ctl(&d, "status", &out), 0, "%s", out);
+	cr_assert(strstr(out, "state=fatal") != NULL, "%s", out);
+	char *line = strstr(out, "worker queue=q");
+	cr_assert(line != NULL && strstr(line, "last_error=") != NULL &&
+	    strstr(strstr(line, "last_error="), "nosuch") != NULL,
+	    "the fatal worker's status does not say why: %s", out);
+	free(out);
+	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, payload\nworkers = 1\n");
+	kill(d.pid, SIGHUP);
+	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
+	assert_rows_once(100);
+	h_stop(&d);
+}
+
 /* PostgreSQL stopped for 20 s mid-run: every row arrives, nothing is dead,
  * no attempt is spent (no retries). */
 Test(pg, outage_spends_no_attempt)
