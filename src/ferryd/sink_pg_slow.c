@@ -251,6 +251,24 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return ok;
 }
 
+/* The fence of a batch still open in another session waits for it: the
+ * transaction of a worker stopped mid-batch (job_timeout, kill -9) runs on
+ * in its backend and may yet commit (its COMMIT was sent with its rows).
+ * Waited for under the batch clock, such a wait stopped worker after
+ * worker, each a recovery more, until the master dead-lettered the jobs
+ * unchecked (BURY_MARGIN in src/lua/common.lua) while that transaction
+ * then committed them. So a fence waits at most half of job_timeout; then
+ * the batch waits as in an outage (untimed, no attempt spent) and goes
+ * again. */
+static bool
+fence_wait(struct sink_pg *s, long ms, struct pg_failure *f)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof(sql), "SET LOCAL lock_timeout = %ld", ms);
+	return sink_pg_sql(s, sql, f);
+}
+
 /* A recovered job names every batch it may have been written in (its
  * stamps). Fence each: one that had committed wrote (or failed) the job
  * already, and its record says which; one that had not can now never
@@ -267,8 +285,18 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 		char state[16];
 		json_t *failed;
 		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
-		    NULL) || !pg_target_batches_read(s->conn, &s->batches, key,
-		    state, sizeof(state), &failed, f))
+		    NULL)) {
+			if (strncmp(f->msg, "55P03", 5) == 0) {
+				snprintf(f->msg, sizeof(f->msg), "55P03: batch %s, which "
+				    "recovered jobs may have been written in, is still open "
+				    "in another session (a stopped worker's transaction): "
+				    "waiting for it to end", key);
+				f->cls = PG_ERR_UNAVAILABLE;
+			}
+			return false;
+		}
+		if (!pg_target_batches_read(s->conn, &s->batches, key, state,
+		    sizeof(state), &failed, f))
 			return false;
 		if (strcmp(state, "committed") == 0) {
 			json_t *why = failed ? json_object_get(failed, job_id(j)) :
@@ -309,6 +337,11 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 		    sink_pg_replay(s, key, jobs, res, n, f);
 		goto out;
 	}
+	bool fences = false;
+	for (int i = 0; i < n; i++)
+		fences |= jobs[i].invalid == NULL && jobs[i].nstamps > 0;
+	if (fences && !fence_wait(s, s->q->job_timeout_ms / 2, f))
+		goto out;
 	for (int i = 0; i < n; i++) {
 		s->enc.skip[i] = false;
 		if (jobs[i].invalid != NULL)
@@ -317,6 +350,8 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 			goto out;
 		s->enc.skip[i] = !write;
 	}
+	if (fences && !fence_wait(s, 0, f))
+		goto out;
 	sink_pg_encode(s, jobs, res, n, s->enc.skip);
 	/* what the fences decided is part of this batch's record too */
 	for (int i = 0; i < n; i++)

@@ -201,6 +201,37 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
+/* A batch whose transaction outlasts job_timeout (a row trigger sleeps
+ * 20 s on job 11; pg_statement_timeout is 60 s): its worker is stopped,
+ * but its backend runs on and commits the 30 rows. The next worker's
+ * fence of that batch waited for it under the batch clock, was stopped
+ * too, and so on, each time a recovery more, until the master
+ * dead-lettered the jobs unchecked ("it died before it could check the
+ * job's batches") although they were written. Now the fence waits at
+ * most half of job_timeout and the batch then waits as in an outage: one
+ * worker stopped, 30 rows once, none dead. */
+Test(pg, recovered_jobs_wait_for_their_batch_still_open)
+{
+	setup("kill_grace = 300ms\n", "workers = 1\nbatch_size = 30\n"
+	    "job_timeout = 2s\nhandler_timeout = 1s\nmax_recoveries = 1\n");
+	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	h_pg_exec(&d, "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE "
+	    "plpgsql AS $$ BEGIN IF NEW.n = 11 THEN PERFORM pg_sleep(20); END IF; "
+	    "RETURN NEW; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER slow BEFORE INSERT ON events FOR EACH ROW "
+	    "EXECUTE FUNCTION slow_row()");
+	h_push_jobs(&d, "q", 0, 30);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 30, "HGET ferry:{q}:stats done");
+	assert_rows_once(30);
+	cr_assert_eq(h_count_in_file(d.log, "over job_timeout"), 1,
+	    "workers stopped: %d", h_count_in_file(d.log, "over job_timeout"));
+	cr_assert_geq(h_count_in_file(d.log, "is still open in another session"),
+	    1);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats dead"), 0);
+	h_stop(&d);
+}
+
 /* A reload to columns that name a column the table lacks (valid INI,
  * which `ferryd -t` cannot check against the table): the queue's new
  * worker stops with the fatal code and is not restarted; `ferryctl
