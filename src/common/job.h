@@ -23,9 +23,11 @@ struct job {
 	int recoveries;
 	char **stamps;          /* batch keys it may have been written under */
 	int nstamps;
-	bool bury;              /* recovered past max_recoveries: the sink
-	                         * checks its stamps, then it is dead-lettered
-	                         * unless one of them committed it */
+	bool bury;              /* recovered past max_recoveries, or its
+	                         * cache key gone since: the sink checks its
+	                         * stamps, then it is dead-lettered (with
+	                         * bury_reason) unless one of them committed it */
+	const char *bury_reason; /* NULL: "worker died while processing" */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
 	bool scanned;           /* json_scan_document accepted raw (job_check's

@@ -193,6 +193,16 @@ consumer_prepare(struct consumer *c, struct batch *b)
 	    h->cache_mode) == -1)
 		return false;
 	for (int i = 0; i < b->n; i++) {
+		struct job *j = &b->jobs[i];
+		/* a recovered job whose cache key is gone may have been
+		 * written before, while it was there: a fencing handler checks
+		 * its batches first, and it is dead (missing) only if none
+		 * wrote it */
+		if (j->cache_missing && h->checks_fence && j->nstamps > 0) {
+			j->bury = true;
+			j->bury_reason = j->invalid;
+			j->invalid = NULL;
+		}
 		if (b->jobs[i].invalid != NULL) {
 			b->results[i].outcome = HANDLER_FAIL;
 			snprintf(b->results[i].message,

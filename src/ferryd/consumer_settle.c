@@ -45,7 +45,8 @@ outcome_args(struct consumer *c, struct job *j,
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
 		else if (j->bury && res->outcome == HANDLER_FAIL)
-			snprintf(reason, reasonsize, "%s", CONSUMER_DIED_REASON);
+			snprintf(reason, reasonsize, "%s", j->bury_reason != NULL ?
+			    j->bury_reason : CONSUMER_DIED_REASON);
 		else if (res->outcome == HANDLER_FAIL)
 			snprintf(reason, reasonsize, "failed by the handler");
 		else

@@ -310,7 +310,8 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 	}
 	if (*write && j->bury) {
 		/* never written: dead, and now fenced everywhere */
-		sink_pg_set_result(res, HANDLER_FAIL, "worker died while processing");
+		sink_pg_set_result(res, HANDLER_FAIL, j->bury_reason != NULL ?
+		    j->bury_reason : "worker died while processing");
 		*write = false;
 	}
 	return true;

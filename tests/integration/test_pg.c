@@ -201,6 +201,52 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
+/* Jobs whose rows come from cache keys (hashes, 1 s TTL): their batch
+ * commits while the keys expire (a statement trigger sleeps 2 s), and its
+ * worker dies before the ack (test hook). Recovered, the jobs find their
+ * cache keys gone: they were dead as "cache key expired or evicted"
+ * although written. Now the sink fences them first: the written ones
+ * are done; the one whose key was already gone when the batch ran (named
+ * in the batch's record) is dead, cache_missing, not taken for written
+ * (99 written, 1 dead). */
+Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
+{
+	char hook[400], env[450];
+
+	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "no", 3);
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	h_pg_exec(&d, "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql "
+	    "AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER nap AFTER INSERT ON events FOR EACH "
+	    "STATEMENT EXECUTE FUNCTION nap()");
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
+	    "{\"id\":\"gone\",\"cache_key\":\"ferry:{q}:cache:gone\"}"));
+	for (int i = 0; i < 99; i++) {   /* one batch of 100 */
+		freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:c%d n %d "
+		    "payload p%d", i, i, i));
+		freeReplyObject(h_redis(&d, "PEXPIRE ferry:{q}:cache:c%d 1000", i));
+		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
+		    "{\"id\":\"c%d\",\"cache_key\":\"ferry:{q}:cache:c%d\"}", i, i));
+	}
+	h_start(&d, 1);
+	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	h_wait_redis_int(&d, 99, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 99);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 99);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
+	json_t *dead = h_dead_entries(&d, "q");
+	cr_assert_eq(json_array_size(dead), 1);
+	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "reason"),
+	    "cache key expired or evicted");
+	json_decref(dead);
+	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
+}
+
 /* A batch whose transaction outlasts job_timeout (a row trigger sleeps
  * 20 s on job 11; pg_statement_timeout is 60 s): its worker is stopped,
  * but its backend runs on and commits the 30 rows. The next worker's
