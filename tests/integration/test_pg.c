@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_http.h"
 
 static struct ferryd d;
 
@@ -288,8 +289,11 @@ Test(pg, fatal_worker_shows_why_in_status)
 {
 	char global[512], *out = NULL;
 
+	int port = test_free_port();
+
 	h_setup(&d, NULL, "");
-	snprintf(global, sizeof(global), "%s", h_pg_start(&d));
+	snprintf(global, sizeof(global), "%shttp_listen = 127.0.0.1:%d\n",
+	    h_pg_start(&d), port);
 	h_pg_exec(&d, EVENTS_TABLE);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
@@ -311,6 +315,13 @@ Test(pg, fatal_worker_shows_why_in_status)
 	    strstr(strstr(line, "last_error="), "nosuch") != NULL,
 	    "the fatal worker's status does not say why: %s", out);
 	free(out);
+	/* /api/workers: fatal (not its last state), with the reason */
+	json_t *o = h_http_json(port, "/api/workers");
+	json_t *w = json_array_get(json_object_get(o, "workers"), 0);
+	cr_assert_str_eq(h_jstr(w, "state"), "fatal");
+	cr_assert(strstr(h_jstr(w, "last_error"), "nosuch") != NULL, "%s",
+	    h_jstr(w, "last_error"));
+	json_decref(o);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
 	kill(d.pid, SIGHUP);
