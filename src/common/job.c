@@ -378,9 +378,11 @@ job_parse_held(struct job *j, const char *el, size_t len,
 		j->invalid = "malformed ferry wrapper";
 	else if (j->raw_len == 0)
 		j->invalid = "empty job";
-	else if (max_job_bytes > 0 && j->raw_len > (size_t)max_job_bytes)
+	else if (max_job_bytes > 0 && j->raw_len > (size_t)max_job_bytes) {
 		job_set_invalid(j, "job is %zu bytes, over max_job_bytes %ld",
 		    j->raw_len, max_job_bytes);
+		j->oversized = true;
+	}
 	else if (job_check(j) == 0)
 		return;
 	j->id[0] = '\0';        /* an invalid document is named by its SHA-1 */

@@ -23,10 +23,11 @@ struct job {
 	int recoveries;
 	char **stamps;          /* batch keys it may have been written under */
 	int nstamps;
-	bool bury;              /* recovered past max_recoveries, or its
-	                         * cache key gone since: the sink checks its
-	                         * stamps, then it is dead-lettered (with
-	                         * bury_reason) unless one of them committed it */
+	bool bury;              /* recovered past max_recoveries, its cache
+	                         * key gone since, or over a max_job_bytes
+	                         * lowered since: the sink checks its stamps,
+	                         * then it is dead-lettered (with bury_reason)
+	                         * unless one of them committed it */
 	const char *bury_reason; /* NULL: "worker died while processing" */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
@@ -41,6 +42,7 @@ struct job {
 	char *rows;
 	size_t rows_len;
 	bool cache_missing;     /* the cache key was gone (invalid says so) */
+	bool oversized;         /* over max_job_bytes (invalid says so) */
 	/* NULL, or why the job can never be processed: "empty job",
 	 * "job is N bytes, over max_job_bytes M", "malformed JSON: ...",
 	 * "job is not a JSON object", "job id is not a string or integer",

@@ -194,11 +194,13 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		struct job *j = &b->jobs[i];
-		/* a recovered job whose cache key is gone may have been
-		 * written before, while it was there: a fencing handler checks
-		 * its batches first, and it is dead (missing) only if none
-		 * wrote it */
-		if (j->cache_missing && h->checks_fence && j->nstamps > 0) {
+		/* a recovered job whose cache key is gone, or that is over a
+		 * max_job_bytes lowered by a reload, may have been written
+		 * before: a fencing handler checks its batches first, and it
+		 * is dead only if none wrote it (a batch names in its record
+		 * the jobs it failed for either reason: sink_pg_encode) */
+		if ((j->cache_missing || j->oversized) && h->checks_fence &&
+		    j->nstamps > 0) {
 			j->bury = true;
 			j->bury_reason = j->invalid;
 			j->invalid = NULL;

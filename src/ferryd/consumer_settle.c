@@ -45,7 +45,10 @@ outcome_args(struct consumer *c, struct job *j,
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
 		else if (j->bury && res->outcome == HANDLER_FAIL)
-			snprintf(reason, reasonsize, "%s", j->bury_reason != NULL ?
+			/* the fence's answer: the reason a committed batch
+			 * recorded for it, else bury_reason */
+			snprintf(reason, reasonsize, "%s", res->message[0] != '\0' ?
+			    res->message : j->bury_reason != NULL ?
 			    j->bury_reason : CONSUMER_DIED_REASON);
 		else if (res->outcome == HANDLER_FAIL)
 			snprintf(reason, reasonsize, "failed by the handler");

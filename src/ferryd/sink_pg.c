@@ -315,10 +315,11 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	s->enc.deletes = false;
 	s->enc.record_failed = false;
 	for (int i = 0; i < n; i++) {
-		/* a job whose cache key is gone is named in the batch's
-		 * record: recovered later (its worker died before the ack),
-		 * a fence must not take it for written */
-		if (jobs[i].invalid != NULL && jobs[i].cache_missing &&
+		/* a job whose cache key is gone, or over max_job_bytes, is
+		 * named in the batch's record: recovered later (its worker
+		 * died before the ack), a fence must not take it for written */
+		if (jobs[i].invalid != NULL && (jobs[i].cache_missing ||
+		    jobs[i].oversized) &&
 		    (skip == NULL || !skip[i]) &&
 		    sink_pg_record_failure(s, &jobs[i], jobs[i].invalid) < 0)
 			s->enc.record_failed = true;

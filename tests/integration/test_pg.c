@@ -120,7 +120,8 @@ arm_exit_after_commit(char *hook, size_t hook_size, char *env,
 	char queue[160];
 
 	snprintf(queue, sizeof(queue), "workers = 1\nbatch_size = 100\n"
-	    "pipeline = %s\nmax_recoveries = %d\n", pipeline, max_recoveries);
+	    "pipeline = %s\nmax_recoveries = %d\nmax_job_bytes = 1024\n",
+	    pipeline, max_recoveries);
 	setup(NULL, queue);
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
@@ -202,6 +203,36 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
+/* The hook armed (one batch of 100 at a time), the hooks' ferryd, and
+ * each COPY's transaction held open 2 s by a statement trigger. */
+static void
+arm_slow_commit_then_exit(char *hook, size_t hook_size, char *env,
+    size_t env_size)
+{
+	arm_exit_after_commit(hook, hook_size, env, env_size, "no", 3);
+	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
+	h_pg_exec(&d, "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql "
+	    "AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$");
+	h_pg_exec(&d, "CREATE TRIGGER nap AFTER INSERT ON events FOR EACH "
+	    "STATEMENT EXECUTE FUNCTION nap()");
+}
+
+/* After the worker died between COMMIT and ack: 99 jobs done, one dead,
+ * 99 rows once, all 100 recovered. */
+static void
+assert_99_written_1_dead(void)
+{
+	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
+	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	h_wait_redis_int(&d, 99, "HGET ferry:{q}:stats done");
+	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
+	unsetenv("FERRYD");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 99);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 99);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	h_assert_queue_empty(&d, "q");
+}
+
 /* Jobs whose rows come from cache keys (hashes, 1 s TTL): their batch
  * commits while the keys expire (a statement trigger sleeps 2 s), and its
  * worker dies before the ack (test hook). Recovered, the jobs find their
@@ -214,12 +245,7 @@ Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "no", 3);
-	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
-	h_pg_exec(&d, "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql "
-	    "AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER nap AFTER INSERT ON events FOR EACH "
-	    "STATEMENT EXECUTE FUNCTION nap()");
+	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
 	    "{\"id\":\"gone\",\"cache_key\":\"ferry:{q}:cache:gone\"}"));
 	for (int i = 0; i < 99; i++) {   /* one batch of 100 */
@@ -230,21 +256,59 @@ Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
 		    "{\"id\":\"c%d\",\"cache_key\":\"ferry:{q}:cache:c%d\"}", i, i));
 	}
 	h_start(&d, 1);
-	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
-	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
-	h_wait_redis_int(&d, 99, "HGET ferry:{q}:stats done");
-	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
-	unsetenv("FERRYD");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 99);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 99);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
+	assert_99_written_1_dead();
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
 	json_t *dead = h_dead_entries(&d, "q");
 	cr_assert_eq(json_array_size(dead), 1);
 	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "reason"),
 	    "cache key expired or evicted");
 	json_decref(dead);
-	h_assert_queue_empty(&d, "q");
+	h_stop(&d);
+}
+
+/* A reload lowers max_job_bytes while a batch is in its transaction (a
+ * statement trigger sleeps 2 s), and its worker dies after the COMMIT,
+ * before the ack (test hook). Recovered under the new limit, job "m"
+ * (600 bytes, over the new 256) was dead as oversized although written.
+ * Now the sink fences it first: done. Job "L" (2,000 bytes) was over the
+ * old limit 1,024 too: its batch names it in its record, so its fence
+ * does not take it for written, and it is dead with the old reason (98
+ * small jobs and m written once, L dead; without the record L would be
+ * acked as done, never written). */
+Test(pg, recovered_jobs_over_a_lowered_max_job_bytes_are_fenced_first)
+{
+	char hook[400], env[450], pad[2001], doc[2100], *conf, *at;
+
+	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	h_push_jobs(&d, "q", 0, 49);
+	snprintf(doc, sizeof(doc), "{\"id\":\"m\",\"n\":1000,"
+	    "\"payload\":\"%.560s\"}", pad);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
+	snprintf(doc, sizeof(doc), "{\"id\":\"L\",\"n\":1001,"
+	    "\"payload\":\"%s\"}", pad);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
+	h_push_jobs(&d, "q", 49, 49);
+	h_start(&d, 1);
+	/* the batch is in its transaction: lower the limit under it */
+	h_wait_pg_int(&d, 1, "SELECT count(*) FROM pg_stat_activity "
+	    "WHERE wait_event = 'PgSleep'");
+	conf = h_read_file(d.config);
+	cr_assert((at = strstr(conf, "max_job_bytes = 1024")) != NULL);
+	memcpy(at, "max_job_bytes =  256", 20);
+	h_write_file(d.config, "%s", conf);
+	free(conf);
+	kill(d.pid, SIGHUP);
+	assert_99_written_1_dead();
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 1000"),
+	    1, "job m, written before the reload, is not in the table once");
+	json_t *dead = h_dead_entries(&d, "q");
+	cr_assert_eq(json_array_size(dead), 1);
+	cr_assert(strstr(h_jstr(json_array_get(dead, 0), "reason"),
+	    "over max_job_bytes 1024") != NULL, "%s",
+	    h_jstr(json_array_get(dead, 0), "reason"));
+	json_decref(dead);
 	h_stop(&d);
 }
 
