@@ -244,10 +244,11 @@ job_result(struct job *j, struct cache_item *it)
 {
 	if (it->state == CACHE_GONE) {
 		j->invalid = CACHE_MISSING_REASON;
-		j->cache_missing = true;
+		j->cache_missing = j->refusal_varies = true;
 	} else if (it->state == CACHE_BAD) {
 		snprintf(j->invalid_buf, sizeof(j->invalid_buf), "%s", it->why);
 		j->invalid = j->invalid_buf;
+		j->refusal_varies = true;
 	} else {
 		j->cache = it->json;
 		j->cache_len = it->json_len;
@@ -278,6 +279,7 @@ cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
 				    sizeof(j->invalid_buf), j->cache_key, prefix,
 				    q->name);
 				j->invalid = j->invalid_buf;
+				j->refusal_varies = true;   /* a reload may */
 			}
 			free(j->cache_key);
 			j->cache_key = NULL;

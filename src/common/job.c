@@ -381,7 +381,7 @@ job_parse_held(struct job *j, const char *el, size_t len,
 	else if (max_job_bytes > 0 && j->raw_len > (size_t)max_job_bytes) {
 		job_set_invalid(j, "job is %zu bytes, over max_job_bytes %ld",
 		    j->raw_len, max_job_bytes);
-		j->oversized = true;
+		j->refusal_varies = true;
 	}
 	else if (job_check(j) == 0)
 		return;
@@ -394,6 +394,14 @@ job_id(struct job *j)
 	if (j->id[0] == '\0')
 		job_sha1_hex(j->raw, j->raw_len, j->id);
 	return j->id;
+}
+
+const char *
+job_digest(struct job *j)
+{
+	if (j->digest[0] == '\0')
+		job_sha1_hex(j->raw, j->raw_len, j->digest);
+	return j->digest;
 }
 
 void

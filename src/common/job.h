@@ -19,15 +19,18 @@ struct job {
 	size_t raw_len;
 	char id[JOB_ID_MAX + 1]; /* envelope "id" (string or integer), else
 	                         * the SHA-1 of raw in hex */
+	char digest[41];        /* the SHA-1 of raw in hex, once job_digest
+	                         * asked ("" until then) */
 	int attempts;
 	int recoveries;
 	char **stamps;          /* batch keys it may have been written under */
 	int nstamps;
-	bool bury;              /* recovered past max_recoveries, its cache
-	                         * key gone since, or over a max_job_bytes
-	                         * lowered since: the sink checks its stamps,
-	                         * then it is dead-lettered (with bury_reason)
-	                         * unless one of them committed it */
+	bool bury;              /* recovered past max_recoveries, or refused
+	                         * now for a reason that may not have held in
+	                         * its batches (refusal_varies): the sink
+	                         * checks its stamps, then it is dead-lettered
+	                         * (with bury_reason) unless one of them
+	                         * committed it */
 	const char *bury_reason; /* NULL: "worker died while processing" */
 	char *cache_key;        /* envelope "cache_key", or NULL */
 	bool has_data;          /* the document has a "data" member */
@@ -41,8 +44,14 @@ struct job {
 	size_t cache_len;
 	char *rows;
 	size_t rows_len;
-	bool cache_missing;     /* the cache key was gone (invalid says so) */
-	bool oversized;         /* over max_job_bytes (invalid says so) */
+	bool cache_missing;     /* the cache key was gone */
+	bool refusal_varies;    /* invalid (or bury_reason) for a reason that
+	                         * depends on settings or on the cache key's
+	                         * value, not on the document alone: over
+	                         * max_job_bytes, a cache key gone, refused
+	                         * by cache_key_prefixes or holding a value
+	                         * ferry cannot use. A reload or a producer
+	                         * may change it between two attempts. */
 	/* NULL, or why the job can never be processed: "empty job",
 	 * "job is N bytes, over max_job_bytes M", "malformed JSON: ...",
 	 * "job is not a JSON object", "job id is not a string or integer",
@@ -66,6 +75,10 @@ void job_parse_held(struct job *j, const char *el, size_t len,
     long max_job_bytes, bool wrapped);
 /* The job's id: its own, or the SHA-1 of its document in hex. */
 const char *job_id(struct job *j);
+/* The SHA-1 of its document in hex, whatever the job's id: a name that no
+ * limit or check changes (job_id differs for a job over max_job_bytes,
+ * read unparsed, and the same job under a higher limit). */
+const char *job_digest(struct job *j);
 void job_free(struct job *j);
 
 /* The line an exec handler reads for this job, with a trailing newline:

@@ -55,7 +55,9 @@ struct pg_target {
 	char *guard_sql;         /* it, failing (22000) when it gave a row:
 	                          * the one-query path stops there */
 	char *recheck_sql;       /* with version: of the jobs it named ($1,
-	                          * '{i,j}'), those stale now (not missing) */
+	                          * '{i,j}'), the rows still missing in a
+	                          * new snapshot (the others are stale), as
+	                          * missing_sql gives them */
 };
 
 /* A target for table q (a queue's one table, or one of its tables,

@@ -342,10 +342,10 @@ update_sql(const struct pg_target *t, PGconn *conn,
  * ferry_d.version]. Every key with a delete in the batch loses its row
  * first; when its winner is a write, apply_sql writes it again after.
  * With version a delete is stale, as if applied one by one, also when a
- * write of its key before it in the batch has a version as great
- * (ferry_before: the greatest of them); such a delete is left out, or
- * with mode = update (which cannot write the row again) it would take the
- * newer row with it. */
+ * write of its key before it in the batch has a version as great; such a
+ * delete is left out, or with mode = update (which cannot write the row
+ * again) it would take the newer row with it. NOT EXISTS, not max() OVER:
+ * a version type needs only its comparison operators (uuid has no max). */
 static char *
 delete_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const char *v)
@@ -358,13 +358,17 @@ delete_sql(const struct pg_target *t, PGconn *conn,
 	if (v == NULL) {
 		buf_printf(&b, ") * FROM pg_temp.%s WHERE " DELETE_COL, t->stage);
 	} else {
-		buf_printf(&b, ") * FROM (SELECT *, max(%s) FILTER (WHERE NOT "
-		    DELETE_COL ") OVER (PARTITION BY ", v);
-		put_names(&b, conn, key, "");
-		buf_printf(&b, " ORDER BY " POSITION " ROWS BETWEEN UNBOUNDED "
-		    "PRECEDING AND 1 PRECEDING) ferry_before FROM pg_temp.%s) "
-		    "ferry_s WHERE " DELETE_COL " AND (ferry_before IS NULL OR "
-		    "%s > ferry_before)", t->stage, v);
+		buf_printf(&b, ") * FROM pg_temp.%s ferry_s WHERE " DELETE_COL
+		    " AND NOT EXISTS (SELECT 1 FROM pg_temp.%s ferry_b WHERE ",
+		    t->stage, t->stage);
+		for (int i = 0; i < key->n; i++) {
+			char *c = PQescapeIdentifier(conn, key->names[i],
+			    strlen(key->names[i]));
+			buf_printf(&b, "ferry_b.%s = ferry_s.%s AND ", c, c);
+			PQfreemem(c);
+		}
+		buf_printf(&b, "NOT ferry_b." DELETE_COL " AND ferry_b." POSITION
+		    " < ferry_s." POSITION " AND ferry_b.%s >= ferry_s.%s)", v, v);
 	}
 	put_winner_order(&b, conn, key, v);
 	buf_printf(&b, ") ferry_d WHERE ");
@@ -383,6 +387,38 @@ delete_sql(const struct pg_target *t, PGconn *conn,
  * transaction commits between them was not updated yet seen by the check,
  * and its job was done unapplied. A stale update (the row's version as
  * great) is not missing: done, as if applied before the newer write. */
+/* SELECT s.ferry_job, 'update: no row with key (k)=(' || ... || ')' FROM
+ * stage s JOIN winners USING (key) WHERE neither deletes: the staged
+ * updates of missing_sql and recheck_sql, each row with its message. */
+static void
+put_missing_rows(struct buf *b, const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const char *v)
+{
+	/* key names are checked identifiers: nothing to escape in the text */
+	buf_printf(b, "SELECT s." JOB_COL ", 'update: no row with key (");
+	for (int i = 0; i < key->n; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", key->names[i]);
+	buf_printf(b, ")=(' || concat_ws(', ', ");
+	put_names(b, conn, key, "s.");
+	buf_printf(b, ") || ')' FROM pg_temp.%s s JOIN ", t->stage);
+	put_winners(b, conn, t, key, v);
+	buf_printf(b, " USING (");
+	put_names(b, conn, key, "");
+	buf_printf(b, ") WHERE NOT s." DELETE_COL " AND NOT " WINNERS "."
+	    DELETE_COL);
+}
+
+/* AND NOT EXISTS (a row of the key with a version as great). */
+static void
+put_not_newer(struct buf *b, const struct pg_target *t, PGconn *conn,
+    const struct name_list *key, const char *v)
+{
+	buf_printf(b, " AND NOT EXISTS (SELECT 1 FROM %s ferry_t WHERE ",
+	    t->quoted);
+	put_key_match(b, conn, key, "s");
+	buf_printf(b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
+}
+
 static char *
 missing_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const char *v, const char *update)
@@ -391,26 +427,13 @@ missing_sql(const struct pg_target *t, PGconn *conn,
 
 	buf_printf(&b, "WITH ferry_u AS (%s RETURNING ", update);
 	put_names(&b, conn, key, "ferry_t.");
-	/* key names are checked identifiers: nothing to escape in the text */
-	buf_printf(&b, ") SELECT s." JOB_COL ", 'update: no row with key (");
-	for (int i = 0; i < key->n; i++)
-		buf_printf(&b, "%s%s", i ? ", " : "", key->names[i]);
-	buf_printf(&b, ")=(' || concat_ws(', ', ");
-	put_names(&b, conn, key, "s.");
-	buf_printf(&b, ") || ')' FROM pg_temp.%s s JOIN ", t->stage);
-	put_winners(&b, conn, t, key, v);
-	buf_printf(&b, " USING (");
-	put_names(&b, conn, key, "");
-	buf_printf(&b, ") WHERE NOT s." DELETE_COL " AND NOT " WINNERS "."
-	    DELETE_COL " AND NOT EXISTS (SELECT 1 FROM ferry_u ferry_t WHERE ");
+	buf_printf(&b, ") ");
+	put_missing_rows(&b, t, conn, key, v);
+	buf_printf(&b, " AND NOT EXISTS (SELECT 1 FROM ferry_u ferry_t WHERE ");
 	put_key_match(&b, conn, key, "s");
 	buf_printf(&b, ")");
-	if (v != NULL) {
-		buf_printf(&b, " AND NOT EXISTS (SELECT 1 FROM %s ferry_t WHERE ",
-		    t->quoted);
-		put_key_match(&b, conn, key, "s");
-		buf_printf(&b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
-	}
+	if (v != NULL)
+		put_not_newer(&b, t, conn, key, v);
 	return buf_take(&b);
 }
 
@@ -419,23 +442,19 @@ missing_sql(const struct pg_target *t, PGconn *conn,
  * made that update stale (the UPDATE rechecked the newer row and left
  * it), yet the check sees the older one and calls the job missing. So its
  * jobs are asked again in a statement of their own (READ COMMITTED: a new
- * snapshot): of the jobs $1 ('{i,j}'), those whose key now has a row as
- * new as its winner, stale and done, not missing. */
+ * snapshot, this transaction's own updates in it): of the staged rows of
+ * the jobs $1 ('{i,j}'), those whose key still has no row as new as its
+ * winner, each with its message. Row by row: another row of the same job,
+ * updated or stale, says nothing of this one. */
 static char *
 recheck_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const char *v)
 {
 	struct buf b = BUF_INIT;
 
-	buf_printf(&b, "SELECT s." JOB_COL " FROM pg_temp.%s s JOIN ",
-	    t->stage);
-	put_winners(&b, conn, t, key, v);
-	buf_printf(&b, " USING (");
-	put_names(&b, conn, key, "");
-	buf_printf(&b, ") WHERE s." JOB_COL " = ANY ($1::integer[]) AND EXISTS "
-	    "(SELECT 1 FROM %s ferry_t WHERE ", t->quoted);
-	put_key_match(&b, conn, key, "s");
-	buf_printf(&b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
+	put_missing_rows(&b, t, conn, key, v);
+	buf_printf(&b, " AND s." JOB_COL " = ANY ($1::integer[])");
+	put_not_newer(&b, t, conn, key, v);
 	return buf_take(&b);
 }
 

@@ -178,8 +178,12 @@ static bool
 resume_key(struct consumer *c, struct consumer_lane *ln)
 {
 	struct batch *b = ln->b;
-	redisReply *r = redisCommand(c->redis, "HGET %s %s", c->keys.bkeys,
-	    ln->id);
+	redisReply *r;
+
+	/* each request is timed on its own (CONSUMER_TIMEOUT_MS each, under
+	 * the master's fetch limit), the LRANGE before this one too */
+	fetch_clock(c, util_monotonic_ms());
+	r = redisCommand(c->redis, "HGET %s %s", c->keys.bkeys, ln->id);
 
 	if (r == NULL)
 		return false;

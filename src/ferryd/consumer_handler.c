@@ -163,8 +163,9 @@ consumer_finish_handler(struct consumer *c, struct consumer_lane *ln)
 }
 
 /* Parse the jobs and read the cache keys they name; an invalid job (or one
- * whose cache key is gone) fails at once. False when the connection
- * failed while reading the cache (the batch stays held). */
+ * whose cache key is gone) fails at once, unless a fencing handler must
+ * first check the batches of a recovered one (bury). False when the
+ * connection failed while reading the cache (the batch stays held). */
 bool
 consumer_prepare(struct consumer *c, struct batch *b)
 {
@@ -194,13 +195,14 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		struct job *j = &b->jobs[i];
-		/* a recovered job whose cache key is gone, or that is over a
-		 * max_job_bytes lowered by a reload, may have been written
-		 * before: a fencing handler checks its batches first, and it
-		 * is dead only if none wrote it (a batch names in its record
-		 * the jobs it failed for either reason: sink_pg_encode) */
-		if ((j->cache_missing || j->oversized) && h->checks_fence &&
-		    j->nstamps > 0) {
+		/* a recovered job refused for a reason that may not have
+		 * held in its batches (its cache key gone or changed since, a
+		 * reload of max_job_bytes or cache_key_prefixes) may have
+		 * been written: a fencing handler checks its batches first,
+		 * and it is dead only if none wrote it (a batch names in its
+		 * record every job it refused so: sink_pg_encode) */
+		if (j->invalid != NULL && j->refusal_varies &&
+		    h->checks_fence && j->nstamps > 0) {
 			j->bury = true;
 			j->bury_reason = j->invalid;
 			j->invalid = NULL;

@@ -24,6 +24,8 @@ outcome_args(struct consumer *c, struct job *j,
     size_t numsize, char *reason, size_t reasonsize)
 {
 	int attempts = j->attempts + 1;
+	const char *bury_text = j->bury_reason != NULL ? j->bury_reason :
+	    CONSUMER_DIED_REASON;
 
 	util_utf8_fix(res->message);
 	argv[1] = "ok";
@@ -41,15 +43,17 @@ outcome_args(struct consumer *c, struct job *j,
 		    (uint32_t)random()));
 		argv[3] = num;
 	} else {
-		argv[1] = j->cache_missing ? "missing" : "dead";
+		/* missing: counted as cache_missing, unless a batch failed
+		 * the buried job for a reason of its own */
+		argv[1] = j->cache_missing && (!j->bury ||
+		    strcmp(res->message, bury_text) == 0) ? "missing" : "dead";
 		if (j->invalid != NULL)
 			snprintf(reason, reasonsize, "%s", j->invalid);
-		else if (j->bury && res->outcome == HANDLER_FAIL)
-			/* the fence's answer: the reason a committed batch
-			 * recorded for it, else bury_reason */
-			snprintf(reason, reasonsize, "%s", res->message[0] != '\0' ?
-			    res->message : j->bury_reason != NULL ?
-			    j->bury_reason : CONSUMER_DIED_REASON);
+		else if (j->bury && res->outcome == HANDLER_FAIL &&
+		    strcmp(res->message, bury_text) == 0)
+			/* no batch wrote it (a batch that failed it gave
+			 * its own message: failed by the handler) */
+			snprintf(reason, reasonsize, "%s", bury_text);
 		else if (res->outcome == HANDLER_FAIL)
 			snprintf(reason, reasonsize, "failed by the handler");
 		else

@@ -132,10 +132,12 @@ workers_table(struct buf *o, const struct metrics_view *v)
 			struct scoreboard_slot *s = w->sb_index != -1 ?
 			    scoreboard_slot(v->sb, w->sb_index) : NULL;
 			char err[SCOREBOARD_ERROR_MAX] = "", age[32] = "-";
+			/* gone (fatal, or restarting): its slot keeps why */
+			bool gone = s == NULL || w->pid == 0;
 			if (s != NULL) {
 				int64_t start = atomic_load(&s->batch_start_ms);
 				scoreboard_get_error(s, err, sizeof(err));
-				if (start != 0)
+				if (start != 0 && !gone)
 					age_text(now - start, age, sizeof(age));
 			}
 			buf_printf(o, "<tr data-pid=\"%d\">", (int)w->pid);
@@ -143,12 +145,12 @@ workers_table(struct buf *o, const struct metrics_view *v)
 			cell(o, "number", w->number);
 			cell_text(o, "host", host, "t");
 			cell(o, "pid", w->pid);
-			cell_text(o, "state", s == NULL ? (w->fatal ? "fatal" :
+			cell_text(o, "state", gone ? (w->fatal ? "fatal" :
 			    "restarting") : scoreboard_state_name(atomic_load(
 			    &s->state)), "t");
 			buf_printf(o, "<td data-k=\"batch_size\">-</td>");
 			cell_text(o, "batch_age", age, "");
-			cell(o, "jobs_done", s != NULL ? atomic_load(&s->jobs_done) : 0);
+			cell(o, "jobs_done", !gone ? atomic_load(&s->jobs_done) : 0);
 			cell(o, "restarts", w->restarts);
 			cell_text(o, "last_error", err, "err");
 			buf_printf(o, "</tr>");

@@ -50,9 +50,9 @@ master_health_check(struct master *m, struct master_worker *w, int64_t now,
 	/* a stalled Redis holds a live worker's fetch up to its timeout */
 	long fetch_limit = q->job_timeout_ms > SB_FETCH_LIMIT_MS ?
 	    q->job_timeout_ms : SB_FETCH_LIMIT_MS;
-	const char *what = NULL, *limit_name = "job_timeout";
+	const char *what = NULL;
+	char note[96] = "";
 	int64_t since = 0;
-	long limit = q->job_timeout_ms;
 	if (started != 0 && now - started > q->job_timeout_ms) {
 		what = "has run its batch";
 		since = started;
@@ -60,15 +60,16 @@ master_health_check(struct master *m, struct master_worker *w, int64_t now,
 		/* Redis may have moved the jobs into its list already */
 		what = "has not come back from a fetch";
 		since = fetching;
-		limit = fetch_limit;
 		if (fetch_limit > q->job_timeout_ms)
-			limit_name = "the fetch limit";
+			snprintf(note, sizeof(note), " (a fetch is given %.1f s: a "
+			    "live worker's Redis request gives up sooner)",
+			    (double)fetch_limit / 1000.);
 	}
 	if (what != NULL) {
 		log_warn("queue %s: worker %d (pid %d) %s for %.1f s, over "
-		    "%s %.1f s: stopping it", q->name, w->number, (int)w->pid,
-		    what, (double)(now - since) / 1000., limit_name,
-		    (double)limit / 1000.);
+		    "job_timeout %.1f s%s: stopping it", q->name, w->number,
+		    (int)w->pid, what, (double)(now - since) / 1000.,
+		    (double)q->job_timeout_ms / 1000., note);
 		kill(w->pid, SIGTERM);
 		w->term_sent_ms = now;
 		return;

@@ -1,8 +1,9 @@
 /* sink_pg_int.h - the PostgreSQL sink's state and the parts its two
- * paths share: src/ferryd/sink_pg.c (connection, encoding, the one-query path,
- * replays) and src/ferryd/sink_pg_slow.c (statement by statement: fences, the
+ * paths share: src/ferryd/sink_pg.c (connection, the one-query path,
+ * replays), src/ferryd/sink_pg_encode.c (the rows, the record of failed
+ * jobs) and src/ferryd/sink_pg_slow.c (statement by statement: fences, the
  * COPY under savepoints split until the refused rows are isolated, the
- * updates that found no row). Only these two files include it. */
+ * updates that found no row). Only these three files include it. */
 #ifndef FERRY_SINK_PG_INT_H
 #define FERRY_SINK_PG_INT_H
 
@@ -72,6 +73,8 @@ void sink_pg_set_result(struct handler_result *r, int outcome,
 /* Name job j's failure in the batch row's record; -1 when it cannot. */
 int sink_pg_record_failure(struct sink_pg *s, struct job *j,
     const char *msg);
+/* Why a batch's record (NULL: none) says job j failed; NULL: it did not. */
+json_t *sink_pg_recorded(json_t *failed, struct job *j);
 /* Encode the rows of every job to write into s->enc (its idx lists them);
  * skip: jobs a fence found written already (NULL: none). */
 void sink_pg_encode(struct sink_pg *s, struct job *jobs,

@@ -33,35 +33,30 @@ fail_job(struct sink_pg *s, struct job *j, struct handler_result *r,
 	return true;
 }
 
-/* Does column 0 of r (NULL: no rows) hold job index i? */
+/* With version: of the jobs missing_sql named in *r, the staged rows
+ * whose key still has no row as new as theirs (t->recheck_sql, a snapshot
+ * of its own; the others are stale, not missing), in place of *r. */
 static bool
-names_job(const PGresult *r, int i)
-{
-	for (int k = 0; r != NULL && k < PQntuples(r); k++)
-		if (atoi(PQgetvalue(r, k, 0)) == i)
-			return true;
-	return false;
-}
-
-/* With version: of the jobs missing_sql named in r, those whose key has a
- * row as new as theirs by now (t->recheck_sql, a snapshot of its own):
- * stale, not missing. *stale NULL when none to ask. */
-static bool
-stale_now(struct sink_pg *s, const struct pg_target *t, const PGresult *r,
-    PGresult **stale, struct pg_failure *f)
+still_missing(struct sink_pg *s, const struct pg_target *t, PGresult **r,
+    struct pg_failure *f)
 {
 	struct buf list = BUF_INIT;
+	PGresult *again = NULL;
 
-	*stale = NULL;
-	if (t->recheck_sql == NULL || PQntuples(r) == 0)
+	if (t->recheck_sql == NULL || PQntuples(*r) == 0)
 		return true;
 	buf_append(&list, "{", 1);
-	for (int k = 0; k < PQntuples(r); k++)
-		buf_printf(&list, "%s%s", k ? "," : "", PQgetvalue(r, k, 0));
+	for (int k = 0; k < PQntuples(*r); k++)
+		buf_printf(&list, "%s%s", k ? "," : "", PQgetvalue(*r, k, 0));
 	buf_append(&list, "}", 1);
 	char *text = buf_take(&list);
-	bool ok = pg_conn_exec(s->conn, t->recheck_sql, 1, text, NULL, f, stale);
+	bool ok = pg_conn_exec(s->conn, t->recheck_sql, 1, text, NULL, f,
+	    &again);
 	free(text);
+	if (ok) {
+		PQclear(*r);
+		*r = again;
+	}
 	return ok;
 }
 
@@ -71,25 +66,24 @@ static int
 find_missing(struct sink_pg *s, const struct pg_target *t, struct job *jobs,
     struct handler_result *res, struct pg_failure *f)
 {
-	PGresult *r = NULL, *stale = NULL;
+	PGresult *r = NULL;
 	int failed = 0;
 
 	if (t->missing_sql == NULL)
 		return 0;
 	if (!pg_conn_exec(s->conn, t->missing_sql, 0, NULL, NULL, f, &r))
 		return -1;
-	if (!stale_now(s, t, r, &stale, f)) {
+	if (!still_missing(s, t, &r, f)) {
 		PQclear(r);
 		return -1;
 	}
 	for (int k = 0; k < PQntuples(r) && failed >= 0; k++) {
 		int i = atoi(PQgetvalue(r, k, 0));
-		if (res[i].outcome == HANDLER_FAIL || names_job(stale, i))
-			continue;       /* another row of the same job, or stale */
+		if (res[i].outcome == HANDLER_FAIL)
+			continue;       /* another row of the same job */
 		failed = fail_job(s, &jobs[i], &res[i], PQgetvalue(r, k, 1), f) ?
 		    failed + 1 : -1;
 	}
-	PQclear(stale);
 	PQclear(r);
 	return failed;
 }
@@ -242,7 +236,7 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			break;          /* all in, or no progress */
 		for (int k = 0; k < n; k++) {
 			sink_pg_set_result(&res[again[k]], HANDLER_OK, "");
-			json_object_del(s->enc.failed, job_id(&jobs[again[k]]));
+			json_object_del(s->enc.failed, job_digest(&jobs[again[k]]));
 		}
 		ok = copy_part(s, again, n, jobs, res, f);
 		still = n;
@@ -257,14 +251,51 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
  * Waited for under the batch clock, such a wait stopped worker after
  * worker, each a recovery more, until the master dead-lettered the jobs
  * unchecked (BURY_MARGIN in src/lua/common.lua) while that transaction
- * then committed them. So a fence waits at most half of job_timeout; then
- * the batch waits as in an outage (untimed, no attempt spent) and goes
- * again. */
+ * then committed them. So the fences of a batch wait at most half of
+ * job_timeout together; then the batch waits as in an outage (untimed, no
+ * attempt spent) and goes again. Half of statement_timeout too, which
+ * would cancel the wait as an error (an attempt spent). lock_timeout is
+ * per lock: the time is shared by the batch's distinct stamps (the first
+ * fence of a stamp takes its lock, the others of this transaction find
+ * it taken), each at least FENCE_WAIT_MIN_MS. ms < 0: back to the
+ * session's own lock_timeout. */
+#define FENCE_WAIT_MIN_MS 50
+
+static int
+stamp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static long
+fence_wait_ms(const struct sink_pg *s, const struct job *jobs, int n)
+{
+	long ms = s->q->job_timeout_ms / 2, total = 0, distinct = 0;
+
+	if (s->cfg->pg_statement_timeout_ms / 2 < ms)
+		ms = s->cfg->pg_statement_timeout_ms / 2;
+	for (int i = 0; i < n; i++)
+		total += jobs[i].nstamps;
+	char **all = xmalloc(sizeof(*all) * (size_t)(total > 0 ? total : 1));
+	total = 0;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < jobs[i].nstamps; k++)
+			all[total++] = jobs[i].stamps[k];
+	qsort(all, (size_t)total, sizeof(*all), stamp_cmp);
+	for (long k = 0; k < total; k++)
+		distinct += k == 0 || strcmp(all[k - 1], all[k]) != 0;
+	free(all);
+	ms /= distinct > 0 ? distinct : 1;
+	return ms > FENCE_WAIT_MIN_MS ? ms : FENCE_WAIT_MIN_MS;
+}
+
 static bool
 fence_wait(struct sink_pg *s, long ms, struct pg_failure *f)
 {
 	char sql[64];
 
+	if (ms < 0)
+		return sink_pg_sql(s, "SET LOCAL lock_timeout TO DEFAULT", f);
 	snprintf(sql, sizeof(sql), "SET LOCAL lock_timeout = %ld", ms);
 	return sink_pg_sql(s, sql, f);
 }
@@ -287,10 +318,11 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
 		    NULL)) {
 			if (strncmp(f->msg, "55P03", 5) == 0) {
-				snprintf(f->msg, sizeof(f->msg), "55P03: batch %s, which "
-				    "recovered jobs may have been written in, is still open "
-				    "in another session (a stopped worker's transaction): "
-				    "waiting for it to end", key);
+				snprintf(f->msg, sizeof(f->msg), "55P03: batch %s "
+				    "(recovered jobs may be in it) is still open in "
+				    "another session: waiting; if it never ends (a frozen "
+				    "host), pg_blocking_pids() names it, "
+				    "pg_terminate_backend() ends it", key);
 				f->cls = PG_ERR_UNAVAILABLE;
 			}
 			return false;
@@ -299,8 +331,7 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 		    sizeof(state), &failed, f))
 			return false;
 		if (strcmp(state, "committed") == 0) {
-			json_t *why = failed ? json_object_get(failed, job_id(j)) :
-			    NULL;
+			json_t *why = sink_pg_recorded(failed, j);
 			sink_pg_set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
 			    json_is_string(why) ? json_string_value(why) :
 			    why ? "failed (see the batch row)" : "");
@@ -341,7 +372,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 	bool fences = false;
 	for (int i = 0; i < n; i++)
 		fences |= jobs[i].invalid == NULL && jobs[i].nstamps > 0;
-	if (fences && !fence_wait(s, s->q->job_timeout_ms / 2, f))
+	if (fences && !fence_wait(s, fence_wait_ms(s, jobs, n), f))
 		goto out;
 	for (int i = 0; i < n; i++) {
 		s->enc.skip[i] = false;
@@ -351,7 +382,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 			goto out;
 		s->enc.skip[i] = !write;
 	}
-	if (fences && !fence_wait(s, 0, f))
+	if (fences && !fence_wait(s, -1, f))
 		goto out;
 	sink_pg_encode(s, jobs, res, n, s->enc.skip);
 	/* what the fences decided is part of this batch's record too */

@@ -117,11 +117,11 @@ static void
 arm_exit_after_commit(char *hook, size_t hook_size, char *env,
     size_t env_size, const char *pipeline, int max_recoveries)
 {
-	char queue[160];
+	char queue[200];
 
 	snprintf(queue, sizeof(queue), "workers = 1\nbatch_size = 100\n"
-	    "pipeline = %s\nmax_recoveries = %d\nmax_job_bytes = 1024\n",
-	    pipeline, max_recoveries);
+	    "pipeline = %s\nmax_recoveries = %d\nmax_job_bytes = 1024\n"
+	    "cache_key_prefixes = app:a:\n", pipeline, max_recoveries);
 	setup(NULL, queue);
 	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
 	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
@@ -217,18 +217,37 @@ arm_slow_commit_then_exit(char *hook, size_t hook_size, char *env,
 	    "STATEMENT EXECUTE FUNCTION nap()");
 }
 
-/* After the worker died between COMMIT and ack: 99 jobs done, one dead,
- * 99 rows once, all 100 recovered. */
+/* Once the batch is in its transaction (its statement trigger sleeping),
+ * reload with the config line `from` replaced by `to`. */
 static void
-assert_99_written_1_dead(void)
+reload_mid_batch(const char *from, const char *to)
+{
+	char *conf, *at;
+
+	h_wait_pg_int(&d, 1, "SELECT count(*) FROM pg_stat_activity "
+	    "WHERE wait_event = 'PgSleep'");
+	conf = h_read_file(d.config);
+	cr_assert((at = strstr(conf, from)) != NULL, "no \"%s\" in the config",
+	    from);
+	*at = '\0';
+	h_write_file(d.config, "%s%s%s", conf, to, at + strlen(from));
+	free(conf);
+	kill(d.pid, SIGHUP);
+}
+
+/* After the worker died between COMMIT and ack: all 100 jobs recovered,
+ * `written` done with one row each, `dead` dead. */
+static void
+assert_after_death(int written, int dead)
 {
 	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
-	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
-	h_wait_redis_int(&d, 99, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, dead, "LLEN ferry:{q}:dead");
+	h_wait_redis_int(&d, written, "HGET ferry:{q}:stats done");
 	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
 	unsetenv("FERRYD");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 99);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 99);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"),
+	    written);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), written);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
 	h_assert_queue_empty(&d, "q");
 }
@@ -256,7 +275,7 @@ Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
 		    "{\"id\":\"c%d\",\"cache_key\":\"ferry:{q}:cache:c%d\"}", i, i));
 	}
 	h_start(&d, 1);
-	assert_99_written_1_dead();
+	assert_after_death(99, 1);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
 	json_t *dead = h_dead_entries(&d, "q");
 	cr_assert_eq(json_array_size(dead), 1);
@@ -266,48 +285,109 @@ Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
 	h_stop(&d);
 }
 
-/* A reload lowers max_job_bytes while a batch is in its transaction (a
- * statement trigger sleeps 2 s), and its worker dies after the COMMIT,
- * before the ack (test hook). Recovered under the new limit, job "m"
- * (600 bytes, over the new 256) was dead as oversized although written.
- * Now the sink fences it first: done. Job "L" (2,000 bytes) was over the
- * old limit 1,024 too: its batch names it in its record, so its fence
- * does not take it for written, and it is dead with the old reason (98
- * small jobs and m written once, L dead; without the record L would be
- * acked as done, never written). */
-Test(pg, recovered_jobs_over_a_lowered_max_job_bytes_are_fenced_first)
+/* One dead entry says want, in its reason or its last error (an
+ * oversized job is named by the SHA-1 of its document, not its id). */
+static void
+assert_dead_with(json_t *dead, const char *want)
 {
-	char hook[400], env[450], pad[2001], doc[2100], *conf, *at;
+	for (size_t i = 0; i < json_array_size(dead); i++) {
+		json_t *o = json_array_get(dead, i);
+		if (strstr(h_jstr(o, "reason"), want) != NULL ||
+		    strstr(h_jstr(o, "last_error"), want) != NULL)
+			return;
+	}
+	cr_assert_fail("no dead entry says \"%s\"", want);
+}
+
+/* A reload sets max_job_bytes from 1024 to `limit` while a batch is in
+ * its transaction (a statement trigger sleeps 2 s), and its worker dies
+ * after the COMMIT, before the ack (test hook). In the batch: 97 small
+ * jobs; "m", 600 bytes; "f", 600 bytes, which the table's CHECK refuses;
+ * "L", 2,000 bytes, over 1024. Recovered under the new limit, every job
+ * must come out as it went in: 98 rows (the small ones and m), f and L
+ * dead with the reasons their batch recorded. */
+static void
+reload_limit_between_commit_and_ack(const char *limit)
+{
+	char hook[400], env[450], pad[2001], doc[2100];
+	const char *big[] = { "m\",\"n\":1000", "f\",\"n\":-5",
+	    "L\",\"n\":1001" };
 
 	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
 	memset(pad, 'x', sizeof(pad) - 1);
 	pad[sizeof(pad) - 1] = '\0';
-	h_push_jobs(&d, "q", 0, 49);
-	snprintf(doc, sizeof(doc), "{\"id\":\"m\",\"n\":1000,"
-	    "\"payload\":\"%.560s\"}", pad);
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
-	snprintf(doc, sizeof(doc), "{\"id\":\"L\",\"n\":1001,"
-	    "\"payload\":\"%s\"}", pad);
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
-	h_push_jobs(&d, "q", 49, 49);
+	h_push_jobs(&d, "q", 0, 48);
+	for (int i = 0; i < 3; i++) {
+		snprintf(doc, sizeof(doc), "{\"id\":\"%s,\"payload\":\"%.*s\"}",
+		    big[i], i == 2 ? 2000 : 560, pad);
+		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
+	}
+	h_push_jobs(&d, "q", 48, 49);
 	h_start(&d, 1);
-	/* the batch is in its transaction: lower the limit under it */
-	h_wait_pg_int(&d, 1, "SELECT count(*) FROM pg_stat_activity "
-	    "WHERE wait_event = 'PgSleep'");
-	conf = h_read_file(d.config);
-	cr_assert((at = strstr(conf, "max_job_bytes = 1024")) != NULL);
-	memcpy(at, "max_job_bytes =  256", 20);
-	h_write_file(d.config, "%s", conf);
-	free(conf);
-	kill(d.pid, SIGHUP);
-	assert_99_written_1_dead();
+	reload_mid_batch("max_job_bytes = 1024", limit);
+	assert_after_death(98, 2);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 1000"),
 	    1, "job m, written before the reload, is not in the table once");
 	json_t *dead = h_dead_entries(&d, "q");
+	cr_assert_eq(json_array_size(dead), 2);
+	assert_dead_with(dead, "23514");
+	assert_dead_with(dead, "over max_job_bytes 1024");
+	json_decref(dead);
+	h_stop(&d);
+}
+
+/* Lowered to 256: m and f come back over it. m was dead as oversized
+ * although written; now the sink fences it first (done). f's batch names
+ * it by the SHA-1 of its document, which the limit does not change (by
+ * its id, the oversized f was not found and was acked, never written). L
+ * was named too (without that, acked). */
+Test(pg, recovered_jobs_over_a_lowered_max_job_bytes_are_fenced_first)
+{
+	reload_limit_between_commit_and_ack("max_job_bytes = 256");
+}
+
+/* Raised to 4096: L comes back valid, and its batch's record still says
+ * why it was not written (named by id, it was acked unwritten). */
+Test(pg, recovered_job_under_a_raised_max_job_bytes_keeps_its_failure)
+{
+	reload_limit_between_commit_and_ack("max_job_bytes = 4096");
+}
+
+/* The same with jobs whose rows come from cache keys, and a reload of
+ * cache_key_prefixes from app:a: to app:b: and of max_job_bytes from 1024
+ * to 256: A (key app:a:1, refused after the reload) and C (its hash 591
+ * bytes as JSON, over 256) were dead unchecked although written; B (key
+ * app:b:1, refused by its batch, allowed after the reload) was acked,
+ * never written. Now A and C are done and B dead: its batch names it. */
+Test(pg, recovered_jobs_refused_by_a_reloaded_cache_setting_are_fenced_first)
+{
+	char hook[400], env[450], pad[561];
+
+	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	freeReplyObject(h_redis(&d, "HSET app:a:1 n 2000 payload a"));
+	freeReplyObject(h_redis(&d, "HSET app:b:1 n 2001 payload b"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:c n 2002 payload %s",
+	    pad));
+	h_push_jobs(&d, "q", 0, 48);
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
+	    "{\"id\":\"A\",\"cache_key\":\"app:a:1\"}"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
+	    "{\"id\":\"B\",\"cache_key\":\"app:b:1\"}"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
+	    "{\"id\":\"C\",\"cache_key\":\"ferry:{q}:cache:c\"}"));
+	h_push_jobs(&d, "q", 48, 49);
+	h_start(&d, 1);
+	reload_mid_batch("max_job_bytes = 1024\ncache_key_prefixes = app:a:",
+	    "max_job_bytes = 256\ncache_key_prefixes = app:b:");
+	assert_after_death(99, 1);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n IN "
+	    "(2000, 2002)"), 2);
+	json_t *dead = h_dead_entries(&d, "q");
 	cr_assert_eq(json_array_size(dead), 1);
-	cr_assert(strstr(h_jstr(json_array_get(dead, 0), "reason"),
-	    "over max_job_bytes 1024") != NULL, "%s",
-	    h_jstr(json_array_get(dead, 0), "reason"));
+	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "id"), "B");
+	assert_dead_with(dead, "is outside the queue's cache space");
 	json_decref(dead);
 	h_stop(&d);
 }
@@ -386,6 +466,12 @@ Test(pg, fatal_worker_shows_why_in_status)
 	cr_assert(strstr(h_jstr(w, "last_error"), "nosuch") != NULL, "%s",
 	    h_jstr(w, "last_error"));
 	json_decref(o);
+	/* the dashboard's page (it works without JavaScript) says so too */
+	char *page = NULL;
+	cr_assert_eq(h_http(port, "GET", "/", NULL, &page), 200);
+	cr_assert(strstr(page, "data-k=\"state\" class=\"t\">fatal<") != NULL,
+	    "the dashboard does not show the worker fatal");
+	free(page);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
 	kill(d.pid, SIGHUP);

@@ -90,6 +90,23 @@ Test(tables, data_arrays_parents_first_in_either_order)
 	h_stop(&pc_d);
 }
 
+/* A table named twice in a job's "data": the last array is its rows, as
+ * the last of duplicate members is everywhere else (jansson, "data"
+ * itself, op_member); both arrays were written. */
+Test(tables, duplicate_table_member_the_last_wins)
+{
+	static const char *const docs[] = {
+		"{\"data\":{\"orders\":[{\"id\":5,\"total\":1}],\"orders\":"
+		    "[{\"id\":6,\"total\":2}]}}",
+	};
+	struct sink_pg *s = setup("");
+
+	pc_run(s, docs, 1, "w:1", NULL);
+	assert_rows("6=2;");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
 /* table_member names each job's table; a child job before its parent. */
 Test(tables, member_routes_each_job)
 {
