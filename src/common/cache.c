@@ -285,7 +285,9 @@ cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
 			j->cache_key = NULL;
 			continue;
 		}
-		if (j->invalid != NULL)
+		/* a buried job is never run: its cache is not read (a key
+		 * gone would make a poison job look merely missing) */
+		if (j->invalid != NULL || j->bury)
 			continue;
 		items[m].key = j->cache_key;
 		items[m].mode = mode == CACHE_ROWS && j->has_data ?

@@ -391,8 +391,8 @@ job_parse_held(struct job *j, const char *el, size_t len,
 const char *
 job_id(struct job *j)
 {
-	if (j->id[0] == '\0')
-		job_sha1_hex(j->raw, j->raw_len, j->id);
+	if (j->id[0] == '\0')      /* no id of its own: its digest */
+		memcpy(j->id, job_digest(j), sizeof(j->digest));
 	return j->id;
 }
 

@@ -201,8 +201,11 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		 * been written: a fencing handler checks its batches first,
 		 * and it is dead only if none wrote it (a batch names in its
 		 * record every job it refused so: sink_pg_encode) */
+		/* so may a job of a batch resumed after its connection
+		 * dropped (not fresh): its settle may have been lost after
+		 * its COMMIT, its replay reads the record */
 		if (j->invalid != NULL && j->refusal_varies &&
-		    h->checks_fence && j->nstamps > 0) {
+		    h->checks_fence && (j->nstamps > 0 || !b->fresh)) {
 			j->bury = true;
 			j->bury_reason = j->invalid;
 			j->invalid = NULL;

@@ -184,7 +184,8 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 			continue;
 		json_t *why = sink_pg_recorded(failed, &jobs[i]);
 		sink_pg_set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
-		    why ? json_string_value(why) : "");
+		    json_is_string(why) ? json_string_value(why) : why ?
+		    "failed (see the batch row)" : "");
 	}
 	json_decref(failed);
 	return true;

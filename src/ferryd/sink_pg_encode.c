@@ -46,12 +46,16 @@ sink_pg_record_failure(struct sink_pg *s, struct job *j, const char *msg)
 }
 
 /* What a batch's record says of job j: why it failed, or NULL (written).
- * By digest only: a producer can give a job any id, the SHA-1 name of
- * another job's document too. */
+ * By digest (a producer can give a job any id, the SHA-1 name of another
+ * job's document too) in a record that says so (SINK_PG_BY_DIGEST), else
+ * by id: an older ferryd's record, read after an upgrade. */
 json_t *
 sink_pg_recorded(json_t *failed, struct job *j)
 {
-	return failed != NULL ? json_object_get(failed, job_digest(j)) : NULL;
+	if (failed == NULL)
+		return NULL;
+	return json_object_get(failed, json_object_get(failed,
+	    SINK_PG_BY_DIGEST) != NULL ? job_digest(j) : job_id(j));
 }
 
 /* Job j's (number i) rows of doc into target t's buffer, for upsert and
@@ -204,12 +208,12 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	s->enc.deletes = false;
 	s->enc.record_failed = false;
 	for (int i = 0; i < n; i++) {
-		/* a job refused for a reason that may change (refusal_varies)
-		 * is named in the batch's record: recovered later (its worker
-		 * died before the ack) and no longer refused, a fence must
-		 * not take it for written */
-		if (jobs[i].invalid != NULL && jobs[i].refusal_varies &&
-		    (skip == NULL || !skip[i]) &&
+		/* every refused job is named in the batch's record: recovered
+		 * later (its worker died before the ack) and refused for
+		 * another reason (a malformed document over a max_job_bytes
+		 * lowered since is buried: refusal_varies), or no longer
+		 * refused, a fence must not take it for written */
+		if (jobs[i].invalid != NULL && (skip == NULL || !skip[i]) &&
 		    sink_pg_record_failure(s, &jobs[i], jobs[i].invalid) < 0)
 			s->enc.record_failed = true;
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))

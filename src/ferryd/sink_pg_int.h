@@ -73,6 +73,9 @@ void sink_pg_set_result(struct handler_result *r, int outcome,
 /* Name job j's failure in the batch row's record; -1 when it cannot. */
 int sink_pg_record_failure(struct sink_pg *s, struct job *j,
     const char *msg);
+/* The member of a batch's record that says it names jobs by digest: no
+ * digest or job id is "" (a job without an id is named by its digest). */
+#define SINK_PG_BY_DIGEST ""
 /* Why a batch's record (NULL: none) says job j failed; NULL: it did not. */
 json_t *sink_pg_recorded(json_t *failed, struct job *j);
 /* Encode the rows of every job to write into s->enc (its idx lists them);

@@ -279,7 +279,7 @@ fence_wait_ms(const struct sink_pg *s, const struct job *jobs, int n)
 	char **all = xmalloc(sizeof(*all) * (size_t)(total > 0 ? total : 1));
 	total = 0;
 	for (int i = 0; i < n; i++)
-		for (int k = 0; k < jobs[i].nstamps; k++)
+		for (int k = 0; k < jobs[i].nstamps && !jobs[i].invalid; k++)
 			all[total++] = jobs[i].stamps[k];
 	qsort(all, (size_t)total, sizeof(*all), stamp_cmp);
 	for (long k = 0; k < total; k++)
@@ -400,6 +400,9 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 	    res, f) || !copy_again(s, jobs, res, f)))
 		goto out;
 	if (json_object_size(s->enc.failed) > 0) {
+		json_object_set_new(s->enc.failed, SINK_PG_BY_DIGEST,
+		    json_string("failed jobs are named by the SHA-1 of their "
+		    "documents"));
 		char *text = json_dumps(s->enc.failed, JSON_COMPACT);
 		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
 		    text, f, NULL);

@@ -389,6 +389,48 @@ Test(cache, postgres_rows_from_cache_keys)
 	h_stop(&d);
 }
 
+/* A settle that Redis lost after its batch committed (a restart with
+ * appendfsync everysec, a failover): the worker's list and batch key come
+ * back, and the worker, reconnected, resumes the batch, which its row
+ * says committed: a replay. Job J's cache key expired meanwhile: J was
+ * dead as "cache key expired or evicted" although written; now a job of a
+ * resumed batch refused so is checked against the batch first: done. */
+Test(cache, replay_of_a_lost_settle_after_the_cache_key_expired)
+{
+	const char *doc = "{\"id\":\"J\",\"cache_key\":\"ferry:{q}:cache:j\"}";
+
+	h_setup(&d, NULL, "");
+	h_config(&d, h_pg_start(&d), "[queue q]\nworkers = 1\n"
+	    "handler = postgres\ntable = t\npipeline = no\n");
+	h_pg_exec(&d, "CREATE TABLE t (a int, b text)");
+	cr_assert_eq(ctl(NULL, NULL, "init-db", NULL), 0);
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:j a 7 b j"));
+	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 1);
+	char *key = h_pg_text(&d, "SELECT key FROM ferry_batches");
+	redisReply *r = h_redis(&d, "HKEYS ferry:{q}:owners");
+	cr_assert_eq(r->elements, 1);
+	char *worker = strdup(r->element[0]->str);
+	freeReplyObject(r);
+	/* what Redis held before the lost settle, the cache key gone */
+	freeReplyObject(h_redis(&d, "RPUSH ferry:{q}:proc:%s %s", worker, doc));
+	char kind_key[200];
+	snprintf(kind_key, sizeof(kind_key), "r %s", key);   /* batch_of */
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:bkeys %s %s", worker,
+	    kind_key));
+	freeReplyObject(h_redis(&d, "CLIENT KILL TYPE normal SKIPME yes"));
+	h_wait_log(&d, "resuming a batch of 1 jobs", 1);
+	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM t WHERE a = 7"), 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:proc:%s", worker), 0);
+	free(worker);
+	free(key);
+	h_stop(&d);
+}
+
 /* Purging dead jobs deletes the cache keys they kept. */
 Test(cache, purge_deletes_cache_keys)
 {

@@ -301,46 +301,50 @@ assert_dead_with(json_t *dead, const char *want)
 
 /* A reload sets max_job_bytes from 1024 to `limit` while a batch is in
  * its transaction (a statement trigger sleeps 2 s), and its worker dies
- * after the COMMIT, before the ack (test hook). In the batch: 97 small
+ * after the COMMIT, before the ack (test hook). In the batch: 96 small
  * jobs; "m", 600 bytes; "f", 600 bytes, which the table's CHECK refuses;
- * "L", 2,000 bytes, over 1024. Recovered under the new limit, every job
- * must come out as it went in: 98 rows (the small ones and m), f and L
- * dead with the reasons their batch recorded. */
+ * "L", 2,000 bytes, over 1024; "J", 600 bytes of malformed JSON.
+ * Recovered under the new limit, every job must come out as it went in:
+ * 97 rows (the small ones and m), f, L and J dead with the reasons their
+ * batch recorded. */
 static void
 reload_limit_between_commit_and_ack(const char *limit)
 {
 	char hook[400], env[450], pad[2001], doc[2100];
 	const char *big[] = { "m\",\"n\":1000", "f\",\"n\":-5",
-	    "L\",\"n\":1001" };
+	    "L\",\"n\":1001", "J\",\"n\":1002" };
 
 	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
 	memset(pad, 'x', sizeof(pad) - 1);
 	pad[sizeof(pad) - 1] = '\0';
 	h_push_jobs(&d, "q", 0, 48);
-	for (int i = 0; i < 3; i++) {
-		snprintf(doc, sizeof(doc), "{\"id\":\"%s,\"payload\":\"%.*s\"}",
-		    big[i], i == 2 ? 2000 : 560, pad);
+	for (int i = 0; i < 4; i++) {      /* J: malformed, no closing brace */
+		snprintf(doc, sizeof(doc), "{\"id\":\"%s,\"payload\":\"%.*s\"%s",
+		    big[i], i == 2 ? 2000 : 560, pad, i == 3 ? "" : "}");
 		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
 	}
-	h_push_jobs(&d, "q", 48, 49);
+	h_push_jobs(&d, "q", 48, 48);
 	h_start(&d, 1);
 	reload_mid_batch("max_job_bytes = 1024", limit);
-	assert_after_death(98, 2);
+	assert_after_death(97, 3);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 1000"),
 	    1, "job m, written before the reload, is not in the table once");
 	json_t *dead = h_dead_entries(&d, "q");
-	cr_assert_eq(json_array_size(dead), 2);
+	cr_assert_eq(json_array_size(dead), 3);
 	assert_dead_with(dead, "23514");
 	assert_dead_with(dead, "over max_job_bytes 1024");
+	assert_dead_with(dead, "malformed JSON");
 	json_decref(dead);
 	h_stop(&d);
 }
 
-/* Lowered to 256: m and f come back over it. m was dead as oversized
+/* Lowered to 256: m, f and J come back over it. m was dead as oversized
  * although written; now the sink fences it first (done). f's batch names
  * it by the SHA-1 of its document, which the limit does not change (by
  * its id, the oversized f was not found and was acked, never written). L
- * was named too (without that, acked). */
+ * was named too (without that, acked), and so is J, whose batch refused
+ * it as malformed (only the refusals that may change were named: J,
+ * buried as oversized, was acked, never written). */
 Test(pg, recovered_jobs_over_a_lowered_max_job_bytes_are_fenced_first)
 {
 	reload_limit_between_commit_and_ack("max_job_bytes = 256");

@@ -303,7 +303,9 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	    "key = 'w1:30'");
 	cr_assert_not_null(failed);
 	json_t *f = json_loads(failed, 0, NULL);
-	cr_assert_eq(json_object_size(f), 1, "%s", failed);
+	/* the job, and the member that says jobs are named by digest */
+	cr_assert_eq(json_object_size(f), 2, "%s", failed);
+	cr_assert_not_null(json_object_get(f, ""), "%s", failed);
 	json_decref(f);
 	free(failed);
 	h_jobs_free(jobs, 6);
@@ -466,8 +468,8 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 1);
 
 	snprintf(sql, sizeof(sql), "UPDATE ferry_batches SET failed = "
-	    "'{\"%s\": \"boom\", \"%s\": 7}' WHERE key = 'w1:1'",
-	    job_digest(&jobs[1]), job_digest(&stamped[0]));
+	    "'{\"\": \"by digest\", \"%s\": \"boom\", \"%s\": 7}' WHERE key = "
+	    "'w1:1'", job_digest(&jobs[1]), job_digest(&stamped[0]));
 	h_pg_exec(&d, sql);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
@@ -482,6 +484,28 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_str_eq(res[0].message, "failed (see the batch row)");
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+
+	/* an older ferryd's record names jobs by id (no "" member); a
+	 * record by digest does not answer to an id */
+	struct job own[1];
+	char oels[1][128];
+	h_job_parse(&own[0], oels[0], 128, false, "{\"id\":\"old\",\"n\":9}");
+	run_ok(s, own, res, 1, "w1:3");
+	h_pg_exec(&d, "UPDATE ferry_batches SET failed = '{\"old\": \"older\"}' "
+	    "WHERE key = 'w1:3'");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
+	cr_assert_str_eq(res[0].message, "older");
+	h_pg_exec(&d, "UPDATE ferry_batches SET failed = '{\"\": \"by digest\", "
+	    "\"old\": \"older\"}' WHERE key = 'w1:3'");
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_OK, "%s", res[0].message);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4);
+	h_jobs_free(own, 1);
 	h_jobs_free(jobs, 3);
 	h_jobs_free(stamped, 1);
 	sink_pg_free(s);

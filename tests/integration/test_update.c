@@ -72,7 +72,8 @@ Test(update, missing_key_dead)
 		pc_assert_rows(&pc_d, "1=x,2=z");
 	}
 	cr_assert_eq(h_pg_int(&pc_d, "SELECT count(*) FROM json_object_keys("
-	    "(SELECT failed::json FROM ferry_batches WHERE key = 'w:1'))"), 3);
+	    "(SELECT failed::json FROM ferry_batches WHERE key = 'w:1')) k "
+	    "WHERE k <> ''"), 3);
 	pc_run(s, later, 2, "w:2", NULL);
 	pc_assert_rows(&pc_d, "1=v,2=w");
 	sink_pg_free(s);
