@@ -303,13 +303,19 @@ fence_wait(struct sink_pg *s, long ms, struct pg_failure *f)
 /* A recovered job names every batch it may have been written in (its
  * stamps). Fence each: one that had committed wrote (or failed) the job
  * already, and its record says which; one that had not can now never
- * commit. The job is written here only when none had committed. Every
- * batch that ever wrote a job fenced all the job's earlier stamps first,
- * so at most one stamp can be committed with the job in it. */
+ * commit. The job is written here only when none had written it: a batch
+ * that failed it wrote nothing of it, so it goes on as if that batch had
+ * not committed (a `dead retry` after the cause is fixed takes effect;
+ * the job runs under the settings of now), unless it is buried: then it
+ * is dead with that batch's reason. Every batch that ever wrote a job
+ * fenced all the job's earlier stamps first, so at most one stamp can be
+ * committed with the job in it. */
 static bool
 fence(struct sink_pg *s, struct job *j, struct handler_result *res,
     bool *write, struct pg_failure *f)
 {
+	bool failed_before = false;
+
 	*write = true;
 	for (int k = 0; k < j->nstamps && *write; k++) {
 		const char *key = j->stamps[k];
@@ -330,16 +336,21 @@ fence(struct sink_pg *s, struct job *j, struct handler_result *res,
 		if (!pg_target_batches_read(s->conn, &s->batches, key, state,
 		    sizeof(state), &failed, f))
 			return false;
-		if (strcmp(state, "committed") == 0) {
-			json_t *why = sink_pg_recorded(failed, j);
-			sink_pg_set_result(res, why ? HANDLER_FAIL : HANDLER_OK,
-			    json_is_string(why) ? json_string_value(why) :
-			    why ? "failed (see the batch row)" : "");
+		json_t *why = strcmp(state, "committed") == 0 ?
+		    sink_pg_recorded(failed, j) : NULL;
+		if (strcmp(state, "committed") == 0 && why == NULL) {
+			sink_pg_set_result(res, HANDLER_OK, "");    /* written */
 			*write = false;
+		} else if (why != NULL && !failed_before) {
+			sink_pg_set_result(res, HANDLER_FAIL, json_is_string(why) ?
+			    json_string_value(why) : "failed (see the batch row)");
+			failed_before = true;
 		}
 		json_decref(failed);
 	}
-	if (*write && j->bury) {
+	if (*write && j->bury && failed_before) {
+		*write = false;         /* dead with that batch's reason */
+	} else if (*write && j->bury) {
 		/* never written: dead, and now fenced everywhere */
 		sink_pg_set_result(res, HANDLER_FAIL, j->bury_reason != NULL ?
 		    j->bury_reason : "worker died while processing");

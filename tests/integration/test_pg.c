@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "harness_http.h"
+#include "pg_events.h"
 
 static struct ferryd d;
 
@@ -23,47 +24,17 @@ teardown(void)
 
 TestSuite(pg, .fini = teardown, .timeout = 600);
 
-#define EVENTS_TABLE "CREATE TABLE events (n bigint CHECK (n >= 0), " \
-	"payload text)"
-
 /* Redis + PostgreSQL + config for one postgres queue `q` into `events`. */
 static void
 setup(const char *ferryd_extra, const char *queue_extra)
 {
-	char global[512], queues[512];
-
-	h_setup(&d, NULL, "");
-	snprintf(global, sizeof(global), "%s%s", h_pg_start(&d),
-	    ferryd_extra ? ferryd_extra : "");
-	snprintf(queues, sizeof(queues), "[queue q]\nhandler = postgres\n"
-	    "table = events\ncolumns = n, payload\n%s", queue_extra);
-	h_config(&d, global, queues);
-	h_pg_exec(&d, EVENTS_TABLE);
-}
-
-static int
-run_ctl(struct ferryd *f, const char *cmd, char **out)
-{
-	const char *ctl = getenv("FERRYCTL");
-	char path[400], line[1200];
-
-	snprintf(path, sizeof(path), "%s/ctl.out", f->dir);
-	snprintf(line, sizeof(line), "%s -c %s %s > %s 2>&1",
-	    ctl ? ctl : TEST_BUILDDIR "/ferryctl", f->config, cmd, path);
-	int status = system(line);
-	if (out != NULL)
-		*out = h_read_file(path);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	pe_setup(&d, ferryd_extra, queue_extra);
 }
 
 static void
 assert_rows_once(int n)
 {
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), n);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), n,
-	    "some job was written twice");
-	h_assert_queue_empty(&d, "q");
-	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	pe_assert_rows_once(&d, n);
 }
 
 /* After an outage that `workers` waited through: all n jobs done, each
@@ -82,7 +53,7 @@ Test(pg, init_db_then_rows_arrive)
 	char *out;
 
 	setup(NULL, "workers = 2\n");
-	cr_assert_eq(run_ctl(&d, "init-db", &out), 0, "%s", out);
+	cr_assert_eq(pe_ctl(&d, "init-db", &out), 0, "%s", out);
 	cr_assert(strstr(out, "queue q: table events ready") != NULL, "%s", out);
 	free(out);
 	h_push_jobs(&d, "q", 0, 1000);
@@ -102,32 +73,13 @@ Test(pg, exactly_once_while_workers_are_killed)
 	setup("restart_backoff_min = 10ms\nrestart_backoff_max = 100ms\n",
 	    "workers = 4\nbatch_size = 20\nmax_recoveries = 1000\n");
 	h_pg_slow(&d, "events", "INSERT");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_push_jobs(&d, "q", 0, 50000);
 	h_start(&d, 4);
 	h_kill_workers_until_done(&d, "q", 50000);
 	assert_rows_once(50000);
 	cr_assert_gt(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	h_stop(&d);
-}
-
-/* A queue of one worker, and the fault point "exit between COMMIT and
- * ack" armed: the file hook, named in env (putenv keeps env). */
-static void
-arm_exit_after_commit(char *hook, size_t hook_size, char *env,
-    size_t env_size, const char *pipeline, int max_recoveries)
-{
-	char queue[200];
-
-	snprintf(queue, sizeof(queue), "workers = 1\nbatch_size = 100\n"
-	    "pipeline = %s\nmax_recoveries = %d\nmax_job_bytes = 1024\n"
-	    "cache_key_prefixes = app:a:\n", pipeline, max_recoveries);
-	setup(NULL, queue);
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
-	snprintf(hook, hook_size, "%s/exit-after-commit", d.dir);
-	h_write_file(hook, "once\n");
-	snprintf(env, env_size, "FERRY_TEST_EXIT_AFTER_COMMIT=%s", hook);
-	putenv(env);
 }
 
 /* The worker dies right after COMMIT, before the Redis ack (test hook),
@@ -141,7 +93,7 @@ die_between_commit_and_ack(const char *pipeline, int recovered,
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), pipeline,
+	pe_arm_exit_after_commit(&d, hook, sizeof(hook), env, sizeof(env), pipeline,
 	    max_recoveries);
 	/* the installed ferryd has no fault points: the tests' one has */
 	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
@@ -191,7 +143,7 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 {
 	char hook[400], env[450];
 
-	arm_exit_after_commit(hook, sizeof(hook), env, sizeof(env), "yes", 3);
+	pe_arm_exit_after_commit(&d, hook, sizeof(hook), env, sizeof(env), "yes", 3);
 	h_push_jobs(&d, "q", 0, 300);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 300, "HGET ferry:{q}:stats done");
@@ -200,230 +152,6 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	cr_assert_eq(access(hook, F_OK), 0, "the installed ferryd fired a hook");
 	cr_assert_eq(h_count_in_file(d.log, "test hook"), 0);
-	h_stop(&d);
-}
-
-/* The hook armed (one batch of 100 at a time), the hooks' ferryd, and
- * each COPY's transaction held open 2 s by a statement trigger. */
-static void
-arm_slow_commit_then_exit(char *hook, size_t hook_size, char *env,
-    size_t env_size)
-{
-	arm_exit_after_commit(hook, hook_size, env, env_size, "no", 3);
-	setenv("FERRYD", TEST_BUILDDIR "/tests/ferryd-hooks", 1);
-	h_pg_exec(&d, "CREATE FUNCTION nap() RETURNS trigger LANGUAGE plpgsql "
-	    "AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER nap AFTER INSERT ON events FOR EACH "
-	    "STATEMENT EXECUTE FUNCTION nap()");
-}
-
-/* Once the batch is in its transaction (its statement trigger sleeping),
- * reload with the config line `from` replaced by `to`. */
-static void
-reload_mid_batch(const char *from, const char *to)
-{
-	char *conf, *at;
-
-	h_wait_pg_int(&d, 1, "SELECT count(*) FROM pg_stat_activity "
-	    "WHERE wait_event = 'PgSleep'");
-	conf = h_read_file(d.config);
-	cr_assert((at = strstr(conf, from)) != NULL, "no \"%s\" in the config",
-	    from);
-	*at = '\0';
-	h_write_file(d.config, "%s%s%s", conf, to, at + strlen(from));
-	free(conf);
-	kill(d.pid, SIGHUP);
-}
-
-/* After the worker died between COMMIT and ack: all 100 jobs recovered,
- * `written` done with one row each, `dead` dead. */
-static void
-assert_after_death(int written, int dead)
-{
-	h_wait_log(&d, "test hook: exiting between COMMIT and ack", 1);
-	h_wait_redis_int(&d, dead, "LLEN ferry:{q}:dead");
-	h_wait_redis_int(&d, written, "HGET ferry:{q}:stats done");
-	unsetenv("FERRY_TEST_EXIT_AFTER_COMMIT");
-	unsetenv("FERRYD");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"),
-	    written);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), written);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 100);
-	h_assert_queue_empty(&d, "q");
-}
-
-/* Jobs whose rows come from cache keys (hashes, 1 s TTL): their batch
- * commits while the keys expire (a statement trigger sleeps 2 s), and its
- * worker dies before the ack (test hook). Recovered, the jobs find their
- * cache keys gone: they were dead as "cache key expired or evicted"
- * although written. Now the sink fences them first: the written ones
- * are done; the one whose key was already gone when the batch ran (named
- * in the batch's record) is dead, cache_missing, not taken for written
- * (99 written, 1 dead). */
-Test(pg, recovered_jobs_with_expired_cache_keys_are_fenced_first)
-{
-	char hook[400], env[450];
-
-	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
-	    "{\"id\":\"gone\",\"cache_key\":\"ferry:{q}:cache:gone\"}"));
-	for (int i = 0; i < 99; i++) {   /* one batch of 100 */
-		freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:c%d n %d "
-		    "payload p%d", i, i, i));
-		freeReplyObject(h_redis(&d, "PEXPIRE ferry:{q}:cache:c%d 1000", i));
-		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
-		    "{\"id\":\"c%d\",\"cache_key\":\"ferry:{q}:cache:c%d\"}", i, i));
-	}
-	h_start(&d, 1);
-	assert_after_death(99, 1);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats cache_missing"), 1);
-	json_t *dead = h_dead_entries(&d, "q");
-	cr_assert_eq(json_array_size(dead), 1);
-	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "reason"),
-	    "cache key expired or evicted");
-	json_decref(dead);
-	h_stop(&d);
-}
-
-/* One dead entry says want, in its reason or its last error (an
- * oversized job is named by the SHA-1 of its document, not its id). */
-static void
-assert_dead_with(json_t *dead, const char *want)
-{
-	for (size_t i = 0; i < json_array_size(dead); i++) {
-		json_t *o = json_array_get(dead, i);
-		if (strstr(h_jstr(o, "reason"), want) != NULL ||
-		    strstr(h_jstr(o, "last_error"), want) != NULL)
-			return;
-	}
-	cr_assert_fail("no dead entry says \"%s\"", want);
-}
-
-/* A reload sets max_job_bytes from 1024 to `limit` while a batch is in
- * its transaction (a statement trigger sleeps 2 s), and its worker dies
- * after the COMMIT, before the ack (test hook). In the batch: 96 small
- * jobs; "m", 600 bytes; "f", 600 bytes, which the table's CHECK refuses;
- * "L", 2,000 bytes, over 1024; "J", 600 bytes of malformed JSON.
- * Recovered under the new limit, every job must come out as it went in:
- * 97 rows (the small ones and m), f, L and J dead with the reasons their
- * batch recorded. */
-static void
-reload_limit_between_commit_and_ack(const char *limit)
-{
-	char hook[400], env[450], pad[2001], doc[2100];
-	const char *big[] = { "m\",\"n\":1000", "f\",\"n\":-5",
-	    "L\",\"n\":1001", "J\",\"n\":1002" };
-
-	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
-	memset(pad, 'x', sizeof(pad) - 1);
-	pad[sizeof(pad) - 1] = '\0';
-	h_push_jobs(&d, "q", 0, 48);
-	for (int i = 0; i < 4; i++) {      /* J: malformed, no closing brace */
-		snprintf(doc, sizeof(doc), "{\"id\":\"%s,\"payload\":\"%.*s\"%s",
-		    big[i], i == 2 ? 2000 : 560, pad, i == 3 ? "" : "}");
-		freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s", doc));
-	}
-	h_push_jobs(&d, "q", 48, 48);
-	h_start(&d, 1);
-	reload_mid_batch("max_job_bytes = 1024", limit);
-	assert_after_death(97, 3);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 1000"),
-	    1, "job m, written before the reload, is not in the table once");
-	json_t *dead = h_dead_entries(&d, "q");
-	cr_assert_eq(json_array_size(dead), 3);
-	assert_dead_with(dead, "23514");
-	assert_dead_with(dead, "over max_job_bytes 1024");
-	assert_dead_with(dead, "malformed JSON");
-	json_decref(dead);
-	h_stop(&d);
-}
-
-/* Lowered to 256: m, f and J come back over it. m was dead as oversized
- * although written; now the sink fences it first (done). f's batch names
- * it by the SHA-1 of its document, which the limit does not change (by
- * its id, the oversized f was not found and was acked, never written). L
- * was named too (without that, acked), and so is J, whose batch refused
- * it as malformed (only the refusals that may change were named: J,
- * buried as oversized, was acked, never written). */
-Test(pg, recovered_jobs_over_a_lowered_max_job_bytes_are_fenced_first)
-{
-	reload_limit_between_commit_and_ack("max_job_bytes = 256");
-}
-
-/* Raised to 4096: L comes back valid, and its batch's record still says
- * why it was not written (named by id, it was acked unwritten). */
-Test(pg, recovered_job_under_a_raised_max_job_bytes_keeps_its_failure)
-{
-	reload_limit_between_commit_and_ack("max_job_bytes = 4096");
-}
-
-/* The same with jobs whose rows come from cache keys, and a reload of
- * cache_key_prefixes from app:a: to app:b: and of max_job_bytes from 1024
- * to 256: A (key app:a:1, refused after the reload) and C (its hash 591
- * bytes as JSON, over 256) were dead unchecked although written; B (key
- * app:b:1, refused by its batch, allowed after the reload) was acked,
- * never written. Now A and C are done and B dead: its batch names it. */
-Test(pg, recovered_jobs_refused_by_a_reloaded_cache_setting_are_fenced_first)
-{
-	char hook[400], env[450], pad[561];
-
-	arm_slow_commit_then_exit(hook, sizeof(hook), env, sizeof(env));
-	memset(pad, 'x', sizeof(pad) - 1);
-	pad[sizeof(pad) - 1] = '\0';
-	freeReplyObject(h_redis(&d, "HSET app:a:1 n 2000 payload a"));
-	freeReplyObject(h_redis(&d, "HSET app:b:1 n 2001 payload b"));
-	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:c n 2002 payload %s",
-	    pad));
-	h_push_jobs(&d, "q", 0, 48);
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
-	    "{\"id\":\"A\",\"cache_key\":\"app:a:1\"}"));
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
-	    "{\"id\":\"B\",\"cache_key\":\"app:b:1\"}"));
-	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready "
-	    "{\"id\":\"C\",\"cache_key\":\"ferry:{q}:cache:c\"}"));
-	h_push_jobs(&d, "q", 48, 49);
-	h_start(&d, 1);
-	reload_mid_batch("max_job_bytes = 1024\ncache_key_prefixes = app:a:",
-	    "max_job_bytes = 256\ncache_key_prefixes = app:b:");
-	assert_after_death(99, 1);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n IN "
-	    "(2000, 2002)"), 2);
-	json_t *dead = h_dead_entries(&d, "q");
-	cr_assert_eq(json_array_size(dead), 1);
-	cr_assert_str_eq(h_jstr(json_array_get(dead, 0), "id"), "B");
-	assert_dead_with(dead, "is outside the queue's cache space");
-	json_decref(dead);
-	h_stop(&d);
-}
-
-/* A batch whose transaction outlasts job_timeout (a row trigger sleeps
- * 20 s on job 11; pg_statement_timeout is 60 s): its worker is stopped,
- * but its backend runs on and commits the 30 rows. The next worker's
- * fence of that batch waited for it under the batch clock, was stopped
- * too, and so on, each time a recovery more, until the master
- * dead-lettered the jobs unchecked ("it died before it could check the
- * job's batches") although they were written. Now the fence waits at
- * most half of job_timeout and the batch then waits as in an outage: one
- * worker stopped, 30 rows once, none dead. */
-Test(pg, recovered_jobs_wait_for_their_batch_still_open)
-{
-	setup("kill_grace = 300ms\n", "workers = 1\nbatch_size = 30\n"
-	    "job_timeout = 2s\nhandler_timeout = 1s\nmax_recoveries = 1\n");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
-	h_pg_exec(&d, "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE "
-	    "plpgsql AS $$ BEGIN IF NEW.n = 11 THEN PERFORM pg_sleep(20); END IF; "
-	    "RETURN NEW; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER slow BEFORE INSERT ON events FOR EACH ROW "
-	    "EXECUTE FUNCTION slow_row()");
-	h_push_jobs(&d, "q", 0, 30);
-	h_start(&d, 1);
-	h_wait_redis_int(&d, 30, "HGET ferry:{q}:stats done");
-	assert_rows_once(30);
-	cr_assert_eq(h_count_in_file(d.log, "over job_timeout"), 1,
-	    "workers stopped: %d", h_count_in_file(d.log, "over job_timeout"));
-	cr_assert_geq(h_count_in_file(d.log, "is still open in another session"),
-	    1);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats dead"), 0);
 	h_stop(&d);
 }
 
@@ -442,12 +170,12 @@ Test(pg, fatal_worker_shows_why_in_status)
 	h_setup(&d, NULL, "");
 	snprintf(global, sizeof(global), "%shttp_listen = 127.0.0.1:%d\n",
 	    h_pg_start(&d), port);
-	h_pg_exec(&d, EVENTS_TABLE);
+	h_pg_exec(&d, PE_EVENTS_TABLE);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
 	h_expect_log(&d, "nosuch");
 	h_expect_log(&d, "exited with fatal code");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_start(&d, 1);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, nosuch\nworkers = 1\n");
@@ -456,7 +184,7 @@ Test(pg, fatal_worker_shows_why_in_status)
 	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
 	h_push_jobs(&d, "q", 0, 100);
 	h_wait_log(&d, "exited with fatal code", 1);
-	cr_assert_eq(run_ctl(&d, "status", &out), 0, "%s", out);
+	cr_assert_eq(pe_ctl(&d, "status", &out), 0, "%s", out);
 	cr_assert(strstr(out, "state=fatal") != NULL, "%s", out);
 	char *line = strstr(out, "worker queue=q");
 	cr_assert(line != NULL && strstr(line, "last_error=") != NULL &&
@@ -492,7 +220,7 @@ Test(pg, outage_spends_no_attempt)
 	/* a connection that dies while a worker describes the table is an
 	 * outage, not a missing table (it used to stop the worker with the
 	 * fatal code 100: no "does not exist" and no fatal exit allowed) */
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_push_jobs(&d, "q", 0, 2000);
 	h_start(&d, 2);
 	long long end = h_now_ms() + H_DEADLINE_MS;
@@ -524,7 +252,7 @@ schema_outage(const char *breaking, const char *sqlstate, const char *mending)
 	h_pg_exec(&d, "CREATE ROLE ferry_writer LOGIN");
 	h_pg_exec(&d, "GRANT USAGE, CREATE ON SCHEMA public TO ferry_writer");
 	h_pg_exec(&d, "GRANT SELECT, INSERT ON events TO ferry_writer");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_push_jobs(&d, "q", 0, 1000);
 	h_start(&d, 2);
 	h_wait_redis_int(&d, 1000, "HGET ferry:{q}:stats done");
@@ -567,7 +295,7 @@ Test(pg, renamed_table_waits)
 Test(pg, bad_rows_are_isolated)
 {
 	setup(NULL, "workers = 1\nbatch_size = 500\n");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	for (int i = 0; i < 500; i++) {
 		char job[64];
 		if (i == 10 || i == 250 || i == 499)
@@ -606,7 +334,7 @@ Test(pg, awkward_values_round_trip)
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = t\n");
 	h_pg_exec(&d, "CREATE TABLE t (id int, s text, nul text, big numeric, "
 	    "r double precision, b boolean, j jsonb, u text)");
-	cr_assert_eq(run_ctl(&d, "init-db", NULL), 0);
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	const char *job = "{\"id\":1,\"s\":\"tab\\there\\nnew\\rcr \\\\ back "
 	    "\\\\N\",\"nul\":null,\"big\":123456789012345678901234567890,"
 	    "\"r\":0.1000000000000000055511151231257827,\"b\":true,"
@@ -639,7 +367,7 @@ Test(pg, missing_table_or_column_refuses_to_start)
 
 	setup(NULL, "workers = 1\n");
 	h_pg_exec(&d, "DROP TABLE events");
-	cr_assert_eq(run_ctl(&d, "init-db", &out), 65, "%s", out);
+	cr_assert_eq(pe_ctl(&d, "init-db", &out), 65, "%s", out);
 	cr_assert(strstr(out, "\"events\" does not exist") != NULL, "%s", out);
 	free(out);
 	const char *args[] = { "-f", "-c", d.config, NULL };
@@ -649,7 +377,7 @@ Test(pg, missing_table_or_column_refuses_to_start)
 	free(out);
 
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");   /* no payload */
-	cr_assert_eq(run_ctl(&d, "init-db", &out), 65, "%s", out);
+	cr_assert_eq(pe_ctl(&d, "init-db", &out), 65, "%s", out);
 	cr_assert(strstr(out, "has no column \"payload\"") != NULL, "%s", out);
 	free(out);
 	status = h_run_ferryd(args, &out);
