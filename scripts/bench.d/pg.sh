@@ -13,9 +13,13 @@ pg_conninfo=
 # Exec a PostgreSQL program, as user postgres when we are root (initdb and
 # postgres refuse root), in the directory $1. Run it in a subshell:
 # (exec_pg DIR PROG ARGS) &. setpriv execs too, so $! is the program's pid.
+# BENCH_PG_PIN: on CPU 0 (taskset execs too).
 exec_pg() {
 	cd "$1" || exit 1
 	shift
+	if [[ ${BENCH_PG_PIN:-} == yes ]]; then
+		set -- taskset -c 0 "$@"
+	fi
 	if ((EUID == 0)); then
 		exec setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
 	fi
@@ -285,6 +289,9 @@ report_pg() {
 		"$("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, 127.0.0.1 TCP), all on the same host"
 	echo "- PostgreSQL settings: ${BENCH_PG_ARGS:+\`$BENCH_PG_ARGS\`, else }defaults; in force: $pg_settings_str"
 	echo "- ferry queue: \`pipeline = ${BENCH_PG_PIPELINE:-yes}\` (BENCH_PG_PIPELINE)"
+	if [[ ${BENCH_PG_PIN:-} == yes ]]; then
+		echo "- CPUs (BENCH_PG_PIN=yes): PostgreSQL on CPU 0 alone; redis-server, ferryd, the raw clients and psql on CPU 1"
+	fi
 	echo "- binaries: ${ferryd#"$root/"} and ${ferryctl#"$root/"}, built $(date -u -r "$ferryd" "+%Y-%m-%d %H:%M UTC")$stale"
 	echo "- command: \`${cmdline}\`"
 	echo "- rows: \`bench_rows (user_id bigint, event text, payload text)\`, no index;" \

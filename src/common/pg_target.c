@@ -335,7 +335,8 @@ pg_target_batches_check(PGconn *conn, const struct pg_batches *b, char *err,
  * unwritten), nor make the jobs retry (the batch may have committed them):
  * the batch is kept and tried again under its key, as in an outage. */
 static bool
-load_record(PGresult *r, json_t **out, struct pg_failure *f)
+load_record(PGresult *r, const char *key, json_t **out,
+    struct pg_failure *f)
 {
 	json_error_t err;
 
@@ -344,8 +345,9 @@ load_record(PGresult *r, json_t **out, struct pg_failure *f)
 		return true;
 	json_decref(*out);
 	*out = NULL;
-	snprintf(f->msg, sizeof(f->msg), "XX000: the failed record of a batch "
-	    "row does not parse: %s", err.text);
+	snprintf(f->msg, sizeof(f->msg), "XX000: ferry_batches row %.100s: "
+	    "its record of failed jobs (column failed) does not parse (%.60s); "
+	    "its jobs wait until it is a JSON object again", key, err.text);
 	util_utf8_fix(f->msg);
 	f->cls = PG_ERR_UNAVAILABLE;
 	return false;
@@ -365,7 +367,16 @@ pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
 		return false;
 	if (PQntuples(r) == 1) {
 		snprintf(state, statesize, "%s", PQgetvalue(r, 0, 0));
-		ok = PQgetisnull(r, 0, 1) || load_record(r, failed, f);
+		ok = PQgetisnull(r, 0, 1) || load_record(r, key, failed, f);
+	} else {
+		/* read right after its insert conflicted, or was fenced: only
+		 * a DELETE in between (by hand, or a prune) takes it away. Not
+		 * "committed, nothing failed": that would ack jobs unwritten */
+		snprintf(f->msg, sizeof(f->msg), "XX000: the row of batch %.100s "
+		    "in %s was deleted while this worker read it: asking again",
+		    key, b->name);
+		f->cls = PG_ERR_UNAVAILABLE;
+		ok = false;
 	}
 	PQclear(r);
 	return ok;

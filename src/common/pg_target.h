@@ -125,10 +125,12 @@ struct pg_batches {
 };
 void pg_target_batches_init(struct pg_batches *b,
     const struct ferry_config *cfg);
-/* Batch key's row: *state "committed", "fenced", or "" when there is
- * none; *failed its record of failed jobs (job id -> message; NULL: none),
- * to json_decref. False with f when the query failed, or the record does
- * not parse (f unavailable: the batch must be kept, never retried). */
+/* Batch key's row: *state "committed" or "fenced"; *failed its record of
+ * failed jobs (job digest -> message; NULL: none), to json_decref. False
+ * with f when the query failed, there is no row (read only after an insert
+ * of the key conflicted or fenced it: it was deleted meanwhile), or the
+ * record does not parse (f unavailable: the batch must be kept, never
+ * retried). */
 bool pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
     const char *key, char *state, size_t statesize, json_t **failed,
     struct pg_failure *f);

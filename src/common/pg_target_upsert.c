@@ -252,8 +252,11 @@ put_key_match(struct buf *b, PGconn *conn, const struct name_list *key,
 }
 
 /* ORDER BY key, then the winner first: the last row of a key; with
- * version the greatest, and of equal versions the first (a later equal
- * one is not newer). v: the quoted version column, or NULL. */
+ * version the greatest, and of equal versions the first write, else the
+ * first delete. One by one, the first of the greatest version applies and
+ * a later equal one is not newer, except after a delete: the row is gone,
+ * so the next write of that version inserts it (with mode = update, finds
+ * no row: missing). v: the quoted version column, or NULL. */
 static void
 put_winner_order(struct buf *b, PGconn *conn, const struct name_list *key,
     const char *v)
@@ -261,7 +264,7 @@ put_winner_order(struct buf *b, PGconn *conn, const struct name_list *key,
 	buf_printf(b, " ORDER BY ");
 	put_names(b, conn, key, "");
 	if (v != NULL)
-		buf_printf(b, ", %s DESC, " POSITION, v);
+		buf_printf(b, ", %s DESC, " DELETE_COL ", " POSITION, v);
 	else
 		buf_printf(b, ", " POSITION " DESC");
 }
@@ -378,15 +381,6 @@ delete_sql(const struct pg_target *t, PGconn *conn,
 	return buf_take(&b);
 }
 
-/* WITH ferry_u AS (the update RETURNING its keys) SELECT s.ferry_job,
- * 'update: no row with key (k)=(' || concat_ws(', ', s.k) || ')' FROM
- * stage s JOIN winners USING (key) WHERE neither deletes AND the update
- * did not write the key [AND no row of the key has a version as great]:
- * the update and its check in one statement, so one snapshot. As two
- * statements (READ COMMITTED: a snapshot each), a row another
- * transaction commits between them was not updated yet seen by the check,
- * and its job was done unapplied. A stale update (the row's version as
- * great) is not missing: done, as if applied before the newer write. */
 /* SELECT s.ferry_job, 'update: no row with key (k)=(' || ... || ')' FROM
  * stage s JOIN winners USING (key) WHERE neither deletes: the staged
  * updates of missing_sql and recheck_sql, each row with its message. */
@@ -419,6 +413,15 @@ put_not_newer(struct buf *b, const struct pg_target *t, PGconn *conn,
 	buf_printf(b, " AND ferry_t.%s >= " WINNERS ".%s)", v, v);
 }
 
+/* WITH ferry_u AS (the update RETURNING its keys) SELECT s.ferry_job,
+ * 'update: no row with key (k)=(' || concat_ws(', ', s.k) || ')' FROM
+ * stage s JOIN winners USING (key) WHERE neither deletes AND the update
+ * did not write the key [AND no row of the key has a version as great]:
+ * the update and its check in one statement, so one snapshot. As two
+ * statements (READ COMMITTED: a snapshot each), a row another
+ * transaction commits between them was not updated yet seen by the check,
+ * and its job was done unapplied. A stale update (the row's version as
+ * great) is not missing: done, as if applied before the newer write. */
 static char *
 missing_sql(const struct pg_target *t, PGconn *conn,
     const struct name_list *key, const char *v, const char *update)

@@ -149,6 +149,34 @@ reserve(struct sink_pg *s, int n)
 	s->enc.cap = n;
 }
 
+/* Until this transaction holds the batch's row, an earlier attempt of the
+ * batch may: one sent before the connection was lost, still open on the
+ * server (its COMMIT waiting for a lock or a synchronous standby) and free
+ * to commit later. Retrying the jobs then (under another key) would write
+ * them twice; only holding the row (or finding it committed: a replay)
+ * settles what the batch did. So whatever kept the row out (a lock or
+ * statement timeout behind that attempt, BEGIN failing) is waited out as
+ * an outage, under the same key. */
+void
+sink_pg_row_failed(const char *key, struct pg_failure *f)
+{
+	char why[sizeof(f->msg)], text[2 * sizeof(f->msg)];
+
+	snprintf(why, sizeof(why), "%s", f->msg);
+	if (strncmp(why, "55P03", 5) == 0 || strncmp(why, "57014", 5) == 0)
+		snprintf(text, sizeof(text), "%.5s: the row of batch %s is held "
+		    "by another session, an earlier attempt of this batch (its "
+		    "connection was lost) still open: waiting for it to end, so "
+		    "that its jobs are not written twice; pg_blocking_pids() "
+		    "names it", why, key);
+	else
+		snprintf(text, sizeof(text), "the row of batch %s did not go in "
+		    "(the batch waits, no attempt spent): %s", key, why);
+	snprintf(f->msg, sizeof(f->msg), "%.*s", (int)sizeof(f->msg) - 1, text);
+	util_utf8_fix(f->msg);
+	f->cls = PG_ERR_UNAVAILABLE;
+}
+
 /* The batch row already exists: this batch committed before (its reply
  * was lost), or another worker fenced it. Results from its record. */
 bool
@@ -179,13 +207,16 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 		f->cls = PG_ERR_OTHER;
 		return false;
 	}
+	char unnamed[200];
+	snprintf(unnamed, sizeof(unnamed), "failed (the reason in the row of "
+	    "batch %s is not a string)", key);
 	for (int i = 0; i < n; i++) {
 		if (jobs[i].invalid != NULL)
 			continue;
 		json_t *why = sink_pg_recorded(failed, &jobs[i]);
 		sink_pg_set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
 		    json_is_string(why) ? json_string_value(why) : why ?
-		    "failed (see the batch row)" : "");
+		    unnamed : "");
 	}
 	json_decref(failed);
 	return true;
@@ -255,6 +286,8 @@ fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	 * that failed at COMMIT */
 	if (fs->failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
 		return FAST_SLOW_PATH;
+	if (fs->failed_stage < copy_stage)
+		sink_pg_row_failed(key, f);
 	return FAST_FAILED;
 }
 
@@ -421,9 +454,10 @@ write_failed(struct sink_pg *s, struct job *jobs,
 		s->conn = NULL;
 		return SINK_UNAVAILABLE;
 	}
-	/* transient (serialization, deadlock) or unknown: retry the jobs */
+	/* transient (serialization, deadlock) or unknown: retry the jobs,
+	 * but those the fences (committed) found done or dead */
 	for (int i = 0; i < n; i++)
-		if (jobs[i].invalid == NULL)
+		if (jobs[i].invalid == NULL && !(s->decided && s->enc.skip[i]))
 			sink_pg_set_result(&results[i], HANDLER_RETRY, f->msg);
 	return SINK_OK;
 }
@@ -451,6 +485,7 @@ sink_pg_send(struct sink_pg *s, struct job *jobs,
 	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != PG_OK)
 		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
 	s->fenced = false;
+	s->decided = false;
 	return write_status(s, write_begin(s, jobs, results, n, batch_key, &f,
 	    leave_in_flight), jobs, results, n, &f, err, errsize);
 }

@@ -58,6 +58,8 @@ struct sink_pg {
 	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
 	char ahead_key[128];      /* its batch key ("": none) */
 	bool fenced;              /* our own batch key was found fenced */
+	bool decided;             /* enc.skip: jobs the fences decided, which
+	                           * stay decided if the batch fails */
 	bool in_flight;           /* sink_pg_send left the COMMIT's reply
 	                           * to sink_pg_finish */
 	struct sink_pg_fast fast;
@@ -84,8 +86,17 @@ void sink_pg_encode(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const bool *skip);
 /* Send the rows of jobs idx[0..n) for target t as COPY data. */
 bool sink_pg_put_rows(struct sink_pg *s, int t, const int *idx, int n);
+/* The batch's row under key did not go in (f: why, not 23505), or BEGIN
+ * failed: f becomes an outage (the batch is kept, no attempt spent). */
+void sink_pg_row_failed(const char *key, struct pg_failure *f);
 /* The batch row under key exists: results from its record (or fenced). */
 bool sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
+    struct handler_result *res, int n, struct pg_failure *f);
+/* Recovered jobs (stamps, bury) checked against their batches, in a
+ * transaction of its own (sink_pg_fence.c): s->enc.skip[i] for each job
+ * decided there (res[i] done or dead), s->decided. False with f (an
+ * outage) when the fences could not go in. */
+bool sink_pg_fence(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f);
 /* The batch statement by statement (sink_pg_slow.c). */
 bool sink_pg_write_slow(struct sink_pg *s, struct job *jobs,

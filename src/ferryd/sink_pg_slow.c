@@ -1,7 +1,8 @@
 /* sink_pg_slow.c - a batch statement by statement, when the one-query
  * path cannot (recovered jobs to fence, a job that failed to encode) or
- * failed on a row: BEGIN, constraints checked immediately, the batch row,
- * fences, then the COPY under a savepoint that is rolled back and split in
+ * failed on a row: the fences of recovered jobs first (sink_pg_fence.c,
+ * a transaction of their own), then BEGIN, constraints checked
+ * immediately, the batch row, the COPY under a savepoint that is rolled back and split in
  * halves until the refused rows are isolated (dead with their SQLSTATE);
  * for upsert and update the staged rows applied per part, and for update
  * with missing = dead the jobs whose key has no row failed and the part
@@ -245,156 +246,36 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	return ok;
 }
 
-/* The fence of a batch still open in another session waits for it: the
- * transaction of a worker stopped mid-batch (job_timeout, kill -9) runs on
- * in its backend and may yet commit (its COMMIT was sent with its rows).
- * Waited for under the batch clock, such a wait stopped worker after
- * worker, each a recovery more, until the master dead-lettered the jobs
- * unchecked (BURY_MARGIN in src/lua/common.lua) while that transaction
- * then committed them. So the fences of a batch wait at most half of
- * job_timeout together; then the batch waits as in an outage (untimed, no
- * attempt spent) and goes again. Half of statement_timeout too, which
- * would cancel the wait as an error (an attempt spent). lock_timeout is
- * per lock: the time is shared by the batch's distinct stamps (the first
- * fence of a stamp takes its lock, the others of this transaction find
- * it taken), each at least FENCE_WAIT_MIN_MS. ms < 0: back to the
- * session's own lock_timeout. */
-#define FENCE_WAIT_MIN_MS 50
-
-static int
-stamp_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static long
-fence_wait_ms(const struct sink_pg *s, const struct job *jobs, int n)
-{
-	long ms = s->q->job_timeout_ms / 2, total = 0, distinct = 0;
-
-	if (s->cfg->pg_statement_timeout_ms / 2 < ms)
-		ms = s->cfg->pg_statement_timeout_ms / 2;
-	for (int i = 0; i < n; i++)
-		total += jobs[i].nstamps;
-	char **all = xmalloc(sizeof(*all) * (size_t)(total > 0 ? total : 1));
-	total = 0;
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < jobs[i].nstamps && !jobs[i].invalid; k++)
-			all[total++] = jobs[i].stamps[k];
-	qsort(all, (size_t)total, sizeof(*all), stamp_cmp);
-	for (long k = 0; k < total; k++)
-		distinct += k == 0 || strcmp(all[k - 1], all[k]) != 0;
-	free(all);
-	ms /= distinct > 0 ? distinct : 1;
-	return ms > FENCE_WAIT_MIN_MS ? ms : FENCE_WAIT_MIN_MS;
-}
-
-static bool
-fence_wait(struct sink_pg *s, long ms, struct pg_failure *f)
-{
-	char sql[64];
-
-	if (ms < 0)
-		return sink_pg_sql(s, "SET LOCAL lock_timeout TO DEFAULT", f);
-	snprintf(sql, sizeof(sql), "SET LOCAL lock_timeout = %ld", ms);
-	return sink_pg_sql(s, sql, f);
-}
-
-/* A recovered job names every batch it may have been written in (its
- * stamps). Fence each: one that had committed wrote (or failed) the job
- * already, and its record says which; one that had not can now never
- * commit. The job is written here only when none had written it: a batch
- * that failed it wrote nothing of it, so it goes on as if that batch had
- * not committed (a `dead retry` after the cause is fixed takes effect;
- * the job runs under the settings of now), unless it is buried: then it
- * is dead with that batch's reason. Every batch that ever wrote a job
- * fenced all the job's earlier stamps first, so at most one stamp can be
- * committed with the job in it. */
-static bool
-fence(struct sink_pg *s, struct job *j, struct handler_result *res,
-    bool *write, struct pg_failure *f)
-{
-	bool failed_before = false;
-
-	*write = true;
-	for (int k = 0; k < j->nstamps && *write; k++) {
-		const char *key = j->stamps[k];
-		char state[16];
-		json_t *failed;
-		if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, key, NULL, f,
-		    NULL)) {
-			if (strncmp(f->msg, "55P03", 5) == 0) {
-				snprintf(f->msg, sizeof(f->msg), "55P03: batch %s "
-				    "(recovered jobs may be in it) is still open in "
-				    "another session: waiting; if it never ends (a frozen "
-				    "host), pg_blocking_pids() names it, "
-				    "pg_terminate_backend() ends it", key);
-				f->cls = PG_ERR_UNAVAILABLE;
-			}
-			return false;
-		}
-		if (!pg_target_batches_read(s->conn, &s->batches, key, state,
-		    sizeof(state), &failed, f))
-			return false;
-		json_t *why = strcmp(state, "committed") == 0 ?
-		    sink_pg_recorded(failed, j) : NULL;
-		if (strcmp(state, "committed") == 0 && why == NULL) {
-			sink_pg_set_result(res, HANDLER_OK, "");    /* written */
-			*write = false;
-		} else if (why != NULL && !failed_before) {
-			sink_pg_set_result(res, HANDLER_FAIL, json_is_string(why) ?
-			    json_string_value(why) : "failed (see the batch row)");
-			failed_before = true;
-		}
-		json_decref(failed);
-	}
-	if (*write && j->bury && failed_before) {
-		*write = false;         /* dead with that batch's reason */
-	} else if (*write && j->bury) {
-		/* never written: dead, and now fenced everywhere */
-		sink_pg_set_result(res, HANDLER_FAIL, j->bury_reason != NULL ?
-		    j->bury_reason : "worker died while processing");
-		*write = false;
-	}
-	return true;
-}
-
-/* Statement by statement: fences for recovered jobs, the COPY under a
+/* Statement by statement: recovered jobs checked against their batches
+ * first (sink_pg_fence.c, a transaction of its own), then the COPY under a
  * savepoint that is split until the refused rows are isolated. */
 bool
 sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const char *key, struct pg_failure *f)
 {
-	bool ok = false, write;
+	bool ok = false;
 
+	for (int i = 0; i < n; i++)
+		s->enc.skip[i] = false;
+	if (!sink_pg_fence(s, jobs, res, n, f))
+		return false;
 	/* deferred constraints are checked after each statement here, so
 	 * that the halving finds the rows that break them */
 	if (!sink_pg_sql(s, "BEGIN", f) ||
-	    !sink_pg_sql(s, "SET CONSTRAINTS ALL IMMEDIATE", f))
+	    !sink_pg_sql(s, "SET CONSTRAINTS ALL IMMEDIATE", f)) {
+		sink_pg_row_failed(key, f);
 		goto out;
+	}
 	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
 	    NULL)) {
-		if (strncmp(f->msg, "23505", 5) != 0)
+		if (strncmp(f->msg, "23505", 5) != 0) {
+			sink_pg_row_failed(key, f);
 			goto out;
+		}
 		ok = sink_pg_sql(s, "ROLLBACK", f) &&
 		    sink_pg_replay(s, key, jobs, res, n, f);
 		goto out;
 	}
-	bool fences = false;
-	for (int i = 0; i < n; i++)
-		fences |= jobs[i].invalid == NULL && jobs[i].nstamps > 0;
-	if (fences && !fence_wait(s, fence_wait_ms(s, jobs, n), f))
-		goto out;
-	for (int i = 0; i < n; i++) {
-		s->enc.skip[i] = false;
-		if (jobs[i].invalid != NULL)
-			continue;
-		if (!fence(s, &jobs[i], &res[i], &write, f))
-			goto out;
-		s->enc.skip[i] = !write;
-	}
-	if (fences && !fence_wait(s, -1, f))
-		goto out;
 	sink_pg_encode(s, jobs, res, n, s->enc.skip);
 	/* what the fences decided is part of this batch's record too */
 	for (int i = 0; i < n; i++)
@@ -411,10 +292,19 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 	    res, f) || !copy_again(s, jobs, res, f)))
 		goto out;
 	if (json_object_size(s->enc.failed) > 0) {
-		json_object_set_new(s->enc.failed, SINK_PG_BY_DIGEST,
+		char *text = NULL;
+		if (json_object_set_new(s->enc.failed, SINK_PG_BY_DIGEST,
 		    json_string("failed jobs are named by the SHA-1 of their "
-		    "documents"));
-		char *text = json_dumps(s->enc.failed, JSON_COMPACT);
+		    "documents")) != 0 ||
+		    (text = json_dumps(s->enc.failed, JSON_COMPACT)) == NULL) {
+			/* a NULL record would read as "none failed", one
+			 * without the marker by job id */
+			snprintf(f->msg, sizeof(f->msg), "XX000: cannot encode the "
+			    "record of failed jobs of batch %s (out of memory?)",
+			    key);
+			f->cls = PG_ERR_OTHER;
+			goto out;
+		}
 		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
 		    text, f, NULL);
 		free(text);

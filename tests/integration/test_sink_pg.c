@@ -8,72 +8,10 @@
 
 #include "harness.h"
 #include "pg_target.h"
+#include "sink_case.h"
 #include "sink_pg.h"
 
-static struct ferryd d;
-static struct ferry_config cfg;
-
-static void
-teardown(void)
-{
-	config_free(&cfg);
-	h_teardown(&d);
-}
-
-TestSuite(sink_pg, .fini = teardown, .timeout = 120);
-
-static const struct queue_config *
-setup(void)
-{
-	struct config_errors errs = { 0, NULL };
-
-	h_setup(&d, NULL, "");
-	h_config(&d, h_pg_start(&d), "[queue q]\nhandler = postgres\n"
-	    "table = events\n");
-	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
-	cr_assert_eq(config_load(d.config, &cfg, &errs), 0);
-	char err[256];
-	cr_assert_eq(pg_target_check(&cfg, &cfg.queues[0], true, NULL, err,
-	    sizeof(err)), PG_OK, "%s", err);
-	return &cfg.queues[0];
-}
-
-/* n jobs {"n":first..}, optionally stamped with the batches they were in
- * (stamps: the JSON strings inside the array, e.g. "\"a:1\",\"b:2\""). */
-static void
-make_jobs(struct job *jobs, char els[][128], int first, int n,
-    const char *stamps)
-{
-	for (int i = 0; i < n; i++)
-		if (stamps != NULL)
-			h_job_parse(&jobs[i], els[i], 128, true, "{\"ferry\":1,"
-			    "\"recoveries\":1,\"attempts\":0,\"stamps\":[%s],"
-			    "\"job\":{\"n\":%d}}", stamps, first + i);
-		else
-			h_job_parse(&jobs[i], els[i], 128, false, "{\"n\":%d}",
-			    first + i);
-}
-
-static void
-assert_all(struct handler_result *res, int n, int outcome)
-{
-	for (int i = 0; i < n; i++)
-		cr_assert_eq(res[i].outcome, outcome, "job %d: %d %s", i,
-		    res[i].outcome, res[i].message);
-}
-
-/* Run the batch jobs[0..n) under key: it commits, every job done. */
-static void
-run_ok(struct sink_pg *s, struct job *jobs, struct handler_result *res, int n,
-    const char *key)
-{
-	char err[256];
-
-	memset(res, 0, sizeof(*res) * (size_t)n);
-	cr_assert_eq(sink_pg_run(s, jobs, res, n, key, err, sizeof(err)),
-	    SINK_OK, "%s", err);
-	assert_all(res, n, HANDLER_OK);
-}
+TestSuite(sink_pg, .fini = sc_teardown, .timeout = 120);
 
 /* pipeline: the batch sent (SINK_SENT), then finished: it commits, every
  * job done. */
@@ -87,31 +25,31 @@ send_then_finish_ok(struct sink_pg *s, struct job *jobs,
 	    sizeof(err)), SINK_SENT, "%s", err);
 	cr_assert_eq(sink_pg_finish(s, jobs, res, n, key, err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(res, n, HANDLER_OK);
+	sc_assert_all(res, n, HANDLER_OK);
 }
 
 /* The COMMIT's reply was lost: the same batch key again writes nothing. */
 Test(sink_pg, same_batch_twice_is_written_once)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[10];
 	struct handler_result res[10];
 	char els[10][128], err[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 10, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 10, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(res, 10, HANDLER_OK);
+	sc_assert_all(res, 10, HANDLER_OK);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(res, 10, HANDLER_OK);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+	sc_assert_all(res, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 10);
 	h_jobs_free(jobs, 10);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* Worker A took batch "a:1" and froze before writing it. Its list was
@@ -120,24 +58,24 @@ Test(sink_pg, same_batch_twice_is_written_once)
  * written twice. */
 Test(sink_pg, zombie_commit_is_rejected)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[5], stamped[5];
 	struct handler_result res[5];
 	char els[5][128], sels[5][128], err[256];
 
-	struct sink_pg *a = sink_pg_new(&cfg, q), *b = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 5, NULL);
-	make_jobs(stamped, sels, 0, 5, "\"a:1\"");
+	struct sink_pg *a = sink_pg_new(&sc_cfg, q), *b = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 5, NULL);
+	sc_make_jobs(stamped, sels, 0, 5, "\"a:1\"");
 	for (int i = 0; i < 5; i++) {       /* recovered jobs run alone */
 		memset(res, 0, sizeof(res));
 		char key[16];
 		snprintf(key, sizeof(key), "b:%d", i + 1);
 		cr_assert_eq(sink_pg_run(b, &stamped[i], res, 1, key, err,
 		    sizeof(err)), SINK_OK, "%s", err);
-		assert_all(res, 1, HANDLER_OK);
+		sc_assert_all(res, 1, HANDLER_OK);
 	}
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
-	char *state = h_pg_text(&d, "SELECT state FROM ferry_batches WHERE "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5);
+	char *state = h_pg_text(&sc_d, "SELECT state FROM ferry_batches WHERE "
 	    "key = 'a:1'");
 	cr_assert_str_eq(state, "fenced");
 	free(state);
@@ -145,36 +83,36 @@ Test(sink_pg, zombie_commit_is_rejected)
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(a, jobs, res, 5, "a:1", err, sizeof(err)),
 	    SINK_HANDED_BACK, "%s", err);
-	assert_all(res, 5, HANDLER_PENDING);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5,
+	sc_assert_all(res, 5, HANDLER_PENDING);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5,
 	    "the zombie's commit went through");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 5);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(DISTINCT n) FROM events"), 5);
 	h_jobs_free(jobs, 5);
 	h_jobs_free(stamped, 5);
 	sink_pg_free(a);
 	sink_pg_free(b);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* A recovered job whose old batch did commit is acknowledged unwritten. */
 Test(sink_pg, fence_finds_committed_batch)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[3], stamped[3];
 	struct handler_result res[3];
 	char els[3][128], sels[3][128];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 3, NULL);
-	make_jobs(stamped, sels, 0, 3, "\"w:7\"");
-	run_ok(s, jobs, res, 3, "w:7");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 3, NULL);
+	sc_make_jobs(stamped, sels, 0, 3, "\"w:7\"");
+	sc_run_ok(s, jobs, res, 3, "w:7");
 	for (int i = 0; i < 3; i++)
-		run_ok(s, &stamped[i], res, 1, "v:1");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+		sc_run_ok(s, &stamped[i], res, 1, "v:1");
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 3);
 	h_jobs_free(jobs, 3);
 	h_jobs_free(stamped, 3);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* A job whose rows cannot be encoded fails before any SQL, a row the table
@@ -185,14 +123,14 @@ Test(sink_pg, fence_finds_committed_batch)
  * redone statement by statement). */
 Test(sink_pg, failures_are_recorded_and_replayed)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[6];
 	struct handler_result res[6];
 	char els[6][128], err[256];
 
-	h_pg_exec(&d, "ALTER TABLE events ADD CHECK (n <> 3)");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 6, NULL);
+	h_pg_exec(&sc_d, "ALTER TABLE events ADD CHECK (n <> 3)");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 6, NULL);
 	job_free(&jobs[1]);
 	snprintf(els[1], 128, "{\"id\":\"bad\",\"data\":5}");
 	job_parse(&jobs[1], els[1], strlen(els[1]), 1 << 20);
@@ -208,9 +146,9 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 		    "data is not an object or an array of objects");
 		cr_assert_eq(strncmp(res[3].message, "23514: ", 7), 0, "%s",
 		    res[3].message);
-		cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4);
+		cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 4);
 	}
-	char *failed = h_pg_text(&d, "SELECT failed FROM ferry_batches WHERE "
+	char *failed = h_pg_text(&sc_d, "SELECT failed FROM ferry_batches WHERE "
 	    "key = 'w1:9'");
 	/* named by the SHA-1 of its document, as a fence asks */
 	char name[48];
@@ -221,18 +159,18 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	/* only a refused row: the fast attempt rolls back, nothing half done */
 	memset(res, 0, sizeof(res));
 	h_jobs_free(jobs, 6);
-	make_jobs(jobs, els, 0, 6, NULL);
+	sc_make_jobs(jobs, els, 0, 6, NULL);
 	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:10", err, sizeof(err)),
 	    SINK_OK, "%s", err);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
 		    "job %d: %s", i, res[i].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 9);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 9);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'w1:10' AND failed IS NOT NULL"), 1);
 	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* Six jobs under `key`: all but job 3 written, job 3 refused by a foreign
@@ -251,7 +189,7 @@ run_six_job_3_refused(struct sink_pg *s, struct job *jobs,
 		    "job %d: %s", i, res[i].message);
 	cr_assert_eq(strncmp(res[3].message, "23503: ", 7), 0, "%s",
 	    res[3].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5);
 }
 
 /* A deferred foreign key fails only at COMMIT: the batch is redone with
@@ -259,21 +197,21 @@ run_six_job_3_refused(struct sink_pg *s, struct job *jobs,
  * isolated like any refused row. */
 Test(sink_pg, deferred_constraint_is_isolated)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[6];
 	struct handler_result res[6];
 	char els[6][128];
 
-	h_pg_exec(&d, "CREATE TABLE parents (id bigint PRIMARY KEY)");
-	h_pg_exec(&d, "INSERT INTO parents VALUES (0), (1), (2), (4), (5)");
-	h_pg_exec(&d, "ALTER TABLE events ADD FOREIGN KEY (n) REFERENCES "
+	h_pg_exec(&sc_d, "CREATE TABLE parents (id bigint PRIMARY KEY)");
+	h_pg_exec(&sc_d, "INSERT INTO parents VALUES (0), (1), (2), (4), (5)");
+	h_pg_exec(&sc_d, "ALTER TABLE events ADD FOREIGN KEY (n) REFERENCES "
 	    "parents (id) DEFERRABLE INITIALLY DEFERRED");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 6, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 6, NULL);
 	run_six_job_3_refused(s, jobs, res, "w1:20");
 	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* A deferred foreign key to a row later in the same batch: when the batch
@@ -282,7 +220,7 @@ Test(sink_pg, deferred_constraint_is_isolated)
  * is refused. */
 Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[6];
 	struct handler_result res[6];
 	char els[6][128];
@@ -291,15 +229,15 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 		"{\"n\":3,\"parent\":99}", "{\"n\":4}", "{\"n\":5}",
 	};
 
-	h_pg_exec(&d, "ALTER TABLE events ADD PRIMARY KEY (n), ADD COLUMN "
+	h_pg_exec(&sc_d, "ALTER TABLE events ADD PRIMARY KEY (n), ADD COLUMN "
 	    "parent bigint REFERENCES events (n) DEFERRABLE INITIALLY DEFERRED");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
 	for (int i = 0; i < 6; i++) {
 		snprintf(els[i], 128, "%s", docs[i]);
 		job_parse(&jobs[i], els[i], strlen(els[i]), 1 << 20);
 	}
 	run_six_job_3_refused(s, jobs, res, "w1:30");
-	char *failed = h_pg_text(&d, "SELECT failed FROM ferry_batches WHERE "
+	char *failed = h_pg_text(&sc_d, "SELECT failed FROM ferry_batches WHERE "
 	    "key = 'w1:30'");
 	cr_assert_not_null(failed);
 	json_t *f = json_loads(failed, 0, NULL);
@@ -310,7 +248,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	free(failed);
 	h_jobs_free(jobs, 6);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* Finding 1 of issue 12: batch K1 committed the jobs and its worker died
@@ -319,28 +257,28 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
  * committed: nothing is written twice, whatever the order of the stamps. */
 Test(sink_pg, job_recovered_twice_is_written_once)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[4], twice[4];
 	struct handler_result res[4];
 	char els[4][128], tels[4][128], err[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 4, NULL);
-	run_ok(s, jobs, res, 4, "K1");
-	make_jobs(twice, tels, 0, 2, "\"K1\",\"K2\"");
-	make_jobs(twice + 2, tels + 2, 2, 2, "\"K2\",\"K1\"");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 4, NULL);
+	sc_run_ok(s, jobs, res, 4, "K1");
+	sc_make_jobs(twice, tels, 0, 2, "\"K1\",\"K2\"");
+	sc_make_jobs(twice + 2, tels + 2, 2, 2, "\"K2\",\"K1\"");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, twice, res, 4, "K3", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(res, 4, HANDLER_OK);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4,
+	sc_assert_all(res, 4, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 4,
 	    "a job recovered twice was written twice");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'K2' AND state = 'fenced'"), 1, "K2 can never commit now");
 	h_jobs_free(jobs, 4);
 	h_jobs_free(twice, 4);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* Finding 2 of issue 12: a fence row under this worker's own batch key
@@ -348,23 +286,23 @@ Test(sink_pg, job_recovered_twice_is_written_once)
  * the batch's jobs count as done: nothing is decided, the worker stops. */
 Test(sink_pg, own_key_found_fenced_decides_nothing)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[3];
 	struct handler_result res[3];
 	char els[3][128], err[256];
 
-	h_pg_exec(&d, "INSERT INTO ferry_batches (key, state) VALUES "
+	h_pg_exec(&sc_d, "INSERT INTO ferry_batches (key, state) VALUES "
 	    "('w:5', 'fenced')");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 3, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 3, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:5", err, sizeof(err)),
 	    SINK_HANDED_BACK, "%s", err);
-	assert_all(res, 3, HANDLER_PENDING);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 0);
+	sc_assert_all(res, 3, HANDLER_PENDING);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 0);
 	h_jobs_free(jobs, 3);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* A job recovered past max_recoveries is buried only if none of its
@@ -372,18 +310,18 @@ Test(sink_pg, own_key_found_fenced_decides_nothing)
  * records the burial so that a replay buries it again. */
 Test(sink_pg, bury_checks_the_stamps_first)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[2], buried[2];
 	struct handler_result res[2];
 	char els[2][128], bels[2][128], err[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 1, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 1, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 1, "K1", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	make_jobs(buried, bels, 0, 1, "\"K1\"");      /* written under K1 */
-	make_jobs(buried + 1, bels + 1, 1, 1, "\"K9\"");  /* K9 never did */
+	sc_make_jobs(buried, bels, 0, 1, "\"K1\"");      /* written under K1 */
+	sc_make_jobs(buried + 1, bels + 1, 1, 1, "\"K9\"");  /* K9 never did */
 	buried[0].bury = buried[1].bury = true;
 	for (int round = 0; round < 2; round++) {
 		memset(res, 0, sizeof(res));
@@ -393,13 +331,13 @@ Test(sink_pg, bury_checks_the_stamps_first)
 		cr_assert_eq(res[1].outcome, HANDLER_FAIL, "round %d", round);
 		cr_assert_str_eq(res[1].message, "worker died while processing");
 	}
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 1);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches WHERE "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 1);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches WHERE "
 	    "key = 'K9' AND state = 'fenced'"), 1);
 	h_jobs_free(jobs, 1);
 	h_jobs_free(buried, 2);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* Finding 4 of issue 12: a server message cut inside a multibyte
@@ -407,19 +345,19 @@ Test(sink_pg, bury_checks_the_stamps_first)
  * the batch row's record, and a replay (ack lost) acked it unwritten. */
 Test(sink_pg, long_multibyte_message_is_recorded)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[4];
 	struct handler_result res[4];
 	char els[4][128], err[256];
 
-	h_pg_exec(&d, "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql "
+	h_pg_exec(&sc_d, "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql "
 	    "AS $$ BEGIN IF NEW.n = 2 THEN RAISE EXCEPTION USING ERRCODE = "
 	    "'23514', MESSAGE = 'x' || repeat(U&'\\00e9', 300); END IF; "
 	    "RETURN NEW; END $$");
-	h_pg_exec(&d, "CREATE TRIGGER refuse BEFORE INSERT ON events FOR EACH "
+	h_pg_exec(&sc_d, "CREATE TRIGGER refuse BEFORE INSERT ON events FOR EACH "
 	    "ROW EXECUTE FUNCTION refuse()");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 4, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 4, NULL);
 	for (int round = 0; round < 2; round++) {
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, jobs, res, 4, "w:8", err, sizeof(err)),
@@ -432,10 +370,10 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 		cr_assert_not_null(m, "not valid UTF-8: %s", res[2].message);
 		json_decref(m);
 	}
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 3);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 3);
 	h_jobs_free(jobs, 4);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* A batch row's record of failed jobs that does not parse neither acks
@@ -447,31 +385,32 @@ Test(sink_pg, long_multibyte_message_is_recorded)
  * older ferryd's record (jobs named by id) is read by id. */
 Test(sink_pg, failed_record_of_a_batch_row)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[3], stamped[1];
 	struct handler_result res[3];
 	char els[3][128], sels[1][128], err[256], sql[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 3, NULL);
-	make_jobs(stamped, sels, 3, 1, "\"w1:1\"");
-	run_ok(s, jobs, res, 3, "w1:1");
-	h_pg_exec(&d, "UPDATE ferry_batches SET failed = 'not json' "
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 3, NULL);
+	sc_make_jobs(stamped, sels, 3, 1, "\"w1:1\"");
+	sc_run_ok(s, jobs, res, 3, "w1:1");
+	h_pg_exec(&sc_d, "UPDATE ferry_batches SET failed = 'not json' "
 	    "WHERE key = 'w1:1'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
 	    SINK_UNAVAILABLE, "%s", err);
-	cr_assert_not_null(strstr(err, "postgres: XX000: the failed record of "
-	    "a batch row does not parse: "), "%s", err);
+	cr_assert_not_null(strstr(err, "postgres: XX000: ferry_batches row "
+	    "w1:1: its record of failed jobs (column failed) does not parse "),
+	    "%s", err);
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w1:2", err, sizeof(err)),
 	    SINK_UNAVAILABLE, "%s", err);
 	cr_assert_not_null(strstr(err, "does not parse"), "%s", err);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 1);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches"), 1);
 
 	snprintf(sql, sizeof(sql), "UPDATE ferry_batches SET failed = "
 	    "'{\"\": \"by digest\", \"%s\": \"boom\", \"%s\": 7}' WHERE key = "
 	    "'w1:1'", job_digest(&jobs[1]), job_digest(&stamped[0]));
-	h_pg_exec(&d, sql);
+	h_pg_exec(&sc_d, sql);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
 	    SINK_OK, "%s", err);
@@ -484,33 +423,33 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	    SINK_OK, "%s", err);
 	/* a recovered job its batch failed was not written there: now */
 	cr_assert_eq(res[0].outcome, HANDLER_OK, "%s", res[0].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 4);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 4);
 
 	/* an older ferryd's record names jobs by id (no "" member); a
 	 * record by digest does not answer to an id */
 	struct job own[1];
 	char oels[1][128];
 	h_job_parse(&own[0], oels[0], 128, false, "{\"id\":\"old\",\"n\":9}");
-	run_ok(s, own, res, 1, "w1:3");
-	h_pg_exec(&d, "UPDATE ferry_batches SET failed = '{\"old\": \"older\"}' "
+	sc_run_ok(s, own, res, 1, "w1:3");
+	h_pg_exec(&sc_d, "UPDATE ferry_batches SET failed = '{\"old\": \"older\"}' "
 	    "WHERE key = 'w1:3'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
 	    SINK_OK, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_str_eq(res[0].message, "older");
-	h_pg_exec(&d, "UPDATE ferry_batches SET failed = '{\"\": \"by digest\", "
+	h_pg_exec(&sc_d, "UPDATE ferry_batches SET failed = '{\"\": \"by digest\", "
 	    "\"old\": \"older\"}' WHERE key = 'w1:3'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
 	    SINK_OK, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_OK, "%s", res[0].message);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 5);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5);
 	h_jobs_free(own, 1);
 	h_jobs_free(jobs, 3);
 	h_jobs_free(stamped, 1);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* The table renamed away under a running sink, on the statement-by-
@@ -521,16 +460,16 @@ Test(sink_pg, failed_record_of_a_batch_row)
  * job is written. */
 Test(sink_pg, copy_that_cannot_start_is_an_outage)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[1], stamped[1];
 	struct handler_result res[1];
 	char els[1][128], sels[1][128], err[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 1, NULL);
-	make_jobs(stamped, sels, 1, 1, "\"x:1\"");
-	run_ok(s, jobs, res, 1, "w:1");
-	h_pg_exec(&d, "ALTER TABLE events RENAME TO events_away");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 1, NULL);
+	sc_make_jobs(stamped, sels, 1, 1, "\"x:1\"");
+	sc_run_ok(s, jobs, res, 1, "w:1");
+	h_pg_exec(&sc_d, "ALTER TABLE events RENAME TO events_away");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
 	    SINK_UNAVAILABLE, "%s (outcome %d %s)", err, res[0].outcome,
@@ -541,13 +480,13 @@ Test(sink_pg, copy_that_cannot_start_is_an_outage)
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
 	    SINK_UNAVAILABLE, "%s", err);
 	cr_assert_not_null(strstr(err, "does not exist"), "%s", err);
-	h_pg_exec(&d, "ALTER TABLE events_away RENAME TO events");
-	run_ok(s, stamped, res, 1, "w:2");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM events"), 2);
+	h_pg_exec(&sc_d, "ALTER TABLE events_away RENAME TO events");
+	sc_run_ok(s, stamped, res, 1, "w:2");
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(DISTINCT n) FROM events"), 2);
 	h_jobs_free(jobs, 1);
 	h_jobs_free(stamped, 1);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* ferry_batches is "public".ferry_batches (pg_batches_schema), whatever
@@ -556,45 +495,45 @@ Test(sink_pg, copy_that_cannot_start_is_an_outage)
  * is used when configured, and its absence is named at start. */
 Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[10];
 	struct handler_result res[10];
 	char els[10][128], err[256];
 
-	h_pg_exec(&d, "CREATE SCHEMA decoy");
-	h_pg_exec(&d, "CREATE TABLE decoy.ferry_batches (LIKE "
+	h_pg_exec(&sc_d, "CREATE SCHEMA decoy");
+	h_pg_exec(&sc_d, "CREATE TABLE decoy.ferry_batches (LIKE "
 	    "public.ferry_batches INCLUDING ALL)");
-	h_pg_exec(&d, "ALTER ROLE CURRENT_USER SET search_path = decoy, public");
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 10, NULL);
-	run_ok(s, jobs, res, 10, "w1:1");
+	h_pg_exec(&sc_d, "ALTER ROLE CURRENT_USER SET search_path = decoy, public");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 10, NULL);
+	sc_run_ok(s, jobs, res, 10, "w1:1");
 	sink_pg_free(s);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM public.ferry_batches "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM public.ferry_batches "
 	    "WHERE key = 'w1:1'"), 1);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM decoy.ferry_batches"), 0,
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM decoy.ferry_batches"), 0,
 	    "search_path moved the batch rows");
 
 	/* a schema of ferry's own */
-	h_pg_exec(&d, "CREATE SCHEMA ferry");
-	free(cfg.pg_batches_schema);
-	cfg.pg_batches_schema = strdup("ferry");
-	cr_assert_eq(pg_target_check(&cfg, q, false, NULL, err, sizeof(err)),
+	h_pg_exec(&sc_d, "CREATE SCHEMA ferry");
+	free(sc_cfg.pg_batches_schema);
+	sc_cfg.pg_batches_schema = strdup("ferry");
+	cr_assert_eq(pg_target_check(&sc_cfg, q, false, NULL, err, sizeof(err)),
 	    PG_FATAL);
 	cr_assert_str_eq(err, "table \"ferry\".ferry_batches does not exist: run "
 	    "ferryctl init-db (or set [ferryd] pg_batches_schema to the schema "
 	    "that has ferry_batches)");
-	cr_assert_eq(pg_target_check(&cfg, q, true, NULL, err, sizeof(err)),
+	cr_assert_eq(pg_target_check(&sc_cfg, q, true, NULL, err, sizeof(err)),
 	    PG_OK, "%s", err);
-	s = sink_pg_new(&cfg, q);
-	run_ok(s, jobs, res, 10, "w1:2");
+	s = sink_pg_new(&sc_cfg, q);
+	sc_run_ok(s, jobs, res, 10, "w1:2");
 	sink_pg_free(s);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry.ferry_batches "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry.ferry_batches "
 	    "WHERE key = 'w1:2'"), 1);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM public.ferry_batches "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM public.ferry_batches "
 	    "WHERE key = 'w1:2'"), 0);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 20);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 20);
 	h_jobs_free(jobs, 10);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* pipeline: sink_pg_send leaves a batch that goes in one query string in
@@ -604,23 +543,23 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
  * the row (dead, its SQLSTATE) as run would. */
 Test(sink_pg, send_then_finish_is_run_in_two_halves)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job jobs[10], bad[3];
 	struct handler_result res[10];
 	char els[10][128], bels[3][128], err[256];
 
-	struct sink_pg *s = sink_pg_new(&cfg, q);
-	make_jobs(jobs, els, 0, 10, NULL);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(jobs, els, 0, 10, NULL);
 	memset(res, 0, sizeof(res));
 	send_then_finish_ok(s, jobs, res, 10, "p:1");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 10);
 
 	/* its ack lost: the same key again, answered from the batch row */
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", true, err,
 	    sizeof(err)), SINK_OK, "%s", err);
-	assert_all(res, 10, HANDLER_OK);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 10);
+	sc_assert_all(res, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 10);
 
 	/* {"n":"x"} is refused by the COPY (22P02) once the rows are sent */
 	h_job_parse(&bad[0], bels[0], 128, false, "{\"n\":%d}", 100);
@@ -636,12 +575,12 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 	cr_assert(strncmp(res[1].message, "22P02", 5) == 0, "%s",
 	    res[1].message);
 	cr_assert_eq(res[2].outcome, HANDLER_OK);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 12);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 2);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 12);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches"), 2);
 	h_jobs_free(jobs, 10);
 	h_jobs_free(bad, 3);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }
 
 /* pipeline: while one batch is in flight the next one's rows are encoded
@@ -652,54 +591,54 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
  * prepare to tell which encoding was written.) */
 Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 {
-	const struct queue_config *q = setup();
+	const struct queue_config *q = sc_setup();
 	struct job a[10], b[10], c[10], e[10], f[10];
 	struct handler_result ra[10], rb[10], rc[10], re[10], rf[10];
 	char ea[10][128], eb[10][128], ec[10][128], ee[10][128], ef[10][128];
 	char err[256];
-	struct sink_pg *s = sink_pg_new(&cfg, q);
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
 
 	/* not connected yet: nothing is done ahead */
-	make_jobs(a, ea, 0, 10, NULL);
+	sc_make_jobs(a, ea, 0, 10, NULL);
 	memset(ra, 0, sizeof(ra));
 	sink_pg_prepare(s, a, ra, 10, "p:a");
-	assert_all(ra, 10, HANDLER_PENDING);
+	sc_assert_all(ra, 10, HANDLER_PENDING);
 	cr_assert_eq(sink_pg_send(s, a, ra, 10, "p:a", true, err,
 	    sizeof(err)), SINK_SENT, "%s", err);
 
 	/* b ahead while a is in flight, then b's first document changed */
-	make_jobs(b, eb, 100, 10, NULL);
+	sc_make_jobs(b, eb, 100, 10, NULL);
 	memset(rb, 0, sizeof(rb));
 	sink_pg_prepare(s, b, rb, 10, "p:b");
-	assert_all(rb, 10, HANDLER_OK);
+	sc_assert_all(rb, 10, HANDLER_OK);
 	cr_assert_str_eq(eb[0], "{\"n\":100}");
 	eb[0][5] = '9';
 	cr_assert_eq(sink_pg_finish(s, a, ra, 10, "p:a", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(ra, 10, HANDLER_OK);
+	sc_assert_all(ra, 10, HANDLER_OK);
 	send_then_finish_ok(s, b, rb, 10, "p:b");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 100"),
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n = 100"),
 	    1, "the send did not write the rows encoded ahead");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n = 900"),
 	    0);
 
 	/* c ahead, then another key sent: its own rows, not c's */
-	make_jobs(c, ec, 200, 10, NULL);
+	sc_make_jobs(c, ec, 200, 10, NULL);
 	memset(rc, 0, sizeof(rc));
 	sink_pg_prepare(s, c, rc, 10, "p:c");
-	make_jobs(e, ee, 300, 10, NULL);
+	sc_make_jobs(e, ee, 300, 10, NULL);
 	memset(re, 0, sizeof(re));
 	cr_assert_eq(sink_pg_run(s, e, re, 10, "p:e", err, sizeof(err)),
 	    SINK_OK, "%s", err);
-	assert_all(re, 10, HANDLER_OK);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 300 "
+	sc_assert_all(re, 10, HANDLER_OK);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 300 "
 	    "AND n < 400"), 10);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 200 "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 200 "
 	    "AND n < 300"), 0, "rows encoded ahead for p:c written by p:e");
 
 	/* f ahead, its job 4 without a row to write: failed at the prepare,
 	 * and again by its send (a failed job goes the slow way) */
-	make_jobs(f, ef, 400, 10, NULL);
+	sc_make_jobs(f, ef, 400, 10, NULL);
 	job_free(&f[4]);
 	h_job_parse(&f[4], ef[4], 128, false, "{\"data\":[1]}");
 	memset(rf, 0, sizeof(rf));
@@ -710,24 +649,24 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	cr_assert_eq(sink_pg_send(s, f, rf, 10, "p:f", true, err,
 	    sizeof(err)), SINK_OK, "%s", err);
 	cr_assert_eq(rf[4].outcome, HANDLER_FAIL);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 400"),
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 400"),
 	    9);
 
 	/* c's own send encodes it again (what was ahead is gone) */
 	ec[0][5] = '9';
 	memset(rc, 0, sizeof(rc));
 	send_then_finish_ok(s, c, rc, 10, "p:c");
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n >= 200 "
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 200 "
 	    "AND n < 300"), 9);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events WHERE n = 900"),
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n = 900"),
 	    1);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 49);
-	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM ferry_batches"), 5);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 49);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches"), 5);
 	h_jobs_free(a, 10);
 	h_jobs_free(b, 10);
 	h_jobs_free(c, 10);
 	h_jobs_free(e, 10);
 	h_jobs_free(f, 10);
 	sink_pg_free(s);
-	h_stop(&d);
+	h_stop(&sc_d);
 }

@@ -1,0 +1,133 @@
+/* test_batch_row.c - what a batch's transaction may conclude when it
+ * fails, driven directly against a real PostgreSQL: a batch whose row is
+ * still held by an earlier attempt of its own waits (its jobs are not
+ * retried under another key, which would write them twice), and what the
+ * fences of recovered jobs found stands when the batch then fails. */
+#include <criterion/criterion.h>
+#include <libpq-fe.h>
+#include <string.h>
+
+#include "harness.h"
+#include "sink_case.h"
+#include "sink_pg.h"
+
+TestSuite(batch_row, .fini = sc_teardown, .timeout = 120);
+
+static void
+exec_ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+
+	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql,
+	    PQerrorMessage(c));
+	PQclear(r);
+}
+
+/* The first attempt of batch `key`, sent before the connection was lost
+ * and still open on the server (its COMMIT waiting for a lock or a
+ * synchronous standby): its batch row and rows n = first.. in. */
+static PGconn *
+open_attempt(const char *key, int first, int n)
+{
+	char sql[160];
+	PGconn *c = PQconnectdb(sc_d.pg.conninfo);
+
+	cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
+	exec_ok(c, "BEGIN");
+	snprintf(sql, sizeof(sql), "INSERT INTO ferry_batches (key, state) "
+	    "VALUES ('%s', 'committed')", key);
+	exec_ok(c, sql);
+	snprintf(sql, sizeof(sql), "INSERT INTO events SELECT "
+	    "generate_series(%d, %d)", first, first + n - 1);
+	exec_ok(c, sql);
+	return c;
+}
+
+/* The attempt after the reconnection cannot take the batch's row (here
+ * the role's lock_timeout ends its wait): an outage, the batch kept under
+ * its key, on the one-query path and statement by statement (a recovered
+ * job). It used to answer "retry" to every job: their next batch wrote
+ * them again once the first attempt committed. Once it has, the batch is
+ * replayed: every job done, each row once. */
+Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
+{
+	const struct queue_config *q = sc_setup();
+	struct job fresh[3], stamped[3];
+	struct handler_result res[3];
+	char els[3][128], sels[3][128], err[256];
+
+	h_pg_exec(&sc_d, "ALTER ROLE CURRENT_USER SET lock_timeout = '200ms'");
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(fresh, els, 0, 3, NULL);
+	sc_make_jobs(stamped, sels, 10, 3, "\"x:1\"");
+	struct {
+		struct job *jobs;
+		const char *key;
+		int first;
+	} cases[] = { { fresh, "a:1", 0 }, { stamped, "a:2", 10 } };
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		PGconn *first = open_attempt(cases[c].key, cases[c].first, 3);
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, cases[c].jobs, res, 3, cases[c].key,
+		    err, sizeof(err)), SINK_UNAVAILABLE, "%s: %s (job 0: %d %s)",
+		    cases[c].key, err, res[0].outcome, res[0].message);
+		cr_assert_not_null(strstr(err, "earlier attempt of this batch"),
+		    "%s", err);
+		exec_ok(first, "COMMIT");
+		PQfinish(first);
+		sc_run_ok(s, cases[c].jobs, res, 3, cases[c].key);
+	}
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 6);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(DISTINCT n) FROM events"),
+	    6);
+	h_jobs_free(fresh, 3);
+	h_jobs_free(stamped, 3);
+	sink_pg_free(s);
+	h_stop(&sc_d);
+}
+
+/* A recovered job J whose batch a:1 committed it, beside a job K whose
+ * row fails with a serialization failure (40001, transient): the batch
+ * rolls back and K is retried, but J stays done, and J's other stamp b:1
+ * (never committed) stays fenced. The fences went in the batch's
+ * transaction: J was retried too, an attempt spent each time, until dead
+ * "failed N attempts" although written. */
+Test(batch_row, what_the_fences_found_stands_when_the_batch_fails)
+{
+	const struct queue_config *q = sc_setup();
+	struct job j[1], k[1], batch[2];
+	struct handler_result res[2];
+	char jels[1][128], kels[1][128], err[256];
+
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	sc_make_jobs(j, jels, 1, 1, NULL);
+	sc_run_ok(s, j, res, 1, "a:1");
+	h_jobs_free(j, 1);
+	h_pg_exec(&sc_d, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE "
+	    "plpgsql AS $$ BEGIN IF NEW.n = 99 THEN RAISE EXCEPTION 'try again' "
+	    "USING ERRCODE = '40001'; END IF; RETURN NEW; END $$");
+	h_pg_exec(&sc_d, "CREATE TRIGGER boom BEFORE INSERT ON events FOR EACH "
+	    "ROW EXECUTE FUNCTION boom()");
+	sc_make_jobs(j, jels, 1, 1, "\"b:1\",\"a:1\"");
+	sc_make_jobs(k, kels, 99, 1, NULL);
+	batch[0] = j[0];
+	batch[1] = k[0];
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, batch, res, 2, "c:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_OK, "J: %d %s", res[0].outcome,
+	    res[0].message);
+	cr_assert_eq(res[1].outcome, HANDLER_RETRY, "K: %d %s", res[1].outcome,
+	    res[1].message);
+	cr_assert_not_null(strstr(res[1].message, "40001"), "%s",
+	    res[1].message);
+	char *state = h_pg_text(&sc_d, "SELECT string_agg(key || '=' || state, "
+	    "',' ORDER BY key) FROM ferry_batches");
+	cr_assert_str_eq(state, "a:1=committed,b:1=fenced");
+	free(state);
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 1);
+	h_jobs_free(j, 1);
+	h_jobs_free(k, 1);
+	sink_pg_free(s);
+	h_stop(&sc_d);
+}
