@@ -104,6 +104,17 @@ settle_once(struct consumer *c, struct consumer_lane *ln)
 	return r;
 }
 
+/* Why the first job of b that did not succeed did not, for the log. */
+static const char *
+first_reason(const struct batch *b)
+{
+	for (int i = 0; b->results != NULL && i < b->n; i++)
+		if (b->results[i].outcome != HANDLER_OK)
+			return b->jobs[i].invalid != NULL ? b->jobs[i].invalid :
+			    b->results[i].message;
+	return "";
+}
+
 /* Settle until Redis has it; a dropped connection is retried (settle.lua
  * is idempotent). Returns false when we must stop with the batch held. */
 bool
@@ -131,8 +142,9 @@ consumer_settle(struct consumer *c, struct consumer_lane *ln)
 		} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 		    (r->element[1]->integer > 0 || r->element[2]->integer > 0)) {
 			log_info("queue %s: batch of %d: %lld done, %lld to retry, "
-			    "%lld dead", c->q->name, b->n, r->element[0]->integer,
-			    r->element[1]->integer, r->element[2]->integer);
+			    "%lld dead (first: %s)", c->q->name, b->n,
+			    r->element[0]->integer, r->element[1]->integer,
+			    r->element[2]->integer, first_reason(b));
 		}
 		freeReplyObject(r);
 		return ok;

@@ -32,6 +32,10 @@
 
 #define PRUNE_EVERY_MS 60000
 #define SINK_ROWS_KEEP (4 << 20)   /* larger row buffers are not kept */
+/* A batch that lost a conflict with another transaction (a deadlock
+ * between two workers' upserts, a serialization failure) goes again in
+ * place this many times, no attempt spent, before its jobs are retried. */
+#define SINK_CONFLICT_AGAIN 5
 
 
 /* A statement without parameters or rows. */
@@ -454,8 +458,16 @@ write_failed(struct sink_pg *s, struct job *jobs,
 		s->conn = NULL;
 		return SINK_UNAVAILABLE;
 	}
-	/* transient (serialization, deadlock) or unknown: retry the jobs,
-	 * but those the fences (committed) found done or dead */
+	/* a conflict with another transaction: nothing of the jobs is at
+	 * fault, and the batch (rolled back, its row with it) goes again
+	 * under its key, in queue order, the connection kept */
+	if (f->cls == PG_ERR_TRANSIENT && s->conflicts++ < SINK_CONFLICT_AGAIN) {
+		snprintf(err, errsize, "postgres: %s (a conflict with another "
+		    "transaction: the batch goes again, no attempt spent)", f->msg);
+		return SINK_UNAVAILABLE;
+	}
+	/* transient past that, or unknown: retry the jobs, but those the
+	 * fences (committed) found done or dead */
 	for (int i = 0; i < n; i++)
 		if (jobs[i].invalid == NULL && !(s->decided && s->enc.skip[i]))
 			sink_pg_set_result(&results[i], HANDLER_RETRY, f->msg);
@@ -486,6 +498,10 @@ sink_pg_send(struct sink_pg *s, struct job *jobs,
 		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
 	s->fenced = false;
 	s->decided = false;
+	if (strcmp(s->conflict_key, batch_key) != 0) {
+		snprintf(s->conflict_key, sizeof(s->conflict_key), "%s", batch_key);
+		s->conflicts = 0;
+	}
 	return write_status(s, write_begin(s, jobs, results, n, batch_key, &f,
 	    leave_in_flight), jobs, results, n, &f, err, errsize);
 }

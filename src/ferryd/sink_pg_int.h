@@ -58,6 +58,8 @@ struct sink_pg {
 	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
 	char ahead_key[128];      /* its batch key ("": none) */
 	bool fenced;              /* our own batch key was found fenced */
+	char conflict_key[128];   /* the batch a conflict (40001, 40P01) */
+	int conflicts;            /* sent again in place, how many times */
 	bool decided;             /* enc.skip: jobs the fences decided, which
 	                           * stay decided if the batch fails */
 	bool in_flight;           /* sink_pg_send left the COMMIT's reply

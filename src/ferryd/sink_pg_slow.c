@@ -216,11 +216,27 @@ copy_rest(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 	return ok;
 }
 
+/* Job i has rows (or deletes) for an upsert or update table. */
+static bool
+writes_by_key(const struct sink_pg *s, int i)
+{
+	if (!s->by_key)
+		return false;
+	if (s->ntargets == 1)
+		return true;
+	for (int t = 0; t < s->ntargets; t++)
+		if (PG_TARGET_BY_KEY(&s->targets[t]) && s->enc.parts[t].len[i] > 0)
+			return true;
+	return false;
+}
+
 /* A row refused only because of a row after it (a foreign key to a later
  * row of the batch, checked per part when halving) goes in once the others
- * are in: COPY the refused rows again while that lets some in. Not for
- * upsert or update: a row applied after the later rows of its key would
- * undo them (out of queue order), so there a refused row stays refused. */
+ * are in: COPY the refused rows again while that lets some in. Not a job
+ * with rows for an upsert or update table: applied after the later rows
+ * of its keys it would undo them (out of queue order), so such a job stays
+ * refused; a job whose rows all go to insert tables (the order lines of an
+ * upserted order) is tried again. */
 static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     struct pg_failure *f)
@@ -228,10 +244,11 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	int *again = xmalloc(sizeof(*again) * (size_t)s->enc.nidx), n, still;
 	bool ok = true;
 
-	for (still = -1; ok && !s->by_key; ) {
+	for (still = -1; ok; ) {
 		n = 0;
 		for (int k = 0; k < s->enc.nidx; k++)
-			if (res[s->enc.idx[k]].outcome == HANDLER_FAIL)
+			if (res[s->enc.idx[k]].outcome == HANDLER_FAIL &&
+			    !writes_by_key(s, s->enc.idx[k]))
 				again[n++] = s->enc.idx[k];
 		if (n == 0 || n == still)
 			break;          /* all in, or no progress */

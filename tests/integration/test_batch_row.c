@@ -87,11 +87,12 @@ Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
 }
 
 /* A recovered job J whose batch a:1 committed it, beside a job K whose
- * row fails with a serialization failure (40001, transient): the batch
- * rolls back and K is retried, but J stays done, and J's other stamp b:1
- * (never committed) stays fenced. The fences went in the batch's
- * transaction: J was retried too, an attempt spent each time, until dead
- * "failed N attempts" although written. */
+ * row fails with a serialization failure (40001, a conflict): the batch
+ * rolls back and goes again in place (SINK_CONFLICT_AGAIN times), then K is
+ * retried, but J stays done, and J's other stamp b:1 (never committed)
+ * stays fenced. The fences went in the batch's transaction: J was retried
+ * too, an attempt spent each time, until dead "failed N attempts"
+ * although written. */
 Test(batch_row, what_the_fences_found_stands_when_the_batch_fails)
 {
 	const struct queue_config *q = sc_setup();
@@ -112,6 +113,15 @@ Test(batch_row, what_the_fences_found_stands_when_the_batch_fails)
 	sc_make_jobs(k, kels, 99, 1, NULL);
 	batch[0] = j[0];
 	batch[1] = k[0];
+	/* a conflict: the batch goes again in place, no attempt spent, five
+	 * times, then its jobs are retried */
+	for (int run = 0; run < 5; run++) {
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, batch, res, 2, "c:1", err,
+		    sizeof(err)), SINK_UNAVAILABLE, "run %d: %s", run, err);
+		cr_assert_not_null(strstr(err, "40001"), "%s", err);
+		cr_assert_not_null(strstr(err, "no attempt spent"), "%s", err);
+	}
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, batch, res, 2, "c:1", err, sizeof(err)),
 	    SINK_OK, "%s", err);
