@@ -1,18 +1,21 @@
-/* sink_pg.c - one transaction per batch: the batch's ferry_batches row
- * first (a key already there means this batch committed before, or was
- * fenced by a worker that took its jobs over), fences for recovered jobs,
+/* sink_pg.c - one transaction per batch: the fences of recovered jobs
+ * first, in a transaction of their own (src/ferryd/sink_pg_fence.c), then
+ * the batch's ferry_batches row (a key already there means this batch
+ * committed before, or was fenced by a worker that took its jobs over),
  * COPY, COMMIT. Without recovered jobs the statements go as one query
  * string (two round trips a batch); when the COPY refuses a row (or a
  * deferred constraint fails at COMMIT, or an update found no row) the
- * batch is redone statement by statement (src/ferryd/sink_pg_slow.c). Errors are
- * sorted by SQLSTATE: data errors dead-letter their job, an unreachable
- * server (or a table renamed away, a grant revoked: 42P01, 42501, 42703,
- * 3F000) keeps the batch. A queue with several tables (tables =) has a
- * target and a row buffer per table: each job's rows go to the table its
- * table_member names, or one "data" array per table, and the batch's
- * statements cover every table in one transaction (pg_target_statements).
- * The tables, their columns and SQL: src/common/pg_target.c; the connection and
- * SQLSTATE classes: src/pg_conn.c. */
+ * batch is redone statement by statement (src/ferryd/sink_pg_slow.c).
+ * Errors are sorted by SQLSTATE: data errors dead-letter their job, an
+ * unreachable server (or a table renamed away, a grant revoked: 42P01,
+ * 42501, 42703, 3F000) keeps the batch, a conflict with another
+ * transaction (40001, 40P01) sends it again in place. A queue with
+ * several tables (tables =) has a target and a row buffer per table: each
+ * job's rows go to the table its table_member names, or one "data" array
+ * per table, and the batch's statements cover every table in one
+ * transaction (pg_target_statements). The tables, their columns and SQL:
+ * src/common/pg_target.c; the connection and SQLSTATE classes:
+ * src/common/pg_conn.c. */
 #include "sink_pg.h"
 
 #include <jansson.h>
@@ -169,10 +172,11 @@ sink_pg_row_failed(const char *key, struct pg_failure *f)
 	snprintf(why, sizeof(why), "%s", f->msg);
 	if (strncmp(why, "55P03", 5) == 0 || strncmp(why, "57014", 5) == 0)
 		snprintf(text, sizeof(text), "%.5s: the row of batch %s is held "
-		    "by another session, an earlier attempt of this batch (its "
-		    "connection was lost) still open: waiting for it to end, so "
-		    "that its jobs are not written twice; pg_blocking_pids() "
-		    "names it", why, key);
+		    "by another session (an earlier attempt of this batch whose "
+		    "connection was lost, or a worker fencing it), or the insert "
+		    "was cancelled: waiting, so that its jobs are not written "
+		    "twice; pg_blocking_pids() names a session holding it", why,
+		    key);
 	else
 		snprintf(text, sizeof(text), "the row of batch %s did not go in "
 		    "(the batch waits, no attempt spent): %s", key, why);
@@ -466,6 +470,7 @@ write_failed(struct sink_pg *s, struct job *jobs,
 		    "transaction: the batch goes again, no attempt spent)", f->msg);
 		return SINK_UNAVAILABLE;
 	}
+	s->conflicts = 0;       /* the jobs are retried: a new start */
 	/* transient past that, or unknown: retry the jobs, but those the
 	 * fences (committed) found done or dead */
 	for (int i = 0; i < n; i++)

@@ -1,9 +1,10 @@
 /* sink_pg_int.h - the PostgreSQL sink's state and the parts its two
  * paths share: src/ferryd/sink_pg.c (connection, the one-query path,
  * replays), src/ferryd/sink_pg_encode.c (the rows, the record of failed
- * jobs) and src/ferryd/sink_pg_slow.c (statement by statement: fences, the
- * COPY under savepoints split until the refused rows are isolated, the
- * updates that found no row). Only these three files include it. */
+ * jobs), src/ferryd/sink_pg_fence.c (recovered jobs' fences) and
+ * src/ferryd/sink_pg_slow.c (statement by statement: the COPY under
+ * savepoints split until the refused rows are isolated, the updates that
+ * found no row). Only these four files include it. */
 #ifndef FERRY_SINK_PG_INT_H
 #define FERRY_SINK_PG_INT_H
 
@@ -38,7 +39,8 @@ struct sink_pg_encoded {
 	struct sink_pg_rows *parts; /* the rows for each target */
 	json_t *failed;           /* job id -> error, for the batch row */
 	int *idx, nidx;           /* the jobs to COPY */
-	bool *skip;               /* jobs a fence found written */
+	bool *skip;               /* jobs the fences decided (written
+	                           * already, or dead) */
 	int cap;                  /* room in off, len, idx, skip */
 	bool deletes;             /* a job encoded deletes (op_member) */
 	bool record_failed;       /* a failure could not go into failed */
@@ -58,7 +60,7 @@ struct sink_pg {
 	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
 	char ahead_key[128];      /* its batch key ("": none) */
 	bool fenced;              /* our own batch key was found fenced */
-	char conflict_key[128];   /* the batch a conflict (40001, 40P01) */
+	char conflict_key[256];   /* the batch a conflict (40001, 40P01) */
 	int conflicts;            /* sent again in place, how many times */
 	bool decided;             /* enc.skip: jobs the fences decided, which
 	                           * stay decided if the batch fails */

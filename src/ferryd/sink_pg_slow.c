@@ -2,13 +2,14 @@
  * path cannot (recovered jobs to fence, a job that failed to encode) or
  * failed on a row: the fences of recovered jobs first (sink_pg_fence.c,
  * a transaction of their own), then BEGIN, constraints checked
- * immediately, the batch row, the COPY under a savepoint that is rolled back and split in
- * halves until the refused rows are isolated (dead with their SQLSTATE);
- * for upsert and update the staged rows applied per part, and for update
- * with missing = dead the jobs whose key has no row failed and the part
- * redone without them; the failed record, COMMIT. With several tables a
- * part is a set of jobs, its rows in every table (parents first, deletes
- * children first): a refused row fails its whole job. */
+ * immediately, the batch row, the COPY under a savepoint that is rolled
+ * back and split in halves until the refused rows are isolated (dead with
+ * their SQLSTATE); for upsert and update the staged rows applied per
+ * part, and for update with missing = dead the jobs whose key has no row
+ * failed and the part redone without them; the failed record, COMMIT.
+ * With several tables a part is a set of jobs, its rows in every table
+ * (parents first, deletes children first): a refused row fails its whole
+ * job. */
 #include "sink_pg_int.h"
 
 #include <stdio.h>
@@ -237,9 +238,24 @@ writes_by_key(const struct sink_pg *s, int i)
  * of its keys it would undo them (out of queue order), so such a job stays
  * refused; a job whose rows all go to insert tables (the order lines of an
  * upserted order) is tried again. */
+/* No job of jobs[0..n) but j failed (or was refused) under j's digest:
+ * its entry in the record is j's alone (a byte-identical document that a
+ * fence decided dead keeps it). */
+static bool
+digest_alone(struct job *jobs, struct handler_result *res, int n,
+    struct job *j)
+{
+	for (int i = 0; i < n; i++)
+		if (&jobs[i] != j && (res[i].outcome == HANDLER_FAIL ||
+		    jobs[i].invalid != NULL) &&
+		    strcmp(job_digest(&jobs[i]), job_digest(j)) == 0)
+			return false;
+	return true;
+}
+
 static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
-    struct pg_failure *f)
+    int njobs, struct pg_failure *f)
 {
 	int *again = xmalloc(sizeof(*again) * (size_t)s->enc.nidx), n, still;
 	bool ok = true;
@@ -252,10 +268,12 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 				again[n++] = s->enc.idx[k];
 		if (n == 0 || n == still)
 			break;          /* all in, or no progress */
-		for (int k = 0; k < n; k++) {
+		for (int k = 0; k < n; k++)
 			sink_pg_set_result(&res[again[k]], HANDLER_OK, "");
-			json_object_del(s->enc.failed, job_digest(&jobs[again[k]]));
-		}
+		for (int k = 0; k < n; k++)
+			if (digest_alone(jobs, res, njobs, &jobs[again[k]]))
+				json_object_del(s->enc.failed,
+				    job_digest(&jobs[again[k]]));
 		ok = copy_part(s, again, n, jobs, res, f);
 		still = n;
 	}
@@ -306,7 +324,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 		goto out;
 	}
 	if (s->enc.nidx > 0 && (!copy_part(s, s->enc.idx, s->enc.nidx, jobs,
-	    res, f) || !copy_again(s, jobs, res, f)))
+	    res, f) || !copy_again(s, jobs, res, n, f)))
 		goto out;
 	if (json_object_size(s->enc.failed) > 0) {
 		char *text = NULL;
