@@ -176,7 +176,7 @@ report_latency() {
 	echo "## Benchmark: latency (\`scripts/bench latency\`)"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(uname -sr); load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- machine: $(nproc --all) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(uname -sr); load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- software: $("$ferryd" -V) (source tree at git $rev), $(redis-server --version | awk '{ print $3 }' | sed 's/v=/redis-server /')" \
 		"(private, \`${redis_extra[*]}\`), $("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, \`${pg_extra[*]}\`), all on the same host"
 	echo "- PostgreSQL settings in force: $pg_settings_str"

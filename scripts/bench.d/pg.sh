@@ -283,7 +283,7 @@ report_pg() {
 	echo "## Benchmark: PostgreSQL sink (\`scripts/bench pg\`)"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- machine: $(nproc) CPUs ($cpu), $kernel; load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- machine: $(nproc --all) CPUs ($cpu), $kernel; load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- software: $("$ferryd" -V) (source tree at git $rev), $(redis-server --version | awk '{ print $3 }' | sed 's/v=/redis-server /')" \
 		"(private, 127.0.0.1 TCP, \`--save '' --appendonly no${BENCH_REDIS_ARGS:+ $BENCH_REDIS_ARGS}\`)," \
 		"$("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, 127.0.0.1 TCP), all on the same host"
@@ -350,7 +350,7 @@ report_pg() {
 	echo
 	echo "CPU time (user + system, from /proc/PID/stat: each server's processes with their children, ferryd's master"
 	echo "and workers, copy_raw's processes) per 1000 rows during each run above, and the cores all of it kept busy"
-	echo "(its CPU / the run's wall time; the machine has $(nproc)). Median of $runs runs; clock-tick resolution (10 ms a process)."
+	echo "(its CPU / the run's wall time; the machine has $(nproc --all)). Median of $runs runs; clock-tick resolution (10 ms a process)."
 	echo
 	echo "| batch_size | W | raw: postgres ms | raw: client ms | raw: cores busy | ferry: postgres ms | ferry: redis-server ms | ferry: ferryd ms | ferry: cores busy |"
 	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -474,7 +474,7 @@ report_upsert() {
 	raw=$(median_int "${up_raw[@]}")
 	echo "## Benchmark: PostgreSQL upsert (\`scripts/bench pg upsert\`)"
 	echo
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc --all) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- software: $("$ferryd" -V) (git $rev), $("$pg_bindir/postgres" -V | sed 's/ (PostgreSQL)//') (private, fresh initdb, 127.0.0.1 TCP); PostgreSQL settings in force: $pg_settings_str"
 	echo "- command: \`${cmdline}\`"
 	echo "- table: \`$up_table\`; $(commas "$up_jobs_n") jobs over $(commas "$up_keys") keys (so most rows update), e.g. \`$(head -n 1 "$jobs_file")\`"

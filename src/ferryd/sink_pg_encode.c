@@ -143,7 +143,8 @@ member_target(struct sink_pg *s, struct job *j, char *why, size_t whysize)
 	if (rc <= 0)
 		snprintf(why, whysize, "%s: %s (allowed: a string naming one of "
 		    "this queue's tables: %s)", member, rc == 0 ? "the job has no "
-		    "such member" : "is not a table name", s->q->tables);
+		    "such member, or it is null" : "is not a string of at most "
+		    "127 bytes", s->q->tables);
 	else if ((t = find_target(s, name)) < 0)
 		unknown_table(s, name, why, whysize);
 	return t;

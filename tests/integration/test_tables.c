@@ -134,13 +134,19 @@ Test(tables, unknown_table_is_dead)
 		"{\"table\":\"invoices\",\"data\":{\"id\":1}}",
 		"{\"data\":{\"id\":1}}",
 		"{\"table\":\"orders\",\"data\":{\"id\":1,\"total\":1}}",
+		"{\"table\":null,\"data\":{\"id\":1}}",
+		"{\"table\":[\"orders\"],\"data\":{\"id\":1}}",
 	};
 	static const char *const member_dead[] = {
 		"table \"invoices\" is not one of this queue's tables (orders, "
 		    "order_lines)",
-		"table: the job has no such member (allowed: a string naming one "
-		    "of this queue's tables: orders, order_lines)",
+		"table: the job has no such member, or it is null (allowed: a "
+		    "string naming one of this queue's tables: orders, order_lines)",
 		NULL,
+		"table: the job has no such member, or it is null (allowed: a "
+		    "string naming one of this queue's tables: orders, order_lines)",
+		"table: is not a string of at most 127 bytes (allowed: a string "
+		    "naming one of this queue's tables: orders, order_lines)",
 	};
 	static const char *const data[] = {
 		"{\"data\":{\"orders\":[{\"id\":2,\"total\":1}],\"invoices\":[]}}",
@@ -157,7 +163,7 @@ Test(tables, unknown_table_is_dead)
 	};
 	struct sink_pg *s = setup("table_member = table\n");
 
-	pc_run(s, member, 3, "w:1", member_dead);
+	pc_run(s, member, 5, "w:1", member_dead);
 	assert_rows("1=1;");
 	sink_pg_free(s);
 	config_free(&pc_cfg);
