@@ -98,6 +98,7 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->q = q;
 	s->commits_safe = -1;
 	s->ntargets = pg_target_count(q);
+	s->routed = *q->tables != '\0';
 	s->targets = xcalloc((size_t)s->ntargets, sizeof(*s->targets));
 	s->enc.parts = xcalloc((size_t)s->ntargets, sizeof(*s->enc.parts));
 	s->ahead.parts = xcalloc((size_t)s->ntargets, sizeof(*s->ahead.parts));

@@ -221,7 +221,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			continue;
 		size_t at = p0->rows.len;
 		/* rows from the job's cache key (src/common/cache.c) when it has one */
-		if (s->ntargets == 1)
+		if (!s->routed)
 			rc = encode_rows(s, 0, &jobs[i], i, jobs[i].rows ?
 			    jobs[i].rows : jobs[i].raw, jobs[i].rows ?
 			    jobs[i].rows_len : jobs[i].raw_len, why, sizeof(why));
@@ -234,7 +234,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			continue;
 		}
 		sink_pg_set_result(&res[i], HANDLER_OK, "");
-		if (s->ntargets == 1) {
+		if (!s->routed) {
 			p0->off[i] = at;
 			p0->len[i] = p0->rows.len - at;
 		}

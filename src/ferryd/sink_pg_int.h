@@ -52,6 +52,8 @@ struct sink_pg {
 	PGconn *conn;
 	struct pg_target *targets;  /* the queue's tables, parents first */
 	int ntargets;
+	bool routed;               /* tables =: a job names its tables (even
+	                           * when the list has one), not table = */
 	int *copies, ncopies;     /* the fast query's COPYs: their targets */
 	bool by_key;              /* a target is upsert or update */
 	struct pg_batches batches;

@@ -223,7 +223,7 @@ writes_by_key(const struct sink_pg *s, int i)
 {
 	if (!s->by_key)
 		return false;
-	if (s->ntargets == 1)
+	if (!s->routed)
 		return true;
 	for (int t = 0; t < s->ntargets; t++)
 		if (PG_TARGET_BY_KEY(&s->targets[t]) && s->enc.parts[t].len[i] > 0)

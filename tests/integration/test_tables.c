@@ -22,33 +22,45 @@
 	"CHECK (total >= 0));CREATE TABLE order_lines (order_id int NOT NULL " \
 	"REFERENCES orders (id), line int NOT NULL, item text)"
 
-/* Queue q writing orders, order_lines with the extra lines (queue and
- * table sections), loaded into cfg; the schema created. */
+/* Queue q writing the tables of the list (tables =) with the extra lines
+ * (queue and table sections), loaded into cfg; the schema created. */
 static void
-load(const char *extra)
+load_tables(const char *tables, const char *extra)
 {
 	struct config_errors errs = { 0, NULL };
 	char body[1024];
 
 	h_setup(&pc_d, NULL, "");
 	snprintf(body, sizeof(body), "[queue q]\nhandler = postgres\n"
-	    "tables = orders, order_lines\n%s", extra);
+	    "tables = %s\n%s", tables, extra);
 	h_config(&pc_d, h_pg_start(&pc_d), body);
 	h_pg_exec(&pc_d, SCHEMA);
 	cr_assert_eq(config_load(pc_d.config, &pc_cfg, &errs), 0, "%s",
 	    errs.n ? errs.msgs[0] : "");
 }
 
-/* load(extra), the sink's start check passed. */
+static void
+load(const char *extra)
+{
+	load_tables("orders, order_lines", extra);
+}
+
+/* load_tables(tables, extra), the sink's start check passed. */
 static struct sink_pg *
-setup(const char *extra)
+setup_tables(const char *tables, const char *extra)
 {
 	char err[512];
 
-	load(extra);
+	load_tables(tables, extra);
 	cr_assert_eq(pg_target_check(&pc_cfg, &pc_cfg.queues[0], true, NULL, err,
 	    sizeof(err)), PG_OK, "%s", err);
 	return sink_pg_new(&pc_cfg, &pc_cfg.queues[0]);
+}
+
+static struct sink_pg *
+setup(const char *extra)
+{
+	return setup_tables("orders, order_lines", extra);
 }
 
 /* "id=total,...;order_id/line/item,..." */
@@ -172,6 +184,52 @@ Test(tables, unknown_table_is_dead)
 	s = setup("");
 	pc_run(s, data, 4, "w:2", data_dead);
 	assert_rows("4=1,5=1;");
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
+/* tables = with one table routes as with several: a job's "data" holds
+ * one array per table, or its table_member names the table; a job for
+ * another table is dead. A one-table list was taken for table =: every
+ * job written into it whole, as one row of NULLs, and acked (adversary
+ * round 6). */
+Test(tables, one_table_in_the_list_still_routes)
+{
+	static const char *const data[] = {
+		"{\"data\":{\"orders\":[{\"id\":1,\"total\":1},{\"id\":2,"
+		    "\"total\":2}]}}",
+		"{\"data\":{\"order_lines\":[{\"order_id\":1,\"line\":1}]}}",
+		"{\"data\":{\"orders\":[{\"id\":3,\"total\":3}],"
+		    "\"order_lines\":[]}}",
+	};
+	static const char *const data_dead[] = {
+		NULL,
+		"table \"order_lines\" is not one of this queue's tables (orders)",
+		"table \"order_lines\" is not one of this queue's tables (orders)",
+	};
+	static const char *const member[] = {
+		"{\"table\":\"orders\",\"data\":{\"id\":4,\"total\":4}}",
+		"{\"table\":\"order_lines\",\"data\":{\"order_id\":1,"
+		    "\"line\":2}}",
+		"{\"data\":{\"id\":5,\"total\":5}}",
+	};
+	static const char *const member_dead[] = {
+		NULL,
+		"table \"order_lines\" is not one of this queue's tables (orders)",
+		"table: the job has no such member, or it is null (allowed: a "
+		    "string naming one of this queue's tables: orders)",
+	};
+	struct sink_pg *s = setup_tables("orders", "");
+
+	pc_run(s, data, 3, "w:1", data_dead);
+	assert_rows("1=1,2=2;");
+	sink_pg_free(s);
+	config_free(&pc_cfg);
+	h_stop(&pc_d);
+	h_teardown(&pc_d);
+	s = setup_tables("orders", "table_member = table\n");
+	pc_run(s, member, 3, "w:2", member_dead);
+	assert_rows("4=4;");
 	sink_pg_free(s);
 	h_stop(&pc_d);
 }
