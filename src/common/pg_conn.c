@@ -19,9 +19,12 @@ pg_conn_error_class(const char *sqlstate)
 	 * 42703, 3F000: the table (or its schema) renamed or dropped, a
 	 * column gone, a grant revoked: no job's data is at fault, every
 	 * batch fails the same until someone fixes the database: wait for
-	 * it (checked before the class 42 of bad data) */
+	 * it (checked before the class 42 of bad data). 55P03: a lock
+	 * another session holds past lock_timeout (a migration's ALTER
+	 * TABLE, a transaction left open on a row): no job is at fault
+	 * either, the batch waits until the lock is free */
 	static const char *const down[] = { "08", "53", "57P01", "57P02",
-	    "57P03", "25006", "42P01", "42501", "42703", "3F000" };
+	    "57P03", "25006", "42P01", "42501", "42703", "3F000", "55P03" };
 	size_t i;
 
 	if (sqlstate == NULL || strlen(sqlstate) != 5)

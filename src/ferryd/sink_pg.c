@@ -58,9 +58,16 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 	s->ahead_key[0] = '\0';       /* the columns are described again */
 	if ((s->conn = pg_conn_open(s->cfg, s->q, err, errsize)) == NULL)
 		return PG_UNAVAILABLE;
+	/* a lock wait ends first, as 55P03: an outage (the batch waits,
+	 * no attempt spent), where a statement timeout (57014) is a batch
+	 * too slow of its own and spends one */
 	snprintf(sql, sizeof(sql), "SET statement_timeout = %ld",
 	    s->cfg->pg_statement_timeout_ms);
 	enum pg_status st = sink_pg_sql(s, sql, NULL) ? PG_OK : PG_UNAVAILABLE;
+	snprintf(sql, sizeof(sql), "SET lock_timeout = %ld",
+	    s->cfg->pg_statement_timeout_ms / 2);
+	if (st == PG_OK && !sink_pg_sql(s, sql, NULL))
+		st = PG_UNAVAILABLE;
 	if (st == PG_OK)
 		st = pg_conn_commit_check(s->conn, s->cfg, s->q, &risk, err,
 		    errsize);
@@ -172,12 +179,11 @@ sink_pg_row_failed(const char *key, struct pg_failure *f)
 
 	snprintf(why, sizeof(why), "%s", f->msg);
 	if (strncmp(why, "55P03", 5) == 0 || strncmp(why, "57014", 5) == 0)
-		snprintf(text, sizeof(text), "%.5s: the row of batch %s is held "
-		    "by another session (an earlier attempt of this batch whose "
-		    "connection was lost, or a worker fencing it), or the insert "
-		    "was cancelled: waiting, so that its jobs are not written "
-		    "twice; pg_blocking_pids() names a session holding it", why,
-		    key);
+		snprintf(text, sizeof(text), "%.5s: waiting (no attempt spent, "
+		    "no job written twice): pg_blocking_pids() names the session "
+		    "holding the row of batch %s (an earlier attempt of this "
+		    "batch whose connection was lost, or a worker fencing it), or "
+		    "its insert was cancelled", why, key);
 	else
 		snprintf(text, sizeof(text), "the row of batch %s did not go in "
 		    "(the batch waits, no attempt spent): %s", key, why);
@@ -458,7 +464,10 @@ write_failed(struct sink_pg *s, struct job *jobs,
 		return SINK_HANDED_BACK;
 	}
 	if (f->cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
-		snprintf(err, errsize, "postgres: %s", f->msg);
+		snprintf(err, errsize, "postgres: %s%s", f->msg,
+		    strncmp(f->msg, "55P03", 5) == 0 ? " (a lock another session "
+		    "holds, e.g. a migration's: the batch waits, no attempt "
+		    "spent; pg_blocking_pids() names the session)" : "");
 		pg_conn_close(s->conn);
 		s->conn = NULL;
 		return SINK_UNAVAILABLE;

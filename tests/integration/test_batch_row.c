@@ -1,8 +1,10 @@
 /* test_batch_row.c - what a batch's transaction may conclude when it
  * fails, driven directly against a real PostgreSQL: a batch whose row is
  * still held by an earlier attempt of its own waits (its jobs are not
- * retried under another key, which would write them twice), and what the
- * fences of recovered jobs found stands when the batch then fails. */
+ * retried under another key, which would write them twice); a lock
+ * another session holds on the table waits too (no job is at fault); and
+ * what the fences of recovered jobs found stands when the batch then
+ * fails. */
 #include <criterion/criterion.h>
 #include <libpq-fe.h>
 #include <string.h>
@@ -43,39 +45,63 @@ open_attempt(const char *key, int first, int n)
 	return c;
 }
 
-/* The attempt after the reconnection cannot take the batch's row (here
- * the role's lock_timeout ends its wait): an outage, the batch kept under
- * its key, on the one-query path and statement by statement (a recovered
- * job). It used to answer "retry" to every job: their next batch wrote
- * them again once the first attempt committed. Once it has, the batch is
- * replayed: every job done, each row once. */
-Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
+/* A session that keeps batch `key` (jobs n = first..first+2) from going
+ * in until it commits. */
+typedef PGconn *holder_fn(const char *key, int first);
+
+static PGconn *
+hold_row(const char *key, int first)
+{
+	return open_attempt(key, first, 3);
+}
+
+static PGconn *
+hold_table(const char *key, int first)
+{
+	PGconn *c = PQconnectdb(sc_d.pg.conninfo);
+
+	(void)key;
+	(void)first;
+	cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
+	exec_ok(c, "BEGIN");
+	exec_ok(c, "LOCK TABLE events IN ACCESS EXCLUSIVE MODE");
+	return c;
+}
+
+/* Batches of fresh jobs (the one-query path) and of recovered ones
+ * (statement by statement) while hold keeps them out: each attempt is an
+ * outage naming `want` (the sink's lock_timeout, half of
+ * pg_statement_timeout, ends its wait), no job retried; once the holder
+ * commits the batch goes in (or is replayed), each row once. */
+static void
+held_batches_wait(holder_fn *hold, const char *prefix, const char *want)
 {
 	const struct queue_config *q = sc_setup();
 	struct job fresh[3], stamped[3];
 	struct handler_result res[3];
-	char els[3][128], sels[3][128], err[256];
+	char els[3][128], sels[3][128], err[256], key[2][16];
 
-	h_pg_exec(&sc_d, "ALTER ROLE CURRENT_USER SET lock_timeout = '200ms'");
+	sc_cfg.pg_statement_timeout_ms = 400;
 	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
 	sc_make_jobs(fresh, els, 0, 3, NULL);
 	sc_make_jobs(stamped, sels, 10, 3, "\"x:1\"");
-	struct {
-		struct job *jobs;
-		const char *key;
-		int first;
-	} cases[] = { { fresh, "a:1", 0 }, { stamped, "a:2", 10 } };
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		PGconn *first = open_attempt(cases[c].key, cases[c].first, 3);
-		memset(res, 0, sizeof(res));
-		cr_assert_eq(sink_pg_run(s, cases[c].jobs, res, 3, cases[c].key,
-		    err, sizeof(err)), SINK_UNAVAILABLE, "%s: %s (job 0: %d %s)",
-		    cases[c].key, err, res[0].outcome, res[0].message);
-		cr_assert_not_null(strstr(err, "earlier attempt of this batch"),
-		    "%s", err);
-		exec_ok(first, "COMMIT");
-		PQfinish(first);
-		sc_run_ok(s, cases[c].jobs, res, 3, cases[c].key);
+	struct job *jobs[2] = { fresh, stamped };
+	for (int c = 0; c < 2; c++) {
+		snprintf(key[c], sizeof(key[c]), "%s:%d", prefix, c + 1);
+		PGconn *holder = hold(key[c], c * 10);
+		for (int round = 0; round < 2; round++) {
+			memset(res, 0, sizeof(res));
+			cr_assert_eq(sink_pg_run(s, jobs[c], res, 3, key[c], err,
+			    sizeof(err)), SINK_UNAVAILABLE, "%s: %s (job 0: %d %s)",
+			    key[c], err, res[0].outcome, res[0].message);
+			cr_assert_not_null(strstr(err, want), "%s", err);
+			for (int i = 0; i < 3; i++)
+				cr_assert_neq(res[i].outcome, HANDLER_RETRY,
+				    "job %d: %s", i, res[i].message);
+		}
+		exec_ok(holder, "COMMIT");
+		PQfinish(holder);
+		sc_run_ok(s, jobs[c], res, 3, key[c]);
 	}
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 6);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(DISTINCT n) FROM events"),
@@ -84,6 +110,24 @@ Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
 	h_jobs_free(stamped, 3);
 	sink_pg_free(s);
 	h_stop(&sc_d);
+}
+
+/* The attempt after the reconnection cannot take the batch's row: it
+ * used to answer "retry" to every job, and their next batch wrote them
+ * again once the first attempt committed. */
+Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
+{
+	held_batches_wait(hold_row, "a", "earlier attempt of this batch");
+}
+
+/* Another session holds a lock on the table (a migration's ALTER TABLE,
+ * here LOCK TABLE): 55P03. It used to wait for pg_statement_timeout
+ * (57014) and retry every job, an attempt each, until the innocent jobs
+ * were dead (adversary round 6). */
+Test(batch_row, lock_held_by_another_session_is_an_outage)
+{
+	held_batches_wait(hold_table, "l", "55P03: canceling statement due to "
+	    "lock timeout (a lock another session holds");
 }
 
 /* A recovered job J whose batch a:1 committed it, beside a job K whose
