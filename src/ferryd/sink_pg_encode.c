@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "json_scan.h"
 #include "log.h"
 #include "pg_target.h"
 #include "sink_pg_int.h"
@@ -131,6 +132,20 @@ route_member(void *ctx, const char *name, const char *p, size_t n)
 	return 0;
 }
 
+/* False with why when doc is not JSON ferry can read (malformed, or
+ * nested deeper than json_scan allows), as copy_encode_job says it. */
+static bool
+doc_scans(const char *doc, size_t len, char *why, size_t whysize)
+{
+	struct json_scan_span d;
+	struct json_scan_error e;
+
+	if (json_scan_document(doc, len, &d, &e) == 0)
+		return true;
+	snprintf(why, whysize, "malformed JSON at byte %zu: %s", e.pos, e.what);
+	return false;
+}
+
 /* The table a job's table_member names: its index, or -1 with why. */
 static int
 member_target(struct sink_pg *s, struct job *j, char *why, size_t whysize)
@@ -140,6 +155,8 @@ member_target(struct sink_pg *s, struct job *j, char *why, size_t whysize)
 	int rc = pg_target_member_text(member, j->raw, j->raw_len, name,
 	    sizeof(name)), t = -1;
 
+	if (rc <= 0 && !doc_scans(j->raw, j->raw_len, why, whysize))
+		return -1;
 	if (rc <= 0)
 		snprintf(why, whysize, "%s: %s (allowed: a string naming one of "
 		    "this queue's tables: %s)", member, rc == 0 ? "the job has no "
@@ -170,7 +187,7 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 	} else {
 		r.rows = xcalloc((size_t)s->ntargets, sizeof(*r.rows));
 		if ((rc = pg_target_data_members(doc, len, route_member,
-		    &r)) == -1)
+		    &r)) == -1 && doc_scans(doc, len, why, whysize))
 			snprintf(why, whysize, "data is not an object of one array "
 			    "of rows per table (allowed members: %s)", s->q->tables);
 		for (t = 0; t < s->ntargets && rc == 0; t++)

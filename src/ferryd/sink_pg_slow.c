@@ -238,19 +238,37 @@ writes_by_key(const struct sink_pg *s, int i)
  * of its keys it would undo them (out of queue order), so such a job stays
  * refused; a job whose rows all go to insert tables (the order lines of an
  * upserted order) is tried again. */
-/* No job of jobs[0..n) but j failed (or was refused) under j's digest:
- * its entry in the record is j's alone (a byte-identical document that a
- * fence decided dead keeps it). */
+/* The jobs again[0..n) go in again: their failures leave the record.
+ * Another job of the same digest that still failed (a byte-identical
+ * document a fence decided dead, or refused) keeps the entry, with its own
+ * reason. One pass over the batch, not one per job again. False (f) when
+ * the record cannot hold a failure. */
 static bool
-digest_alone(struct job *jobs, struct handler_result *res, int n,
-    struct job *j)
+unrecord(struct sink_pg *s, struct job *jobs, struct handler_result *res,
+    int njobs, const int *again, int n, struct pg_failure *f)
 {
-	for (int i = 0; i < n; i++)
-		if (&jobs[i] != j && (res[i].outcome == HANDLER_FAIL ||
-		    jobs[i].invalid != NULL) &&
-		    strcmp(job_digest(&jobs[i]), job_digest(j)) == 0)
-			return false;
-	return true;
+	json_t *gone = json_object();
+	bool ok = true;
+
+	for (int k = 0; k < n; k++) {
+		const char *d = job_digest(&jobs[again[k]]);
+		if (json_object_get(s->enc.failed, d) != NULL) {
+			json_object_set_new(gone, d, json_true());
+			json_object_del(s->enc.failed, d);
+		}
+	}
+	for (int i = 0; i < njobs && ok && json_object_size(gone) > 0; i++)
+		if ((res[i].outcome == HANDLER_FAIL || jobs[i].invalid != NULL) &&
+		    json_object_get(gone, job_digest(&jobs[i])) != NULL &&
+		    sink_pg_record_failure(s, &jobs[i], jobs[i].invalid != NULL ?
+		    jobs[i].invalid : res[i].message) < 0) {
+			snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
+			    "failed job in the batch row");
+			f->cls = PG_ERR_OTHER;
+			ok = false;
+		}
+	json_decref(gone);
+	return ok;
 }
 
 static bool
@@ -270,11 +288,8 @@ copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			break;          /* all in, or no progress */
 		for (int k = 0; k < n; k++)
 			sink_pg_set_result(&res[again[k]], HANDLER_OK, "");
-		for (int k = 0; k < n; k++)
-			if (digest_alone(jobs, res, njobs, &jobs[again[k]]))
-				json_object_del(s->enc.failed,
-				    job_digest(&jobs[again[k]]));
-		ok = copy_part(s, again, n, jobs, res, f);
+		ok = unrecord(s, jobs, res, njobs, again, n, f) &&
+		    copy_part(s, again, n, jobs, res, f);
 		still = n;
 	}
 	free(again);

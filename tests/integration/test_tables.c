@@ -234,6 +234,87 @@ Test(tables, one_table_in_the_list_still_routes)
 	h_stop(&pc_d);
 }
 
+/* A job ferry cannot read (nested deeper than json_scan's 64) is dead
+ * saying so, both ways of routing; it read as a job without its table
+ * member, or a "data" that is not an object of tables (review of
+ * 37f1b53). */
+Test(tables, too_deep_a_document_says_so)
+{
+	static const char *const shapes[] = {
+		"{\"table\":\"orders\",\"data\":{\"id\":1,\"total\":1},"
+		    "\"x\":%s}",
+		"{\"data\":{\"orders\":[{\"id\":1,\"total\":1}]},\"x\":%s}",
+	};
+	static const char *const extra[] = { "table_member = table\n", "" };
+	char deep[2 * 65 + 1], el[320], err[256];
+	struct handler_result res[1];
+	struct job job;
+
+	memset(deep, '[', 65);
+	memset(deep + 65, ']', 65);
+	deep[130] = '\0';
+	for (int i = 0; i < 2; i++) {
+		struct sink_pg *s = setup(extra[i]);
+		h_job_parse(&job, el, sizeof(el), false, shapes[i], deep);
+		memset(res, 0, sizeof(res));
+		cr_assert_eq(sink_pg_run(s, &job, res, 1, "w:1", err,
+		    sizeof(err)), SINK_OK, "%s", err);
+		cr_assert_eq(res[0].outcome, HANDLER_FAIL);
+		cr_assert_not_null(strstr(res[0].message, "nesting deeper than "
+		    "64"), "%s: %s", extra[i], res[0].message);
+		assert_rows(";");
+		h_jobs_free(&job, 1);
+		sink_pg_free(s);
+		h_stop(&pc_d);
+		if (i == 0) {           /* the last one: pc_teardown */
+			config_free(&pc_cfg);
+			h_teardown(&pc_d);
+		}
+	}
+}
+
+/* A recovered copy B of document D out of max_recoveries (dead) and a
+ * fresh copy A of D, refused once by a foreign key to a later order (a bad
+ * order Z sends the batch into halves) and written when tried again: D's entry in the batch's record stays (B
+ * failed), with B's reason. It kept A's refusal (23503), which a replay
+ * then gave B (review of 9b70fcf). */
+Test(tables, kept_record_entry_has_the_reason_of_the_copy_that_failed)
+{
+	static const char D[] = "{\"data\":{\"order_lines\":[{\"order_id\":"
+	    "7,\"line\":1}]}}";
+	char el[4][256];
+	struct job jobs[4];
+	struct handler_result res[4];
+	struct sink_pg *s = setup("[table q orders]\nmode = upsert\nkey = id\n");
+
+	h_job_parse(&jobs[0], el[0], 256, true, "{\"ferry\":1,\"recoveries\":5,"
+	    "\"attempts\":0,\"stamps\":[\"q:1\"],\"job\":%s}", D);
+	jobs[0].bury = true;
+	h_job_parse(&jobs[1], el[1], 256, false, "%s", D);
+	h_job_parse(&jobs[2], el[2], 256, false, "%s",
+	    "{\"data\":{\"orders\":[{\"id\":9,\"total\":-1}]}}");
+	h_job_parse(&jobs[3], el[3], 256, false, "%s",
+	    "{\"data\":{\"orders\":[{\"id\":7,\"total\":7}]}}");
+	char err[256];
+	memset(res, 0, sizeof(res));
+	cr_assert_eq(sink_pg_run(s, jobs, res, 4, "c:1", err, sizeof(err)),
+	    SINK_OK, "%s", err);
+	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
+	cr_assert_eq(res[1].outcome, HANDLER_OK, "%s", res[1].message);
+	cr_assert_eq(res[2].outcome, HANDLER_FAIL);
+	cr_assert_eq(res[3].outcome, HANDLER_OK, "%s", res[3].message);
+	assert_rows("7=7;7/1/-");
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT failed::jsonb ->> '%s' FROM "
+	    "ferry_batches WHERE key = 'c:1'", job_digest(&jobs[1]));
+	char *why = h_pg_text(&pc_d, sql);
+	cr_assert_str_eq(why, res[0].message);
+	free(why);
+	h_jobs_free(jobs, 4);
+	sink_pg_free(s);
+	h_stop(&pc_d);
+}
+
 /* A CHECK violation in one table and a foreign key to no order take their
  * whole jobs (the rows in the other table too) to the dead list with
  * their SQLSTATE; the rest commits, lines before their order included. */
