@@ -44,8 +44,8 @@ replace_workers(struct master *m, struct master_queue *mq,
 }
 
 static void
-apply_queue(struct master *m, const struct ferry_config *fresh,
-    const struct queue_config *qc)
+apply_queue(struct master *m, const struct ferry_config *old,
+    const struct ferry_config *fresh, const struct queue_config *qc)
 {
 	struct master_queue *mq = master_find_queue(m, qc->name);
 
@@ -56,7 +56,7 @@ apply_queue(struct master *m, const struct ferry_config *fresh,
 		return;
 	}
 	if (config_queue_changed(&mq->cfg, qc) ||
-	    config_queue_sink_changed(m->cfg, &mq->cfg, fresh, qc)) {
+	    config_queue_sink_changed(old, &mq->cfg, fresh, qc)) {
 		replace_workers(m, mq, qc);
 		return;
 	}
@@ -132,13 +132,16 @@ master_reload(struct master *m, struct config_errors *errs)
 		fresh->log = xstrdup(m->cfg->log);
 	}
 	log_set_level(fresh->log_level);
+	/* every worker forked from here on (spawn gives it m->cfg beside its
+	 * queue's) gets the fresh file whole: its [table] sections too */
+	struct ferry_config *old = m->cfg;
+	m->cfg = fresh;
 	retire_removed(m, fresh);
 	for (int i = 0; i < fresh->nqueues; i++)
-		apply_queue(m, fresh, &fresh->queues[i]);
+		apply_queue(m, old, fresh, &fresh->queues[i]);
 	restart_fatal(m);
-	config_free(m->cfg);
-	free(m->cfg);
-	m->cfg = fresh;         /* path was the old config's: freed */
+	config_free(old);       /* path was the old config's: freed */
+	free(old);
 	log_notice("reload: done");
 	master_event("reload", "reloaded %s", m->cfg->path);
 	return 0;

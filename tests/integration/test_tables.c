@@ -7,6 +7,7 @@
  * a missing key index refused at start; and a run through ferryd whose
  * workers are killed, ending with exact rows in both tables. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,20 +465,22 @@ Test(tables, missing_key_index_refused_at_start)
 
 TestSuite(tables_ferryd, .fini = pc_teardown, .timeout = 600);
 
+static char ferryd_global[512];   /* setup_ferryd's [ferryd] lines */
+
 /* Queue q writing both tables through ferryd (queue lines `extra`),
  * init-db run; n jobs of one order and its two lines (lines first). */
 static void
 setup_ferryd(const char *extra, int n)
 {
-	char body[512], global[512];
+	char body[512];
 	struct h_run r;
 
 	h_setup(&pc_d, NULL, "");
 	snprintf(body, sizeof(body), "[queue q]\nhandler = postgres\n"
 	    "tables = orders, order_lines\n%s", extra);
-	snprintf(global, sizeof(global), "%srestart_backoff_min = 10ms\n"
-	    "restart_backoff_max = 100ms\n", h_pg_start(&pc_d));
-	h_config(&pc_d, global, body);
+	snprintf(ferryd_global, sizeof(ferryd_global), "%srestart_backoff_min = "
+	    "10ms\nrestart_backoff_max = 100ms\n", h_pg_start(&pc_d));
+	h_config(&pc_d, ferryd_global, body);
 	h_pg_exec(&pc_d, SCHEMA);
 	cr_assert_eq(h_ctl(&r, pc_d.config, NULL, "init-db", NULL), 0, "%s%s",
 	    r.out, r.err);
@@ -551,5 +554,35 @@ Test(tables_ferryd, exactly_once_under_killed_workers)
 	h_kill_workers_until_done(&pc_d, "q", n);
 	assert_exactly_once(n);
 	cr_assert_gt(h_redis_int(&pc_d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&pc_d);
+}
+
+/* A reload that changes only a table's section (order_lines from insert
+ * to upsert by key): the queue's new workers write by it. They were
+ * forked before the master took the fresh file, so they got the old
+ * [table] sections beside the new queue: the second line of a key was
+ * dead with 23505 (or, with a table new to the file, the worker crashed);
+ * adversary round 6. */
+Test(tables_ferryd, reload_of_a_table_section_reaches_the_new_workers)
+{
+	setup_ferryd("workers = 1\n", 0);
+	h_pg_exec(&pc_d, "CREATE UNIQUE INDEX ON order_lines (order_id, line)");
+	h_start(&pc_d, 1);
+	h_config(&pc_d, ferryd_global, "[queue q]\nhandler = postgres\n"
+	    "tables = orders, order_lines\nworkers = 1\n"
+	    "[table q order_lines]\nmode = upsert\nkey = order_id, line\n");
+	kill(pc_d.pid, SIGHUP);
+	h_wait_log(&pc_d, "reload: done", 1);
+	h_wait_log(&pc_d, "exited with status 0; stopped", 1);  /* the old one */
+	freeReplyObject(h_redis(&pc_d, "LPUSH ferry:{q}:ready %s",
+	    "{\"data\":{\"orders\":[{\"id\":1,\"total\":1}],\"order_lines\":"
+	    "[{\"order_id\":1,\"line\":1,\"item\":\"a\"}]}}"));
+	h_wait_redis_int(&pc_d, 1, "HGET ferry:{q}:stats done");
+	freeReplyObject(h_redis(&pc_d, "LPUSH ferry:{q}:ready %s",
+	    "{\"data\":{\"order_lines\":[{\"order_id\":1,\"line\":1,"
+	    "\"item\":\"b\"}]}}"));
+	h_wait_redis_int(&pc_d, 2, "HGET ferry:{q}:stats done");
+	cr_assert_eq(h_redis_int(&pc_d, "LLEN ferry:{q}:dead"), 0);
+	assert_rows("1=1;1/1/b");
 	h_stop(&pc_d);
 }
