@@ -64,6 +64,17 @@ setup(const char *extra)
 	return setup_tables("orders, order_lines", extra);
 }
 
+/* Sink s and its servers gone, a fresh queue set up (setup_tables). */
+static struct sink_pg *
+setup_again(struct sink_pg *s, const char *tables, const char *extra)
+{
+	sink_pg_free(s);
+	config_free(&pc_cfg);
+	h_stop(&pc_d);
+	h_teardown(&pc_d);
+	return setup_tables(tables, extra);
+}
+
 /* "id=total,...;order_id/line/item,..." */
 static void
 assert_rows(const char *want)
@@ -178,11 +189,7 @@ Test(tables, unknown_table_is_dead)
 
 	pc_run(s, member, 5, "w:1", member_dead);
 	assert_rows("1=1;");
-	sink_pg_free(s);
-	config_free(&pc_cfg);
-	h_stop(&pc_d);
-	h_teardown(&pc_d);
-	s = setup("");
+	s = setup_again(s, "orders, order_lines", "");
 	pc_run(s, data, 4, "w:2", data_dead);
 	assert_rows("4=1,5=1;");
 	sink_pg_free(s);
@@ -224,11 +231,7 @@ Test(tables, one_table_in_the_list_still_routes)
 
 	pc_run(s, data, 3, "w:1", data_dead);
 	assert_rows("1=1,2=2;");
-	sink_pg_free(s);
-	config_free(&pc_cfg);
-	h_stop(&pc_d);
-	h_teardown(&pc_d);
-	s = setup_tables("orders", "table_member = table\n");
+	s = setup_again(s, "orders", "table_member = table\n");
 	pc_run(s, member, 3, "w:2", member_dead);
 	assert_rows("4=4;");
 	sink_pg_free(s);
@@ -249,13 +252,15 @@ Test(tables, too_deep_a_document_says_so)
 	static const char *const extra[] = { "table_member = table\n", "" };
 	char deep[2 * 65 + 1], el[320], err[256];
 	struct handler_result res[1];
+	struct sink_pg *s = NULL;
 	struct job job;
 
 	memset(deep, '[', 65);
 	memset(deep + 65, ']', 65);
 	deep[130] = '\0';
 	for (int i = 0; i < 2; i++) {
-		struct sink_pg *s = setup(extra[i]);
+		s = i == 0 ? setup(extra[i]) : setup_again(s,
+		    "orders, order_lines", extra[i]);
 		h_job_parse(&job, el, sizeof(el), false, shapes[i], deep);
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, &job, res, 1, "w:1", err,
@@ -265,19 +270,15 @@ Test(tables, too_deep_a_document_says_so)
 		    "64"), "%s: %s", extra[i], res[0].message);
 		assert_rows(";");
 		h_jobs_free(&job, 1);
-		sink_pg_free(s);
-		h_stop(&pc_d);
-		if (i == 0) {           /* the last one: pc_teardown */
-			config_free(&pc_cfg);
-			h_teardown(&pc_d);
-		}
 	}
+	sink_pg_free(s);
+	h_stop(&pc_d);
 }
 
 /* A recovered copy B of document D out of max_recoveries (dead) and a
  * fresh copy A of D, refused once by a foreign key to a later order (a bad
- * order Z sends the batch into halves) and written when tried again: D's entry in the batch's record stays (B
- * failed), with B's reason. It kept A's refusal (23503), which a replay
+ * order Z sends the batch into halves) and written when tried again:
+ * D's entry in the batch's record stays (B failed), with B's reason. It kept A's refusal (23503), which a replay
  * then gave B (review of 9b70fcf). */
 Test(tables, kept_record_entry_has_the_reason_of_the_copy_that_failed)
 {
