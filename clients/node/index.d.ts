@@ -14,8 +14,13 @@ export interface ProducerOptions {
   memoryRefusePercent?: number;
   /** The queue's chunk_rows (default 1000). */
   chunkRows?: number;
-  /** The queue's cache_ttl in seconds (default 86400). */
+  /** Accepted and unused: a cache key has no TTL while its job lives
+   * (ferryd removes keys left without a job after its cache_ttl). */
   cacheTtl?: number;
+  /** The queue's cache_key_prefixes: an array, or the comma-separated
+   * text. A job may name an application's key under one of them; the
+   * key must exist, and it is protected until the job is done. */
+  cacheKeyPrefixes?: string[] | string;
   /** redis_wait_replicas (default 0: no WAIT). */
   waitReplicas?: number;
   /** redis_wait_timeout in ms (default 1000). */
@@ -26,10 +31,11 @@ export interface ProducerOptions {
 }
 
 export interface EnqueueOptions {
-  /** Move each job's data (or the whole job without "data") into a cache
-   * key PREFIX:{QUEUE}:cache:ID with the cache TTL. */
+  /** Move each job's "data" into a cache key of its own,
+   * PREFIX:{QUEUE}:cache:ID:<random>, protected (no TTL) until the job is
+   * done. A job without "data" is refused. */
   cache?: boolean;
-  /** The cache key TTL in seconds (implies cache). */
+  /** Implies cache; the value is unused. */
   cacheTtl?: number;
   /** Split a "data" array of more rows into jobs ID:INDEX. */
   chunkRows?: number;
@@ -51,6 +57,7 @@ export class Producer {
   readonly memoryRefusePercent: number;
   readonly chunkRows: number;
   readonly cacheTtl: number;
+  readonly cacheKeyPrefixes: string[];
   readonly waitReplicas: number;
   readonly waitTimeoutMs: number;
   /** The script's SHA-1, as EVALSHA takes it. */

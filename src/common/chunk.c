@@ -95,8 +95,19 @@ add(struct chunk_jobs *out, const char *id)
 	return j;
 }
 
-/* One job of the rows `rows` (a JSON array's text), or of the whole
- * document when rows is NULL and there is no chunking. */
+/* The next 64 bits of a key's own part (splitmix64: every seed gives a
+ * sequence without repeats over 2^64 draws). */
+static uint64_t
+next_key_part(uint64_t *seed)
+{
+	uint64_t z = (*seed += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* One job of the rows `rows` (a JSON array's text). */
 static void
 emit(struct chunk_jobs *out, const struct parts *p, const char *id,
     const char *rows, size_t rows_len, const char *cache_prefix)
@@ -105,7 +116,8 @@ emit(struct chunk_jobs *out, const struct parts *p, const char *id,
 	struct buf el = { 0 }, tail = { 0 };
 
 	if (cache_prefix != NULL) {
-		j->key = xasprintf("%s%s", cache_prefix, id);
+		j->key = xasprintf("%s%s:%016llx", cache_prefix, id,
+		    (unsigned long long)next_key_part(&out->key_seed));
 		j->cache = xmalloc(rows_len + 1);
 		memcpy(j->cache, rows, rows_len);
 		j->cache[rows_len] = '\0';
@@ -116,15 +128,7 @@ emit(struct chunk_jobs *out, const struct parts *p, const char *id,
 		buf_append(&tail, "\"data\":", 7);
 		buf_append(&tail, rows, rows_len);
 	}
-	if (cache_prefix != NULL && p->data.p == NULL) {
-		buf_append(&el, "{\"id\":", 6);    /* the document is the value */
-		put_json_string(&el, id);
-		buf_append(&el, ",", 1);
-		buf_append(&el, tail.s, tail.len);
-		buf_append(&el, "}", 1);
-	} else {
-		rebuild(&el, p, id, tail.s, tail.len);
-	}
+	rebuild(&el, p, id, tail.s, tail.len);
 	free(tail.s);
 	j->el = el.s;
 	j->el_len = el.len;
@@ -222,12 +226,14 @@ chunk_document(const char *doc, size_t len, const char *id, int chunk_rows,
 		    "split into chunks (its key would be shared)");
 		return -1;
 	}
+	if (cache_prefix != NULL && p.data.p == NULL) {
+		snprintf(err, errsize, "%s", CHUNK_BARE_REFUSAL);
+		return -1;
+	}
 	if (p.nrows > (size_t)chunk_rows)
 		return split(out, &p, id, chunk_rows, cache_prefix, err, errsize);
-	if (cache_prefix != NULL && p.data.p != NULL)
+	if (cache_prefix != NULL)
 		emit(out, &p, id, p.data.p, p.data.len, cache_prefix);
-	else if (cache_prefix != NULL)
-		emit(out, &p, id, doc, len, cache_prefix);
 	else {
 		j = add(out, id);
 		j->el = doc;
@@ -244,6 +250,7 @@ chunk_jobs_free(struct chunk_jobs *jobs)
 			free((char *)jobs->v[i].el);
 		free(jobs->v[i].key);
 		free(jobs->v[i].cache);
+		free(jobs->v[i].named_key);
 	}
 	free(jobs->v);
 	jobs->v = NULL;

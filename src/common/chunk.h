@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "job.h"
 
@@ -14,8 +15,11 @@ struct chunk_job {
 	const char *el;         /* the list element */
 	size_t el_len;
 	bool owned;             /* el is malloc'd (else it is the input's) */
-	char *key;              /* cache key, or NULL */
+	char *key;              /* cache key to write, or NULL */
 	char *cache;            /* its value, malloc'd, or NULL */
+	char *named_key;        /* a key the document names itself, written
+	                         * by the application (set by the caller),
+	                         * or NULL */
 	size_t cache_len;
 	char id[JOB_ID_MAX + 1];
 };
@@ -23,15 +27,29 @@ struct chunk_job {
 struct chunk_jobs {
 	struct chunk_job *v;
 	size_t n, cap;
+	/* where each cache key's own part comes from: the caller seeds it
+	 * with random bits (getrandom), so that keys differ across calls
+	 * and processes */
+	uint64_t key_seed;
 };
+
+/* Why a document without "data" cannot move into a cache key: its members
+ * are at once the row and what the sink reads of the job (op, the table
+ * member), which the job must keep. */
+#define CHUNK_BARE_REFUSAL "a job without \"data\" cannot be cached: its " \
+	"members are its row and also what ferry reads of the job (op, the " \
+	"table member); put the rows under \"data\", or enqueue it without " \
+	"the cache"
 
 /* Append the jobs of document doc (valid for job_parse, id `id`):
  * - "data" an array of more than chunk_rows rows: one job per chunk_rows
  *   rows, {"id":"<id>:<i>",<the other members>,"data":[<rows>]}, i from 0;
  * - cache_prefix non-NULL ("PREFIX:{QUEUE}:cache:"): each job becomes
- *   {"id":"<id>",<the other members>,"cache_key":"<prefix><id>"} and its
- *   "data" the key's value; a document without "data" is the value
- *   itself, and the job is {"id":"<id>","cache_key":...}.
+ *   {"id":"<id>",<the other members>,"cache_key":"<prefix><id>:<16 hex>"}
+ *   and its "data" the key's value. The key is the job's own (its hex
+ *   part drawn from out->key_seed): no other job, of the same id or
+ *   byte-identical, ever writes it. A document without "data" is refused
+ *   (CHUNK_BARE_REFUSAL).
  * Otherwise the document is pushed as it is. Returns 0, or -1 with what is
  * wrong in err (nothing appended). */
 int chunk_document(const char *doc, size_t len, const char *id,

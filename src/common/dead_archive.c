@@ -192,7 +192,7 @@ append(int fd, const struct round *r, const char *path)
 static long long
 trim(redisContext *c, const struct queue_keys *k, struct round *r)
 {
-	int argc = 3 + r->nkeys;
+	int argc = 5 + r->nkeys;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
 	char n[24], sha[41];
 	long long done;
@@ -200,11 +200,13 @@ trim(redisContext *c, const struct queue_keys *k, struct round *r)
 	snprintf(n, sizeof(n), "%zu", r->tail->elements);
 	tail_sha1(r->tail, sha);
 	argv[0] = k->dead;
-	argv[1] = n;
-	argv[2] = sha;
+	argv[1] = k->protected;
+	argv[2] = k->stats;
+	argv[3] = n;
+	argv[4] = sha;
 	for (int i = 0; i < r->nkeys; i++)
-		argv[3 + i] = r->keys[i];
-	redisReply *rep = queue_script(c, LUA_DEAD_TRIM, 1, argc, argv, NULL);
+		argv[5 + i] = r->keys[i];
+	redisReply *rep = queue_script(c, LUA_DEAD_TRIM, 3, argc, argv, NULL);
 	free(argv);
 	if (rep == NULL)
 		return -1;

@@ -38,6 +38,26 @@ info_field(const char *info, const char *name, char *buf, size_t size)
 	return buf;
 }
 
+/* The keys and expires of every "dbN:keys=K,expires=E,..." line. */
+static void
+parse_keyspace(struct redis_memory *m, const char *info)
+{
+	long long keys, expires;
+	bool seen = false;
+	int at;
+
+	for (const char *p = info; (p = strstr(p, "db")) != NULL; p += 2) {
+		if ((p != info && p[-1] != '\n') || sscanf(p, "db%*d:keys=%lld,"
+		    "expires=%lld%n", &keys, &expires, &at) != 2 || at <= 0)
+			continue;
+		if (!seen)
+			m->keys = m->volatile_keys = 0;
+		seen = true;
+		m->keys += keys;
+		m->volatile_keys += expires;
+	}
+}
+
 void
 memory_parse_info(struct redis_memory *m, const char *info)
 {
@@ -47,6 +67,9 @@ memory_parse_info(struct redis_memory *m, const char *info)
 		m->used = strtoll(v, NULL, 10);
 	if (*info_field(info, "maxmemory", v, sizeof(v)) != '\0')
 		m->max = strtoll(v, NULL, 10);
+	if (*info_field(info, "used_memory_dataset", v, sizeof(v)) != '\0')
+		m->dataset = strtoll(v, NULL, 10);
+	parse_keyspace(m, info);
 	if (m->policy[0] == '\0')
 		info_field(info, "maxmemory_policy", m->policy,
 		    sizeof(m->policy));
@@ -87,6 +110,45 @@ memory_percent(const struct redis_memory *m)
 	return (int)(m->used * 100 / m->max);
 }
 
+/* max(a, b) and min(a, b) as Lua's math.max and math.min give them */
+static double
+dmax(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+static double
+dmin(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+long long
+memory_unevictable(const struct redis_memory *m, long long own,
+    long long own_keys)
+{
+	if (m->max <= 0 || strncmp(m->policy, "volatile-", 9) != 0)
+		return m->used;
+	double other_keys = dmax((double)m->keys - (double)own_keys, 0);
+	double other_data = dmax((double)m->dataset - (double)own, 0);
+	double share = 0;
+	if (other_keys > 0)
+		share = dmin((double)m->volatile_keys / other_keys, 1);
+	/* math.floor of a value >= 0: the whole part */
+	double evictable = (double)(long long)(other_data * share) +
+	    (double)m->volatile_keys * MEMORY_KEY_ENTRIES;
+	return (long long)dmax((double)m->used - evictable, 0);
+}
+
+int
+memory_unevictable_percent(const struct redis_memory *m,
+    long long unevictable)
+{
+	if (m->max <= 0)
+		return -1;
+	return (int)((double)unevictable * 100 / (double)m->max);
+}
+
 enum memory_verdict
 memory_judge_eviction(const struct redis_memory *m, bool allow_unsafe,
     char *msg, size_t size)
@@ -109,13 +171,11 @@ memory_judge_eviction(const struct redis_memory *m, bool allow_unsafe,
 		    "allow_unsafe_eviction = yes to run anyway", p);
 		return MEMORY_REFUSE;
 	}
+	/* the keys ferry relies on have no TTL, and the cache keys of live
+	 * jobs are protected: volatile-* evicts none of them */
 	if (strncmp(p, "volatile-", 9) == 0)
-		snprintf(msg, size, "maxmemory-policy is %s: cache keys with a TTL "
-		    "may be evicted before their jobs run (those jobs are "
-		    "dead-lettered: \"cache key expired or evicted\"); noeviction "
-		    "avoids it", p);
-	else
-		snprintf(msg, size, "cannot tell the maxmemory-policy (%s): if "
+		return MEMORY_OK;
+	snprintf(msg, size, "cannot tell the maxmemory-policy (%s): if "
 		    "Redis evicts keys when full, queued jobs may be lost",
 		    *p != '\0' ? p : "neither CONFIG GET nor INFO gives it");
 	return MEMORY_WARN;

@@ -17,6 +17,9 @@ enum memory_verdict {
 struct redis_memory {
 	long long used;         /* used_memory */
 	long long max;          /* maxmemory; 0: no limit */
+	long long dataset;      /* used_memory_dataset */
+	long long keys;         /* keys of every db (INFO keyspace) */
+	long long volatile_keys; /* ... of which with a TTL (expires) */
 	char policy[32];        /* maxmemory-policy; "" when unknown */
 	bool config_refused;    /* CONFIG GET failed: policy read from INFO */
 	char config_error[160]; /* ... and why */
@@ -36,6 +39,22 @@ void memory_parse_config(struct redis_memory *m, const redisReply *r,
     bool policy);
 /* used / max in whole percent (rounded down), or -1 without maxmemory. */
 int memory_percent(const struct redis_memory *m);
+/* The table entries of a key with a TTL (in the main and the expires
+ * dict), freed when it is evicted. */
+#define MEMORY_KEY_ENTRIES 64
+/* What Redis cannot evict, in bytes, given a queue's own bytes and keys:
+ * under a volatile-* policy with maxmemory, used_memory less an estimate
+ * of what it can evict (the keys with a TTL get their share, by count, of
+ * the data that is not the queue's, and their table entries); under any
+ * other policy all of used_memory. The same arithmetic, in doubles and in
+ * the same order, as memory_view in src/lua/common.lua, which the
+ * producers' refusal runs: a test holds the two to the same answer on the
+ * same INFO text. */
+long long memory_unevictable(const struct redis_memory *m, long long own,
+    long long own_keys);
+/* unevictable / max in whole percent, or -1 without maxmemory. */
+int memory_unevictable_percent(const struct redis_memory *m,
+    long long unevictable);
 /* Judge the policy and persistence; msg gets the text (empty for OK). */
 enum memory_verdict memory_judge_eviction(const struct redis_memory *m,
     bool allow_unsafe, char *msg, size_t size);

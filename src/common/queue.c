@@ -25,11 +25,17 @@ queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 	snprintf(k->stats, sizeof(k->stats), "%s:{%s}:stats", prefix, queue);
 	snprintf(k->owners, sizeof(k->owners), "%s:{%s}:owners", prefix, queue);
 	snprintf(k->bkeys, sizeof(k->bkeys), "%s:{%s}:bkeys", prefix, queue);
+	snprintf(k->protected, sizeof(k->protected), "%s:{%s}:protected", prefix,
+	    queue);
+	snprintf(k->cache_prefix, sizeof(k->cache_prefix), "%s:{%s}:cache:",
+	    prefix, queue);
 	snprintf(k->proc_prefix, sizeof(k->proc_prefix), "%s:{%s}:proc:", prefix,
 	    queue);
 	snprintf(k->clock, sizeof(k->clock), "%s:{%s}:clock", prefix, queue);
-	snprintf(k->master_prefix, sizeof(k->master_prefix), "%s:{%s}:master:",
-	    prefix, queue);
+	/* the masters' heartbeats: in the queue's slot, so that reap.lua can
+	 * read them in a cluster too */
+	snprintf(k->masters, sizeof(k->masters), "%s:{%s}:masters", prefix,
+	    queue);
 }
 
 int
@@ -56,13 +62,6 @@ queue_proc_key(const struct queue_keys *k, const char *worker_id, char *out,
     size_t size)
 {
 	snprintf(out, size, "%s%s", k->proc_prefix, worker_id);
-}
-
-void
-queue_heartbeat_key(const struct queue_keys *k, const char *master_id,
-    char *out, size_t size)
-{
-	snprintf(out, size, "%s%s", k->master_prefix, master_id);
 }
 
 /* The address this process last connected to (the primary the sentinels

@@ -33,18 +33,18 @@ struct queue_keys {
 	char stats[QUEUE_KEY_MAX];
 	char owners[QUEUE_KEY_MAX];
 	char bkeys[QUEUE_KEY_MAX];     /* worker id -> key of its current batch */
+	/* cache key -> "REFS BYTES" for every cache key live jobs name
+	 * (src/lua/common.lua protect_key) */
+	char protected[QUEUE_KEY_MAX];
+	char cache_prefix[QUEUE_KEY_MAX]; /* the queue's own cache space */
 	char proc_prefix[QUEUE_KEY_MAX]; /* + worker id = processing list */
 	char clock[QUEUE_KEY_MAX];     /* heartbeat.lua's service clock */
-	char master_prefix[QUEUE_KEY_MAX]; /* + master id = its heartbeat */
+	char masters[QUEUE_KEY_MAX];   /* master id -> "TOKEN DEADLINE" */
 };
 
 void queue_keys_init(struct queue_keys *k, const char *prefix,
     const char *queue);
 void queue_proc_key(const struct queue_keys *k, const char *worker_id,
-    char *out, size_t size);
-/* A master's heartbeat for this queue: in the queue's slot, so that
- * reap.lua can read it in a cluster too. */
-void queue_heartbeat_key(const struct queue_keys *k, const char *master_id,
     char *out, size_t size);
 
 /* Each sentinel asked where the primary is gets this long (at most). */

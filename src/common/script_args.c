@@ -84,14 +84,15 @@ sargs_settle(struct sargs *a, const char *prefix, const char *queue,
 {
 	start(a, LUA_SETTLE, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
-	/* KEYS: proc, delayed, dead, stats, bkeys, owners */
+	/* KEYS: proc, delayed, dead, stats, bkeys, owners, protected */
 	put(a, a->proc);
 	put(a, a->k.delayed);
 	put(a, a->k.dead);
 	put(a, a->k.stats);
 	put(a, a->k.bkeys);
 	put(a, a->k.owners);
-	a->nkeys = 6;
+	put(a, a->k.protected);
+	a->nkeys = 7;
 	/* ARGV: worker id, master id, job count, then per named job */
 	put(a, worker);
 	put(a, master);
@@ -120,22 +121,25 @@ sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
 
 void
 sargs_reap(struct sargs *a, const char *prefix, const char *queue,
-    int max_recoveries, long heartbeat_ttl_ms)
+    int max_recoveries, long heartbeat_ttl_ms, const char *master)
 {
 	start(a, LUA_REAP, prefix, queue);
-	/* KEYS: owners, requeue, dead, stats, bkeys, clock */
+	/* KEYS: owners, requeue, dead, stats, bkeys, clock, masters */
 	put(a, a->k.owners);
 	put(a, a->k.requeue);
 	put(a, a->k.dead);
 	put(a, a->k.stats);
 	put(a, a->k.bkeys);
 	put(a, a->k.clock);
-	a->nkeys = 6;
-	/* ARGV: key prefix, queue name, max_recoveries, heartbeat_ttl ms */
+	put(a, a->k.masters);
+	a->nkeys = 7;
+	/* ARGV: key prefix, queue name, max_recoveries, heartbeat_ttl ms,
+	 * master id */
 	put(a, prefix);
 	put(a, queue);
 	put(a, num(a, 0, max_recoveries));
 	put(a, num(a, 1, heartbeat_ttl_ms));
+	put(a, master);
 }
 
 void
@@ -162,5 +166,22 @@ sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
 	put(a, a->k.stats);
 	a->nkeys = 3;
 	a->argv[a->argc] = el;          /* ARGV: the entry's bytes */
+	a->lens[a->argc++] = len;
+}
+
+void
+sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
+    int count, const char *el, size_t len, const char *cache_key)
+{
+	start(a, LUA_DEAD_PURGE, prefix, queue);
+	/* KEYS: dead, protected, stats, [the job's cache key] */
+	put(a, a->k.dead);
+	put(a, a->k.protected);
+	put(a, a->k.stats);
+	if (cache_key != NULL)
+		put(a, cache_key);
+	a->nkeys = a->argc;
+	put(a, num(a, 0, count));       /* ARGV: LREM count, the entry */
+	a->argv[a->argc] = el;
 	a->lens[a->argc++] = len;
 }

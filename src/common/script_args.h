@@ -41,18 +41,23 @@ void sargs_register(struct sargs *a, const char *prefix, const char *queue,
 /* settle.lua's fixed part; append 6 values per named job (settle.lua). */
 void sargs_settle(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master, int count);
-#define SARGS_SETTLE_FIXED 9    /* KEYS and ARGV before the per-job values */
+#define SARGS_SETTLE_FIXED 10   /* KEYS and ARGV before the per-job values */
 #define SARGS_SETTLE_PER_JOB 6
 /* reclaim.lua: hand worker's processing list back (bump: recoveries+1). */
 void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, int max_recoveries, bool bump);
-/* reap.lua: dead hosts' lists of queue, judged by the clock hash. */
+/* reap.lua: dead hosts' lists of queue, judged by the masters and clock
+ * hashes; never those of master (the caller's id). */
 void sargs_reap(struct sargs *a, const char *prefix, const char *queue,
-    int max_recoveries, long heartbeat_ttl_ms);
+    int max_recoveries, long heartbeat_ttl_ms, const char *master);
 /* promote.lua: at most limit due retries to requeue, and at most limit
  * due scheduled documents to ready. */
 void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
     int limit);
+/* dead_purge.lua: remove the dead entry el (len bytes; LREM count) and
+ * release its job's cache key (NULL: none). */
+void sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
+    int count, const char *el, size_t len, const char *cache_key);
 /* dead_retry.lua: replay the dead entry el (len bytes). */
 void sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
     const char *el, size_t len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,8 +34,8 @@ ctl_usage(FILE *out)
 	    " don't)\n"
 	    "  enqueue [-q] QUEUE -       push one job per stdin line; "
 	    "a bad line pushes nothing\n"
-	    "    --cache | --cache-ttl S  its data in a cache key (TTL cache_ttl, "
-	    "or S seconds)\n"
+	    "    --cache                  its \"data\" in a cache key of its own, "
+	    "kept until it is done\n"
 	    "    --chunk-rows N           \"data\" arrays split into jobs of N "
 	    "rows (default chunk_rows)\n"
 	    "    --delay D | --at TIME    run no earlier than D from now (30s, "
@@ -153,6 +154,17 @@ bool
 ctl_progress_wanted(bool quiet)
 {
 	return isatty(STDERR_FILENO) && (quiet || !isatty(STDOUT_FILENO));
+}
+
+uint64_t
+ctl_random64(void)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), 0) == (ssize_t)sizeof(r))
+		return r;
+	return (uint64_t)util_realtime_ms() * 1000003u ^ (uint64_t)getpid() ^
+	    (uint64_t)util_monotonic_ms() << 32;
 }
 
 const char *

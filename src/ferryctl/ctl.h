@@ -6,6 +6,7 @@
 
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -38,20 +39,26 @@ redisContext *ctl_redis_for(struct ctl *c, const char *queue);
 int ctl_redis_fail(struct ctl *c, const char *what, redisReply *r);
 /* True (and r left alone) when r is a reply and not an error. */
 bool ctl_reply_ok(const redisReply *r);
-/* Backpressure: 0 below memory_refuse_percent of maxmemory (or when INFO
- * is refused: Redis still refuses at maxmemory), else CTL_EX_TEMPFAIL (or
- * CTL_EX_UNAVAILABLE), after a message. */
-int ctl_memory_allows(struct ctl *c);
-/* The message of a refusal at pct% (CTL_EX_TEMPFAIL), and of a memory
- * check not made because INFO was refused (once; why: "INFO failed: ..."),
- * for the checks made by ctl_memory_allows and by enqueue.lua. */
-int ctl_memory_full(struct ctl *c, int pct);
+/* Backpressure, as enqueue.lua judges it (memory.lua): 0 while what
+ * Redis cannot evict stays below memory_refuse_percent of maxmemory (or
+ * when INFO is refused: Redis still refuses at maxmemory), else
+ * CTL_EX_TEMPFAIL (or CTL_EX_UNAVAILABLE), after a message naming the
+ * queue's own bytes. */
+int ctl_memory_allows(struct ctl *c, const char *queue);
+/* The message of a refusal (the scripts' text; CTL_EX_TEMPFAIL), and of a
+ * memory check not made because INFO was refused (once; why: "INFO
+ * failed: ..."), for the checks made by ctl_memory_allows and by
+ * enqueue.lua. */
+int ctl_memory_full(struct ctl *c, const char *text);
 void ctl_memory_unchecked(struct ctl *c, const char *why);
 
 /* Many jobs pushed in chunks (src/ferryctl/ctl_push.c): enqueue and dead restore
  * add their jobs one by one and send each chunk their own way. */
 struct ctl_push {
 	struct ctl *c;
+	const char *queue;      /* whose memory refusal applies */
+	bool script_checks;     /* the send makes it (enqueue.lua): no check
+	                         * of its own before each chunk */
 	const char *verb;       /* "pushed": the progress line */
 	long long total;        /* jobs in all, for the progress line */
 	bool progress;          /* print it (ctl_progress_wanted) */
@@ -65,14 +72,18 @@ typedef int ctl_push_send_fn(void *arg, size_t n, long long *went);
 /* A job of `bytes` does not fit in the chunk being built: flush it first. */
 bool ctl_push_full(const struct ctl_push *p, size_t bytes);
 void ctl_push_add(struct ctl_push *p, size_t bytes);
-/* Send the chunk being built, if any, after ctl_memory_allows; count it and
- * print the progress line. 0 or the exit code. */
+/* Send the chunk being built, if any, after ctl_memory_allows (unless
+ * script_checks); count it and print the progress line. 0 or the exit
+ * code. */
 int ctl_push_flush(struct ctl_push *p, ctl_push_send_fn *send, void *arg);
 /* After the last flush: end the progress line. */
 void ctl_push_end(const struct ctl_push *p);
 /* Progress lines on stderr are worth printing: it is a terminal and stdout
  * (where results go) is not, or results are not printed. */
 bool ctl_progress_wanted(bool quiet);
+/* 64 random bits (getrandom; the clock and pid where it fails): the seed
+ * of the cache keys' own parts (chunk.h). */
+uint64_t ctl_random64(void);
 /* ms since the epoch as "2026-12-02T01:33:57.123Z" in buf ("-" when it
  * cannot be shown); returns buf. */
 const char *ctl_time_text(long long ms, char *buf, size_t size);

@@ -4,8 +4,8 @@
  * an entry is the producer's bytes, which may be anything. Every entry can
  * be listed, shown and purged; one that does not match the grammar is
  * named by the SHA-1 of its bytes and cannot be replayed. Entries are
- * matched and removed by their exact bytes; a purge deletes the cache keys
- * of the purged jobs too (they were made persistent when the jobs died). */
+ * matched and removed by their exact bytes; a purge releases the cache keys
+ * of the purged jobs too (protected while the jobs lived: dead_purge.lua). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -374,17 +374,25 @@ retry_matches(struct dead_cmd *d, long long *replayed)
 	return rc;
 }
 
-/* DEL the cache key of a purged job, if it has one. */
+/* dead_purge.lua: the entry and the release of its job's cache key in
+ * one step; with el NULL, only the release (after `--all` deleted the
+ * list). The count of entries removed goes to *purged. */
 static int
-purge_cache_key(struct dead_cmd *d, const struct match *m)
+purge_one(struct dead_cmd *d, const struct match *m, long long *purged)
 {
+	struct sargs a;
 	redisReply *r;
 
-	if (m->cache_key == NULL)
+	if (m->el == NULL && m->cache_key == NULL)
 		return 0;
-	r = redisCommand(d->c->rc, "DEL %s", m->cache_key);
-	if (!ctl_reply_ok(r))
-		return ctl_redis_fail(d->c, "DEL of a cache key", r);
+	sargs_dead_purge(&a, d->c->cfg->redis_prefix, d->q->name, 1,
+	    m->el != NULL ? m->el : "", m->el != NULL ? m->el_len : 0,
+	    m->cache_key);
+	r = queue_script(d->c->rc, a.script, a.nkeys, a.argc, a.argv, a.lens);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
+		return ctl_redis_fail(d->c, "purge of a dead entry", r);
+	if (m->el != NULL)
+		*purged += r->integer;
 	freeReplyObject(r);
 	return 0;
 }
@@ -394,17 +402,8 @@ purge_matches(struct dead_cmd *d, long long *purged)
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < d->nmatches && rc == 0; i++) {
-		struct match *m = &d->matches[i];
-		redisReply *r = redisCommand(d->c->rc, "LREM %s 1 %b", d->k.dead,
-		    m->el, m->el_len);
-		if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
-			return ctl_redis_fail(d->c, "LREM of a dead entry", r);
-		*purged += r->integer;
-		if (r->integer > 0)
-			rc = purge_cache_key(d, m);
-		freeReplyObject(r);
-	}
+	for (size_t i = 0; i < d->nmatches && rc == 0; i++)
+		rc = purge_one(d, &d->matches[i], purged);
 	return rc;
 }
 
@@ -436,8 +435,11 @@ purge_all(struct dead_cmd *d, long long *purged)
 			*purged = r->element[0]->integer;
 		freeReplyObject(r);
 	}
-	for (size_t i = 0; i < d->nmatches && rc == 0; i++)
-		rc = purge_cache_key(d, &d->matches[i]);
+	for (size_t i = 0; i < d->nmatches && rc == 0; i++) {
+		struct match keys_only = d->matches[i];
+		keys_only.el = NULL;
+		rc = purge_one(d, &keys_only, purged);
+	}
 	return rc;
 }
 

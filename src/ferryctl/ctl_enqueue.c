@@ -42,7 +42,7 @@ struct input {
 struct options {
 	bool quiet;
 	int chunk_rows;         /* 0: the queue's */
-	long cache_ttl_ms;      /* 0: no cache keys */
+	bool cache;             /* --cache: data into cache keys */
 	char due[32];           /* "delay=MS" or "at=MS" (enqueue.lua); "" */
 };
 
@@ -157,8 +157,10 @@ expand(struct input *in, const struct line *l, const char *id,
 		return -1;
 	}
 	for (size_t i = first; i < in->jobs.n; i++) {
-		const struct chunk_job *cj = &in->jobs.v[i];
+		struct chunk_job *cj = &in->jobs.v[i];
 		job_parse(&j, cj->el, cj->el_len, q->max_job_bytes);
+		if (cj->key == NULL && j.cache_key != NULL)
+			cj->named_key = xstrdup(j.cache_key);
 		snprintf(why, sizeof(why), "%s", j.invalid ? j.invalid : "");
 		/* the worker dead-letters a job naming any other key */
 		if (j.invalid == NULL && j.cache_key != NULL &&
@@ -219,11 +221,13 @@ validate(struct input *in, const struct ctl *c, const struct queue_config *q,
 
 /* What enqueue.lua said about one chunk: 0, or the exit code after a
  * message. The checks it makes again were made here already, so INVALID
- * means the two disagree (a bug: say what it refused). */
+ * means the two disagree (a bug: say what it refused). Redis refused the
+ * script at maxmemory (OOM, before it could look): memory.lua says how
+ * full, naming the queue's bytes, as the script would have. */
 static int
-chunk_result(struct ctl *c, redisReply *r, bool *lost)
+chunk_result(struct ctl *c, const char *queue, redisReply *r, bool *lost)
 {
-	int pct;
+	int pct, limit, at = 0;
 
 	if (r == NULL) {
 		*lost = true;
@@ -237,18 +241,27 @@ chunk_result(struct ctl *c, redisReply *r, bool *lost)
 		return 0;
 	}
 	if (r->type == REDIS_REPLY_ERROR &&
-	    sscanf(r->str, "FULL %d ", &pct) == 1) {
+	    sscanf(r->str, "FULL %d %d %n", &pct, &limit, &at) == 2 && at > 0) {
+		int rc = ctl_memory_full(c, r->str + at);
 		freeReplyObject(r);
-		return ctl_memory_full(c, pct);
+		return rc;
 	}
 	bool oom = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM", 3) == 0;
+	if (oom && ctl_memory_allows(c, queue) != 0) {
+		freeReplyObject(r);
+		return CTL_EX_TEMPFAIL;
+	}
 	bool invalid = r->type == REDIS_REPLY_ERROR &&
 	    strncmp(r->str, "INVALID", 7) == 0;
+	/* a key the application wrote, gone (evicted, expired) before its
+	 * job came: only Redis can tell, so ferryctl could not check it */
+	bool gone = invalid && strstr(r->str, " does not exist: write the key "
+	    "before the job") != NULL;
 	fprintf(stderr, "ferryctl: redis at %s: LPUSH of the jobs failed: %s%s\n",
 	    c->addr, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply "
 	    "from enqueue.lua", oom ? " (redis is full: drain the queue or raise "
-	    "maxmemory)" : invalid ? " (enqueue.lua refused a job ferryctl "
-	    "accepted: please report it)" : "");
+	    "maxmemory)" : invalid && !gone ? " (enqueue.lua refused a job "
+	    "ferryctl accepted: please report it)" : "");
 	freeReplyObject(r);
 	return oom ? CTL_EX_TEMPFAIL : invalid ? CTL_EX_DATAERR :
 	    CTL_EX_UNAVAILABLE;
@@ -268,43 +281,77 @@ arg(struct script_args *a, const char *p, size_t len)
 }
 
 /* Jobs [from, to) through enqueue.lua, in one atomic step (the same checks
- * again, the memory check, the cache keys SET with their TTL, the LPUSH).
- * KEYS: ready, [scheduled,] the cache keys; ARGV: max_job_bytes,
- * memory_refuse_percent, TTL, "checked", [the due marker,] then per job: element, index of its key in KEYS (0:
- * none), value. */
+ * again, the memory check, the cache keys written or protected, the
+ * LPUSH). KEYS: ready, [scheduled,] [protected, stats, the cache keys];
+ * ARGV: max_job_bytes, memory_refuse_percent, the options ("checked", the
+ * due marker, a "prefix=P" per cache_key_prefixes item), then per job:
+ * element, K (the index of the key it writes, -K of the key it names, 0),
+ * value. */
 static int
 push_chunk(struct ctl *c, const struct queue_config *q,
     const struct queue_keys *k, const struct input *in, size_t from,
-    size_t to, long ttl_ms, const char *due, bool *lost)
+    size_t to, const char *due, bool *lost)
 {
-	size_t n = to - from, nkeys = 1;
-	struct script_args a = { xmalloc((4 * n + 7) * sizeof(*a.v)),
-	    xmalloc((4 * n + 7) * sizeof(*a.len)), 0 };
+	size_t n = to - from, nkeys, nopts;
+	size_t cap = 4 * n + 8 + CONFIG_CACHE_PREFIXES;
+	struct script_args a = { xmalloc(cap * sizeof(*a.v)),
+	    xmalloc(cap * sizeof(*a.len)), 0 };
 	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
+	char (*opt)[CONFIG_CACHE_PREFIX_MAX + 8] =
+	    xmalloc(CONFIG_CACHE_PREFIXES * sizeof(*opt));
+	const char *cur = q->cache_key_prefixes, *item;
+	size_t len;
 	redisReply *r;
 
 	arg(&a, k->ready, strlen(k->ready));
 	if (*due != '\0')
 		arg(&a, k->scheduled, strlen(k->scheduled));
-	for (size_t i = from; i < to; i++)
-		if (in->jobs.v[i].key != NULL)
-			arg(&a, in->jobs.v[i].key, strlen(in->jobs.v[i].key));
+	size_t first_cache = a.n + 3;    /* 1-based, after protected, stats */
+	for (size_t i = from; i < to; i++) {
+		const struct chunk_job *j = &in->jobs.v[i];
+		if (j->key != NULL || j->named_key != NULL) {
+			arg(&a, k->protected, strlen(k->protected));
+			arg(&a, k->stats, strlen(k->stats));
+			break;
+		}
+	}
+	for (size_t i = from; i < to; i++) {
+		const struct chunk_job *j = &in->jobs.v[i];
+		const char *key = j->key != NULL ? j->key : j->named_key;
+		if (key != NULL)
+			arg(&a, key, strlen(key));
+	}
 	nkeys = a.n;
 	snprintf(num[0], sizeof(num[0]), "%ld", q->max_job_bytes);
 	snprintf(num[1], sizeof(num[1]), "%d", c->cfg->memory_refuse_percent);
-	snprintf(num[2], sizeof(num[2]), "%ld", ttl_ms);
-	for (int i = 0; i < 3; i++)
-		arg(&a, num[i], strlen(num[i]));
+	arg(&a, num[0], strlen(num[0]));
+	arg(&a, num[1], strlen(num[1]));
+	size_t nopts_at = a.n;
+	arg(&a, "", 0);                 /* the count, below */
 	/* every job was parsed here as a worker will (validate): the script
 	 * need not decode it again (6 us a job of Redis' time) */
 	arg(&a, "checked", 7);
 	if (*due != '\0')
 		arg(&a, due, strlen(due));
-	/* the cache keys follow ready (and scheduled) in KEYS */
-	for (size_t i = from, key = *due != '\0' ? 2 : 1; i < to; i++) {
+	for (nopts = 0; cur != NULL && config_list_next(&cur, &item, &len) &&
+	    nopts < CONFIG_CACHE_PREFIXES; nopts++) {
+		snprintf(opt[nopts], sizeof(opt[nopts]), "prefix=%.*s", (int)len,
+		    item);
+		arg(&a, opt[nopts], strlen(opt[nopts]));
+	}
+	snprintf(num[2], sizeof(num[2]), "%zu", a.n - nopts_at - 1);
+	a.v[nopts_at] = num[2];
+	a.len[nopts_at] = strlen(num[2]);
+	/* the cache keys follow protected and stats in KEYS */
+	for (size_t i = from, key = first_cache - 1; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
 		char *index = num[3 + i - from];
-		snprintf(index, sizeof(num[0]), "%zu", j->key != NULL ? ++key : 0);
+		if (j->key != NULL)
+			snprintf(index, sizeof(num[0]), "%zu", ++key);
+		else if (j->named_key != NULL)
+			snprintf(index, sizeof(num[0]), "-%zu", ++key);
+		else
+			snprintf(index, sizeof(num[0]), "0");
 		arg(&a, j->el, j->el_len);
 		arg(&a, index, strlen(index));
 		arg(&a, j->cache != NULL ? j->cache : "", j->cache_len);
@@ -315,7 +362,8 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	free(a.v);
 	free(a.len);
 	free(num);
-	return chunk_result(c, r, lost);
+	free(opt);
+	return chunk_result(c, q->name, r, lost);
 }
 
 /* With redis_wait_replicas: WAIT until that many replicas have the jobs.
@@ -366,8 +414,8 @@ send_chunk(void *arg, size_t n, long long *went)
 {
 	struct enqueue_chunk *s = arg;
 	size_t from = s->from, to = from + n;
-	int rc = push_chunk(s->c, s->q, s->k, s->in, from, to,
-	    s->o->cache_ttl_ms, s->o->due, &s->lost);
+	int rc = push_chunk(s->c, s->q, s->k, s->in, from, to, s->o->due,
+	    &s->lost);
 
 	if (rc != 0)
 		return rc;
@@ -385,7 +433,8 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 	size_t total = in->jobs.n;
 	struct queue_keys k;
 	struct enqueue_chunk s = { c, q, &k, in, o, 0, false };
-	struct ctl_push p = { .c = c, .verb = "pushed", .total = (long long)total,
+	struct ctl_push p = { .c = c, .queue = q->name, .script_checks = true,
+	    .verb = "pushed", .total = (long long)total,
 	    .progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet) };
 	int rc = 0;
 
@@ -423,7 +472,7 @@ positive(const char *s, long max)
 }
 
 static int
-parse_args(struct ctl *c, int argc, char **argv, struct options *o)
+parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "quiet", no_argument, NULL, 'q' },
@@ -443,10 +492,17 @@ parse_args(struct ctl *c, int argc, char **argv, struct options *o)
 	while ((ch = getopt_long(argc, argv, "q", longopts, NULL)) != -1) {
 		if (ch == 'q')
 			o->quiet = true;
-		else if (ch == 'C' && o->cache_ttl_ms == 0)
-			o->cache_ttl_ms = c->cfg->cache_ttl_ms;
-		else if (ch == 't' && (v = positive(optarg, 365L * 86400)) > 0)
-			o->cache_ttl_ms = v * 1000;
+		else if (ch == 'C')
+			o->cache = true;
+		else if (ch == 't' && positive(optarg, 365L * 86400) > 0) {
+			/* a key has no TTL while its job lives: the TTL is
+			 * the orphan sweep's (cache_ttl), not a call's */
+			fprintf(stderr, "ferryctl: --cache-ttl is obsolete: cache "
+			    "keys carry no TTL while their job lives (a key left "
+			    "without a job is removed after cache_ttl); taken as "
+			    "--cache\n");
+			o->cache = true;
+		}
 		else if (ch == 'r' && (v = positive(optarg, 1000000)) > 0)
 			o->chunk_rows = (int)v;
 		else if ((ch == 'd' || ch == 'a') && o->due[0] != '\0') {
@@ -495,7 +551,8 @@ check_and_push(struct ctl *c, const struct queue_config *q,
 
 	snprintf(prefix, sizeof(prefix), "%s:{%s}:cache:", c->cfg->redis_prefix,
 	    q->name);
-	if ((bad = validate(in, c, q, o->cache_ttl_ms > 0 ? prefix : NULL,
+	in->jobs.key_seed = ctl_random64();
+	if ((bad = validate(in, c, q, o->cache ? prefix : NULL,
 	    o->chunk_rows > 0 ? o->chunk_rows : q->chunk_rows)) > 0) {
 		fprintf(stderr, "ferryctl: %zu invalid job%s; nothing was pushed "
 		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);
@@ -514,7 +571,7 @@ ctl_enqueue(struct ctl *c, int argc, char **argv)
 	const struct queue_config *q;
 	struct input in = { 0 };
 	struct options o = { 0 };
-	int first = parse_args(c, argc, argv, &o), rc;
+	int first = parse_args(argc, argv, &o), rc;
 
 	if (first < 0) {
 		fprintf(stderr, "usage: ferryctl enqueue [-q] [--cache | "

@@ -7,8 +7,11 @@
  * the caller. */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "ctl.h"
-#include "memory_check.h"
+#include "lua_scripts.h"
+#include "queue.h"
 
 bool
 ctl_push_full(const struct ctl_push *p, size_t bytes)
@@ -28,12 +31,13 @@ int
 ctl_push_flush(struct ctl_push *p, ctl_push_send_fn *send, void *arg)
 {
 	long long went = 0;
-	int rc;
+	int rc = 0;
 
 	if (p->n == 0)
 		return 0;
-	if ((rc = ctl_memory_allows(p->c)) == 0 &&
-	    (rc = send(arg, p->n, &went)) == 0)
+	if (!p->script_checks)
+		rc = ctl_memory_allows(p->c, p->queue);
+	if (rc == 0 && (rc = send(arg, p->n, &went)) == 0)
 		p->chunks++;
 	p->done += went;
 	p->n = p->bytes = 0;
@@ -53,11 +57,9 @@ ctl_push_end(const struct ctl_push *p)
 static bool memory_unchecked;   /* said so once */
 
 int
-ctl_memory_full(struct ctl *c, int pct)
+ctl_memory_full(struct ctl *c, const char *text)
 {
-	fprintf(stderr, "ferryctl: redis at %s is %d%% full "
-	    "(memory_refuse_percent %d): not enqueueing; drain the queue or "
-	    "raise maxmemory\n", c->addr, pct, c->cfg->memory_refuse_percent);
+	fprintf(stderr, "ferryctl: redis at %s: %s\n", c->addr, text);
 	return CTL_EX_TEMPFAIL;
 }
 
@@ -71,27 +73,35 @@ ctl_memory_unchecked(struct ctl *c, const char *why)
 	memory_unchecked = true;
 }
 
-/* Backpressure: EX_TEMPFAIL when Redis is at or above
- * memory_refuse_percent of maxmemory (no limit: never). Where INFO is
- * refused (ACL), say so once and push anyway: Redis still refuses (OOM). */
+/* Backpressure: memory.lua's verdict (the one enqueue.lua reaches). Where
+ * INFO is refused (ACL), say so once and push anyway: Redis still refuses
+ * at maxmemory (OOM). */
 int
-ctl_memory_allows(struct ctl *c)
+ctl_memory_allows(struct ctl *c, const char *queue)
 {
-	struct redis_memory m;
-	char err[256];
-	int pct;
+	struct queue_keys k;
+	char pct[16];
+	redisReply *r;
+	int rc = 0;
 
 	if (memory_unchecked)
 		return 0;
-	if (memory_fetch(c->rc, &m, false, err, sizeof(err)) == -1) {
-		if (c->rc->err) {
-			fprintf(stderr, "ferryctl: redis at %s: %s\n", c->addr, err);
-			return CTL_EX_UNAVAILABLE;
-		}
-		ctl_memory_unchecked(c, err);
-		return 0;
+	queue_keys_init(&k, c->cfg->redis_prefix, queue);
+	snprintf(pct, sizeof(pct), "%d", c->cfg->memory_refuse_percent);
+	const char *argv[] = { k.ready, pct };
+	r = queue_script(c->rc, LUA_MEMORY, 1, 2, argv, NULL);
+	if (r == NULL) {
+		fprintf(stderr, "ferryctl: redis at %s: %s\n", c->addr,
+		    c->rc->errstr);
+		return CTL_EX_UNAVAILABLE;
 	}
-	if ((pct = memory_percent(&m)) < c->cfg->memory_refuse_percent)
-		return 0;
-	return ctl_memory_full(c, pct);
+	if (r->type == REDIS_REPLY_ERROR)
+		ctl_memory_unchecked(c, strncmp(r->str, "NOINFO ", 7) == 0 ?
+		    r->str + 7 : r->str);
+	else if (r->type == REDIS_REPLY_ARRAY && r->elements >= 11 &&
+	    r->element[10]->type == REDIS_REPLY_STRING &&
+	    r->element[10]->len > 0)
+		rc = ctl_memory_full(c, r->element[10]->str);
+	freeReplyObject(r);
+	return rc;
 }

@@ -288,8 +288,8 @@ entries_free(struct restore *r)
 	r->n = 0;
 }
 
-/* The restore.lua arguments of the chunk: KEYS requeue, stats, cache
- * keys; ARGV per job. */
+/* The restore.lua arguments of the chunk: KEYS requeue, stats, protected,
+ * cache keys; ARGV per job. */
 struct args {
 	const char **v;
 	size_t *len;
@@ -333,6 +333,7 @@ build_args(struct restore *r, struct args *a)
 
 	arg(a, r->k.requeue, strlen(r->k.requeue));
 	arg(a, r->k.stats, strlen(r->k.stats));
+	arg(a, r->k.protected, strlen(r->k.protected));
 	for (int e = 0; e < r->n; e++)
 		if (r->v[e].key != NULL)
 			arg(a, r->v[e].key, strlen(r->v[e].key));
@@ -350,7 +351,7 @@ build_args(struct restore *r, struct args *a)
 		} else {
 			arg_num(a, 0);
 		}
-		arg_num(a, en->key != NULL ? 3 + nkeys++ : 0);
+		arg_num(a, en->key != NULL ? 4 + nkeys++ : 0);
 		if (c == NULL) {
 			arg(a, "", 0);
 			arg_num(a, 0);
@@ -382,7 +383,7 @@ push_chunk(struct restore *r, long long *restored)
 
 	a.num = xcalloc((size_t)r->n * 3, sizeof(*a.num));
 	build_args(r, &a);
-	int nkeys = 2;
+	int nkeys = 3;
 	for (int e = 0; e < r->n; e++)
 		nkeys += r->v[e].key != NULL;
 	redisReply *rep = queue_script(r->c->rc, LUA_RESTORE, nkeys, (int)a.n,
@@ -534,7 +535,8 @@ ctl_dead_restore(struct ctl *c, const struct queue_config *q,
 	}
 	if (rc == 0 && ctl_redis_for(c, q->name) == NULL)
 		rc = CTL_EX_UNAVAILABLE;
-	r->push = (struct ctl_push){ .c = c, .verb = "restored", .total = jobs,
+	r->push = (struct ctl_push){ .c = c, .queue = q->name,
+	    .verb = "restored", .total = jobs,
 	    .progress = jobs > CTL_CHUNK && ctl_progress_wanted(true) };
 	if (rc == 0)
 		rc = pass(r, f, true, &jobs);

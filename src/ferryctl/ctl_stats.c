@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "lua_scripts.h"
 #include "memory_check.h"
 #include "util.h"
 
@@ -16,11 +17,11 @@
  * in `ferryctl status`, beside "dead" (entries in the list now). */
 static const char *const counter_fields[] = {
 	"enqueued", "done", "retried", "dead", "recovered", "replayed",
-	"cache_missing",
+	"cache_missing", "orphans", "protected_lost",
 };
 static const char *const counter_names[] = {
 	"enqueued", "done", "retried", "deadlettered", "recovered", "replayed",
-	"cache_missing",
+	"cache_missing", "cache_orphans", "protected_lost",
 };
 #define NCOUNTERS FERRY_ARRAY_LEN(counter_fields)
 #define COUNTER_ENQUEUED 0
@@ -36,9 +37,18 @@ struct proc_info {
 	long long jobs;
 };
 
+/* What the queue holds in Redis (memory.lua), and its protected cache
+ * keys; bytes -1: unknown (memory.lua refused). */
+struct queue_memory {
+	long long bytes, max, unevictable, protected_keys, protected_bytes;
+	char refusal[512];      /* why its producers are refused, or "" */
+};
+
 struct queue_stats {
 	const char *name;
 	long long ready, requeued, delayed, scheduled, dead, processing;
+	struct queue_memory mem;
+	int refuse_percent;     /* [ferryd] memory_refuse_percent */
 	long long counters[NCOUNTERS];
 	size_t nprocs;
 	struct proc_info *procs;
@@ -143,6 +153,43 @@ stats_lengths(struct ctl *c, const struct queue_keys *k,
 	    redisCommand(c->rc, "LLEN %s", k->dead), &st->dead);
 }
 
+/* memory.lua (what the producers' refusal sees), the protected hash's
+ * count and the stats hash's protected_bytes. */
+static int
+stats_queue_memory(struct ctl *c, const struct queue_keys *k,
+    struct queue_memory *m)
+{
+	char pct[16];
+	redisReply *r;
+
+	snprintf(pct, sizeof(pct), "%d", c->cfg->memory_refuse_percent);
+	const char *argv[] = { k->ready, pct };
+	m->bytes = -1;
+	r = queue_script(c->rc, LUA_MEMORY, 1, 2, argv, NULL);
+	if (r == NULL)
+		return ctl_redis_fail(c, "memory.lua", NULL);
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 11) {
+		m->max = r->element[1]->integer;
+		m->unevictable = r->element[5]->integer;
+		m->bytes = r->element[6]->integer;
+		snprintf(m->refusal, sizeof(m->refusal), "%s",
+		    r->element[10]->type == REDIS_REPLY_STRING ?
+		    r->element[10]->str : "");
+	}
+	freeReplyObject(r);
+	r = redisCommand(c->rc, "HLEN %s", k->protected);
+	if (reply_int(c, "HLEN of the protected hash", r,
+	    &m->protected_keys) != 0)
+		return CTL_EX_UNAVAILABLE;
+	r = redisCommand(c->rc, "HGET %s protected_bytes", k->stats);
+	if (!ctl_reply_ok(r))
+		return ctl_redis_fail(c, "HGET of the stats hash", r);
+	m->protected_bytes = r->type == REDIS_REPLY_STRING ?
+	    strtoll(r->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
 static int
 stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
 {
@@ -151,10 +198,38 @@ stats_collect(struct ctl *c, const char *queue, struct queue_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	st->name = queue;
+	st->refuse_percent = c->cfg->memory_refuse_percent;
 	queue_keys_init(&k, c->cfg->redis_prefix, queue);
-	if ((rc = stats_lengths(c, &k, st)) != 0)
+	if ((rc = stats_lengths(c, &k, st)) != 0 ||
+	    (rc = stats_queue_memory(c, &k, &st->mem)) != 0)
 		return rc;
 	return stats_procs(c, &k, st);
+}
+
+/* "  memory  12.3 MiB, 3% of maxmemory 48.0 MiB; 40 protected cache keys
+ * (1.2 MiB)" and the refusal, if any. */
+static void
+stats_print_memory(const struct queue_memory *m, int refuse_percent)
+{
+	char bytes[32], max[32], prot[32];
+
+	if (m->bytes < 0)
+		return;
+	memory_fmt_bytes(m->bytes, bytes, sizeof(bytes));
+	memory_fmt_bytes(m->protected_bytes, prot, sizeof(prot));
+	printf("  %-12s %s", "memory", bytes);
+	if (m->max > 0)
+		printf(", %.1f%% of maxmemory %s", (double)m->bytes * 100. /
+		    (double)m->max, memory_fmt_bytes(m->max, max, sizeof(max)));
+	printf("; %lld protected cache key%s (%s)", m->protected_keys,
+	    m->protected_keys == 1 ? "" : "s", prot);
+	if (m->max > 0)
+		printf("; redis cannot evict %lld%% of maxmemory (producers "
+		    "refused at %d%%)", m->unevictable * 100 / m->max,
+		    refuse_percent);
+	printf("\n");
+	if (m->refusal[0] != '\0')
+		printf("  %-12s %s\n", "refusing", m->refusal);
 }
 
 static void
@@ -181,6 +256,7 @@ stats_print(const struct queue_stats *st)
 	printf("  %-12s %lld\n", "scheduled", st->scheduled);
 	printf("  %-12s %lld\n", "dead", st->dead);
 	printf("  %-12s %lld\n", "processing", st->processing);
+	stats_print_memory(&st->mem, st->refuse_percent);
 	for (size_t i = 0; i < st->nprocs; i++) {
 		const struct proc_info *p = &st->procs[i];
 		if (p->master != NULL) {
@@ -226,14 +302,23 @@ stats_json(const struct queue_stats *st)
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		json_object_set_new(counters, counter_names[i],
 		    json_integer(st->counters[i]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+	json_t *mem = st->mem.bytes < 0 ? json_null() : json_pack("{s:I, s:o, "
+	    "s:I, s:I, s:I, s:o}", "bytes", (json_int_t)st->mem.bytes,
+	    "percent_of_maxmemory", st->mem.max > 0 ? json_real((double)
+	    st->mem.bytes * 100. / (double)st->mem.max) : json_null(),
+	    "protected_keys", (json_int_t)st->mem.protected_keys,
+	    "protected_bytes", (json_int_t)st->mem.protected_bytes,
+	    "unevictable", (json_int_t)st->mem.unevictable,
+	    "refusing", st->mem.refusal[0] != '\0' ?
+	    json_string(st->mem.refusal) : json_null());
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
 	    "ready", (json_int_t)st->ready,
 	    "requeued", (json_int_t)st->requeued,
 	    "delayed", (json_int_t)st->delayed,
 	    "scheduled", (json_int_t)st->scheduled,
 	    "dead", (json_int_t)st->dead,
 	    "processing", (json_int_t)st->processing,
-	    "workers", procs, "counters", counters);
+	    "workers", procs, "counters", counters, "memory", mem);
 }
 
 /* Redis memory for `stats`: one line of text, or an object in each queue's
@@ -247,8 +332,7 @@ memory_print(const struct ctl *c, const struct redis_memory *m)
 	memory_fmt_bytes(m->max, max, sizeof(max));
 	printf("redis %s: used_memory %s", c->addr, used);
 	if (m->max > 0)
-		printf(" of maxmemory %s (%d%%; enqueue refuses at %d%%)", max,
-		    memory_percent(m), c->cfg->memory_refuse_percent);
+		printf(" of maxmemory %s (%d%%)", max, memory_percent(m));
 	else
 		printf(", no maxmemory");
 	printf(", maxmemory-policy %s\n", m->policy[0] ? m->policy : "unknown");

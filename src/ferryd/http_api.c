@@ -88,6 +88,12 @@ queue_json(struct master *m, const struct metrics_queue_view *q)
 	    (json_int_t)f->done, "retried", (json_int_t)f->retried, "deadlettered",
 	    (json_int_t)f->deadlettered, "recovered", (json_int_t)f->recovered,
 	    "cache_missing", (json_int_t)f->cache_missing));
+	json_object_set_new(o, "memory", json_pack("{s:I, s:I, s:I, s:I, s:I, "
+	    "s:I, s:b}", "bytes", (json_int_t)f->bytes, "protected_keys",
+	    (json_int_t)f->protected_keys, "protected_bytes",
+	    (json_int_t)f->protected_bytes, "orphans", (json_int_t)f->orphans,
+	    "reprotected", (json_int_t)f->reprotected, "protected_lost",
+	    (json_int_t)f->protected_lost, "refusing", f->refusing != 0));
 	set_int(o, "age_ms", util_monotonic_ms() - f->updated_ms);
 	set_int(o, "oldest_ready_age_ms", metrics_oldest_ready_ms(f));
 	return o;

@@ -16,6 +16,7 @@
 #include "http.h"
 #include "master_control.h"
 #include "master_events.h"
+#include "memory_check.h"
 #include "metrics.h"
 #include "util.h"
 #include "web.h"
@@ -67,14 +68,15 @@ age_text(int64_t ms, char *buf, size_t size)
 static void
 queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 {
-	char age[32];
+	char age[32], held[32];
 
 	buf_printf(o, "<table id=\"queues\"><thead><tr><th class=\"t\">queue</th>"
 	    "<th class=\"t\">state</th><th>workers</th><th>ready</th>"
 	    "<th>requeued</th><th>processing</th><th>delayed</th>"
 	    "<th>scheduled</th><th>dead</th><th>enqueued</th><th>done</th>"
 	    "<th>retried</th><th>dead-lettered</th><th>recovered</th>"
-	    "<th>oldest waiting</th>"
+	    "<th>oldest waiting</th><th>held</th><th>protected keys</th>"
+	    "<th>keys lost</th>"
 	    "<th class=\"t\"></th></tr></thead><tbody>");
 	for (int i = 0; i < v->nqueues; i++) {
 		const struct metrics_queue_view *q = &v->queues[i];
@@ -92,7 +94,7 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 		cell_text(o, "state", q->paused ? "paused" : "running", "t");
 		buf_printf(o, "<td data-k=\"workers\">%d/%d</td>", live, q->target);
 		if (f == NULL) {
-			buf_printf(o, "<td colspan=\"12\">no figures from Redis yet"
+			buf_printf(o, "<td colspan=\"15\">no figures from Redis yet"
 			    "</td>");
 		} else {
 			for (int k = 0; k < HTTP_DEPTHS; k++)
@@ -104,6 +106,12 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 			cell(o, "recovered", f->recovered);
 			cell_text(o, "oldest_ready_age", age_text(
 			    metrics_oldest_ready_ms(f), age, sizeof(age)), "");
+			cell_text(o, "held", memory_fmt_bytes(f->bytes, held,
+			    sizeof(held)), f->refusing ? "bad" : "");
+			cell(o, "protected_keys", f->protected_keys);
+			buf_printf(o, "<td data-k=\"protected_lost\"%s>%lld</td>",
+			    f->protected_lost > 0 ? " class=\"bad\"" : "",
+			    (long long)f->protected_lost);
 		}
 		buf_printf(o, "<td class=\"t\"><a class=\"nojs\" href=\"/api/dead?"
 		    "queue=");

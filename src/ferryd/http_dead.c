@@ -12,8 +12,9 @@
  * goes to Redis over the master's asynchronous connection
  * (master_redis_commandv); the HTTP request waits, the loop does not.
  * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
- * dead retry` does; a purge is LREM of those bytes and DEL of the job's
- * cache key when cache_key_allowed (as `ferryctl dead purge`). */
+ * dead retry` does; a purge is dead_purge.lua: LREM of those bytes and
+ * the release of the job's cache key when cache_key_allowed (as
+ * `ferryctl dead purge`). */
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -56,15 +57,15 @@ struct dead_op {
 	bool reading;                   /* counted in dead_reading */
 	char id[JOB_ID_MAX + 1];        /* replay, purge: the entry's id */
 	char sha1[41];                  /* replay, purge: its dead_entry_ref */
-	char *cache_key;                /* purge: DEL after the LREM */
+	char *cache_key;                /* purge: released with the LREM */
 };
 
 static void on_reply(struct master *m, redisReply *rep, void *priv);
 
 int
 http_dead_act(struct master *m, const char *queue, bool replay,
-    const char *count, const char *el, size_t len, master_redis_fn *fn,
-    void *priv)
+    int count, const char *el, size_t len, const char *cache_key,
+    master_redis_fn *fn, void *priv)
 {
 	const char *prefix = master_control_config(m)->redis_prefix;
 	const char *argv[SARGS_MAX + 3];
@@ -73,23 +74,20 @@ http_dead_act(struct master *m, const char *queue, bool replay,
 	struct sargs a;
 	int argc = 0;
 
-	if (replay) {
+	if (replay)
 		sargs_dead_retry(&a, prefix, queue, el, len);
-		snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
-		argv[argc++] = "EVAL";
-		argv[argc++] = lua_script_source[a.script];
-		argv[argc++] = nkeys;
-		for (int i = 0; i < a.argc; i++)
-			argv[argc++] = a.argv[i];
-	} else {
-		queue_keys_init(&a.k, prefix, queue);
-		argv[argc++] = "LREM";
-		argv[argc++] = a.k.dead;
-		argv[argc++] = count;
-		argv[argc++] = el;
+	else
+		sargs_dead_purge(&a, prefix, queue, count, el, len, cache_key);
+	snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
+	argv[argc++] = "EVAL";
+	argv[argc++] = lua_script_source[a.script];
+	argv[argc++] = nkeys;
+	for (int i = 0; i < a.argc; i++) {
+		lens[argc] = a.lens[i];
+		argv[argc++] = a.argv[i];
 	}
-	for (int i = 0; i < argc; i++)
-		lens[i] = argv[i] == el ? len : strlen(argv[i]);
+	for (int i = 0; i < 3; i++)
+		lens[i] = strlen(argv[i]);
 	return master_redis_commandv(m, queue, fn, priv, argc, argv, lens);
 }
 
@@ -275,22 +273,14 @@ act_on(struct master *m, struct dead_op *op, const redisReply *el)
 	if (op->what == DEAD_PURGE)
 		op->cache_key = http_dead_cache_key(m, op->q, &e);
 	dead_entry_free(&e);
-	if (http_dead_act(m, op->queue, op->what == DEAD_REPLAY, "1", el->str,
-	    el->len, on_reply, op) == -1)
+	if (http_dead_act(m, op->queue, op->what == DEAD_REPLAY, 1, el->str,
+	    el->len, op->cache_key, on_reply, op) == -1)
 		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not connected "
 		    "now (the master reconnects; try again)");
 }
 
 static void
-on_done_del(struct master *m, redisReply *rep, void *priv)
-{
-	(void)m;
-	(void)rep;
-	op_done(priv);
-}
-
-static void
-acted(struct master *m, struct dead_op *op, const redisReply *rep)
+acted(struct dead_op *op, const redisReply *rep)
 {
 	if (rep->type == REDIS_REPLY_ERROR) {
 		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
@@ -304,13 +294,7 @@ acted(struct master *m, struct dead_op *op, const redisReply *rep)
 	bool replay = op->what == DEAD_REPLAY;
 	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:s, s:i}",
 	    "queue", op->queue, "id", op->id, replay ? "replayed" : "purged", 1));
-	if (replay || op->cache_key == NULL) {
-		op_done(op);
-		return;
-	}
-	const char *argv[] = { "DEL", op->cache_key };
-	if (master_redis_command(m, op->queue, on_done_del, op, 2, argv) == -1)
-		op_done(op);
+	op_done(op);
 }
 
 static void
@@ -348,7 +332,7 @@ on_reply(struct master *m, redisReply *rep, void *priv)
 		}
 		return;
 	}
-	acted(m, op, rep);
+	acted(op, rep);
 }
 
 /* The queue argument and the op for it, or NULL after an answer. */

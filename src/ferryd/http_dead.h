@@ -12,14 +12,15 @@
 #include "master_redis.h"
 
 /* replay: dead_retry.lua on el (1 when replayed, 0 when gone, BADENTRY
- * for a malformed entry); else LREM dead COUNT el (count "1": from the
- * newest end, "-1": from the oldest). fn gets the reply; -1 when Redis is
- * not connected now (fn never called). */
+ * for a malformed entry); else dead_purge.lua: LREM dead COUNT el (count
+ * 1: from the newest end, -1: from the oldest) and the release of
+ * cache_key (NULL: none). fn gets the reply; -1 when Redis is not
+ * connected now (fn never called). */
 int http_dead_act(struct master *m, const char *queue, bool replay,
-    const char *count, const char *el, size_t len, master_redis_fn *fn,
-    void *priv);
+    int count, const char *el, size_t len, const char *cache_key,
+    master_redis_fn *fn, void *priv);
 /* The cache key of e's job when cache_key_allowed for q (malloc'd), else
- * NULL: purging a job deletes it, as `ferryctl dead purge` does. */
+ * NULL: purging a job releases it, as `ferryctl dead purge` does. */
 char *http_dead_cache_key(struct master *m, const struct queue_config *q,
     const struct dead_entry *e);
 

@@ -68,14 +68,6 @@ fail(struct bulk *b, const char *what)
 }
 
 static void
-on_nothing(struct master *m, redisReply *rep, void *priv)
-{
-	(void)m;
-	(void)rep;
-	(void)priv;
-}
-
-static void
 on_act(struct master *m, redisReply *rep, void *priv)
 {
 	struct bulk_act *a = priv;
@@ -91,9 +83,6 @@ on_act(struct master *m, redisReply *rep, void *priv)
 		fail(b, rep->str);
 	} else if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
 		b->acted++;
-		const char *argv[] = { "DEL", a->cache_key };
-		if (a->cache_key != NULL)
-			master_redis_command(m, b->queue, on_nothing, NULL, 2, argv);
 	}
 	free(a->cache_key);
 	free(a);
@@ -121,8 +110,8 @@ consider(struct master *m, struct bulk *b, const redisReply *el)
 		if (!b->replay && q != NULL)
 			a->cache_key = http_dead_cache_key(m, q, &e);
 		b->outstanding++;
-		if (http_dead_act(m, b->queue, b->replay, "-1", el->str, el->len,
-		    on_act, a) == -1) {
+		if (http_dead_act(m, b->queue, b->replay, -1, el->str, el->len,
+		    a->cache_key, on_act, a) == -1) {
 			b->outstanding--;
 			free(a->cache_key);
 			free(a);

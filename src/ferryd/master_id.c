@@ -2,7 +2,7 @@
  * same for replicas that share a hostname and run ferryd as pid 1
  * (containers, PID namespaces): two hosts would then share processing
  * lists, and one's reaper or kill would hand back the other's live
- * batches. A random part per start keeps ids apart, and the heartbeat key
+ * batches. A random part per start keeps ids apart, and the heartbeat entry
  * holds a token of this start, so that a clash (a forced or astronomically
  * unlucky id) is refused instead of shared. */
 #include "master_id.h"
@@ -69,13 +69,14 @@ master_beat_init(struct master_beat *b, const struct ferry_config *cfg,
 	struct queue_keys k;
 
 	queue_keys_init(&k, cfg->redis_prefix, queue);
-	queue_heartbeat_key(&k, id, b->key, sizeof(b->key));
+	snprintf(b->masters, sizeof(b->masters), "%s", k.masters);
 	snprintf(b->clock, sizeof(b->clock), "%s", k.clock);
 	snprintf(b->ttl, sizeof(b->ttl), "%ld", ttl_ms);
-	b->args[0] = b->key;
+	b->args[0] = b->masters;
 	b->args[1] = b->clock;
-	b->args[2] = token;
-	b->args[3] = b->ttl;
+	b->args[2] = id;
+	b->args[3] = token;
+	b->args[4] = b->ttl;
 }
 
 static int claim_queue(const struct ferry_config *cfg,
@@ -115,7 +116,7 @@ claim_queue(const struct ferry_config *cfg, const struct master_ident *mi,
 		snprintf(msg, sizeof(msg), "master id %s is in use by another "
 		    "running ferryd (%s): two masters under one id would share "
 		    "processing lists; not started (stop the other one, or wait "
-		    "until its heartbeat key expires)", mi->id,
+		    "until its heartbeat's deadline passes)", mi->id,
 		    r->str + strlen(MASTER_ID_TAKEN));
 		if (log_fd() != STDERR_FILENO)
 			fprintf(stderr, "ferryd: %s\n", msg);

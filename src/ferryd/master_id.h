@@ -1,6 +1,6 @@
 /* master_id.h - who this master is in Redis (DESIGN.md "Scale"): an id
- * unique to each start, a token that its heartbeat key holds, the claim of
- * that key at start, and the arguments of heartbeat.lua. */
+ * unique to each start, a token that its heartbeat entry holds, the claim
+ * of that entry at start, and the arguments of heartbeat.lua. */
 #ifndef FERRY_MASTER_ID_H
 #define FERRY_MASTER_ID_H
 
@@ -27,7 +27,7 @@ struct master_ident {
  * or MASTER_ID_TEST_ENV is not a usable id. */
 int master_ident_init(struct master_ident *mi, char *err, size_t errsize);
 
-/* Claim the heartbeat key before any worker runs: 0 when it is ours now,
+/* Claim the heartbeat entry before any worker runs: 0 when it is ours now,
  * or when Redis does not answer (then the master's first asynchronous
  * beat makes the same check); -1, logged, when a live heartbeat of
  * another start holds this id. */
@@ -35,20 +35,21 @@ int master_ident_claim(const struct ferry_config *cfg,
     const struct master_ident *mi);
 
 /* KEYS and ARGV of heartbeat.lua: a beat with ttl_ms, or with 0 the
- * release of the key at exit (deleted only while it is still ours). */
+ * release of the entry at exit (deleted only while it is still ours). */
 struct master_beat {
-	char key[QUEUE_KEY_MAX + MASTER_ID_MAX];
+	char masters[QUEUE_KEY_MAX];
 	char clock[QUEUE_KEY_MAX];
 	char ttl[24];
-	const char *args[4];
+	const char *args[5];
 };
 #define MASTER_BEAT_KEYS 2
-#define MASTER_BEAT_ARGS 4
-/* ... for queue: the heartbeat and the clock live in each queue's slot. */
+#define MASTER_BEAT_ARGS 5
+/* ... for queue: the masters and the clock hashes live in each queue's
+ * slot. */
 void master_beat_init(struct master_beat *b, const struct ferry_config *cfg,
     const char *queue, const char *id, const char *token, long ttl_ms);
 
-/* The error code heartbeat.lua answers when the key is another's. */
+/* The error code heartbeat.lua answers when the entry is another's. */
 #define MASTER_ID_TAKEN "IDTAKEN "
 
 #endif

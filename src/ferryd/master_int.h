@@ -42,6 +42,7 @@ struct master_queue {
 	int target;               /* workers wanted (config, TTIN/TTOU) */
 	bool removed;             /* gone from the config: retire, then free */
 	bool paused;              /* control `pause`: its workers stop fetching */
+	bool beaten;              /* a heartbeat of ours went in (master_redis.c) */
 	struct scoreboard_totals totals;   /* of its dead worker processes */
 	struct master_worker *workers;
 	struct master_queue *next;
@@ -72,7 +73,7 @@ struct master {
 	int exit_code;
 	bool killing;             /* workers die because we stop: no bump */
 	char master_id[MASTER_ID_MAX];  /* host:pid:8hex, names us in Redis */
-	char master_token[MASTER_TOKEN_MAX]; /* our heartbeat key's value */
+	char master_token[MASTER_TOKEN_MAX]; /* in our heartbeat entry */
 	struct master_redis *redis;
 	struct master_sentinel *sentinel;  /* redis_sentinels: +switch-master */
 	struct control *control;  /* NULL when control_socket is empty */

@@ -19,6 +19,7 @@
 #include "master_id.h"
 #include "master_redis.h"
 #include "memory_check.h"
+#include "metrics.h"
 #include "queue.h"
 #include "redis_auth.h"
 #include "redis_replication.h"
@@ -77,38 +78,49 @@ say_fallback(const struct ferry_config *cfg, const struct redis_memory *r)
 	    r->config_error);
 }
 
-/* used / maxmemory crossing memory_warn_percent or memory_refuse_percent,
- * either way. */
+/* What Redis cannot evict (memory_unevictable: under a volatile-* policy
+ * not the cache, which Redis evicts to make room) crossing
+ * memory_warn_percent or memory_refuse_percent, either way: the same
+ * measure as the producers' refusal (enqueue.lua). The queues' own bytes
+ * come from the last metrics refresh. */
 static void
 say_watermark(const struct ferry_config *cfg, const struct redis_memory *r)
 {
-	int pct = memory_percent(r);
+	int64_t own = 0, own_keys = 0;
+
+	if (mm.m != NULL && mm.m->metrics != NULL)
+		metrics_own_bytes(mm.m->metrics, &own, &own_keys);
+	long long unevictable = memory_unevictable(r, own, own_keys);
+	int pct = memory_unevictable_percent(r, unevictable);
 	enum memory_mark level = memory_mark(pct, cfg->memory_warn_percent,
 	    cfg->memory_refuse_percent, mm.level);
-	char used[32], max[32];
+	char held[32], max[32], what[200];
 
 	if (level == mm.level)
 		return;
-	memory_fmt_bytes(r->used, used, sizeof(used));
+	memory_fmt_bytes(unevictable, held, sizeof(held));
 	memory_fmt_bytes(r->max, max, sizeof(max));
-	if (level == MEMORY_ABOVE_REFUSE)
-		log_warn("redis at %s is %d%% full (used_memory %s of maxmemory "
-		    "%s; memory_refuse_percent %d): ferryctl enqueue refuses until "
-		    "it drains", address(cfg), pct, used, max,
-		    cfg->memory_refuse_percent);
-	else if (level == MEMORY_ABOVE_WARN && mm.level == MEMORY_BELOW_WARN)
-		log_warn("redis at %s is %d%% full (used_memory %s of maxmemory "
-		    "%s; memory_warn_percent %d)", address(cfg), pct, used, max,
-		    cfg->memory_warn_percent);
-	else if (level == MEMORY_ABOVE_WARN)
-		log_notice("redis at %s is down to %d%% (used_memory %s of "
-		    "maxmemory %s): below memory_refuse_percent %d, ferryctl "
-		    "enqueue accepts jobs again", address(cfg), pct, used, max,
-		    cfg->memory_refuse_percent);
+	if (strncmp(r->policy, "volatile-", 9) == 0)
+		snprintf(what, sizeof(what), "what it cannot evict (%s evicts "
+		    "only keys with a TTL) is %s of maxmemory %s", r->policy, held,
+		    max);
 	else
-		log_notice("redis at %s is below memory_warn_percent %d again "
-		    "(used_memory %s of maxmemory %s)", address(cfg),
-		    cfg->memory_warn_percent, used, max);
+		snprintf(what, sizeof(what), "used_memory %s of maxmemory %s",
+		    held, max);
+	if (level == MEMORY_ABOVE_REFUSE)
+		log_warn("redis at %s is %d%% full, %s; memory_refuse_percent %d: "
+		    "producers are refused until the queues drain", address(cfg),
+		    pct, what, cfg->memory_refuse_percent);
+	else if (level == MEMORY_ABOVE_WARN && mm.level == MEMORY_BELOW_WARN)
+		log_warn("redis at %s is %d%% full, %s; memory_warn_percent %d",
+		    address(cfg), pct, what, cfg->memory_warn_percent);
+	else if (level == MEMORY_ABOVE_WARN)
+		log_notice("redis at %s is down to %d%%, %s: below "
+		    "memory_refuse_percent %d, producers are accepted again",
+		    address(cfg), pct, what, cfg->memory_refuse_percent);
+	else
+		log_notice("redis at %s is below memory_warn_percent %d again, %s",
+		    address(cfg), cfg->memory_warn_percent, what);
 	mm.level = level;
 }
 

@@ -255,8 +255,26 @@ master_redis_reclaim(struct master *m, const struct queue_config *q,
 	reclaim_list(m, q, lane2, bump && (busy & 2));
 }
 
-/* heartbeat.lua's answer: the gap it found in Redis' service, or that
- * another running ferryd holds our id (then we stop: exit 1). */
+/* heartbeat.lua found no service clock where this master had beaten
+ * before over the same connection: everything ferry kept in Redis for the
+ * queue is gone (the lists, the protected cache keys), which no
+ * volatile-* policy can do. Said at error level once per loss. */
+static void
+say_keys_lost(struct master_redis *r, const char *queue)
+{
+	log_error("queue %s: ferry's keys in redis at %s are gone (its "
+	    "heartbeats and service clock, and with them its lists and "
+	    "protected cache keys): a FLUSHDB or FLUSHALL, or "
+	    "maxmemory-policy set to allkeys-*; the jobs they held are lost: "
+	    "send them again", queue,
+	    master_redis_address(r->m));
+	master_event("redis", "queue %s: ferry's keys were lost (a FLUSHDB, "
+	    "an allkeys-* policy)", queue);
+}
+
+/* heartbeat.lua's answer: the gap it found in Redis' service (or that
+ * there was no clock), or that another running ferryd holds our id (then
+ * we stop: exit 1). privdata: the queue's name (malloc'd). */
 static void
 on_heartbeat(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -265,11 +283,21 @@ on_heartbeat(redisAsyncContext *ac, void *reply, void *privdata)
 	redisReply *rep = reply;
 	size_t n = strlen(MASTER_ID_TAKEN);
 	int64_t now = util_monotonic_ms();
-	(void)privdata;
+	char *queue = privdata;
+	struct master_queue *mq;
 
 	l->inflight--;
-	if (rep == NULL)
+	if (rep == NULL) {
+		free(queue);
 		return;
+	}
+	if (rep->type == REDIS_REPLY_INTEGER &&
+	    (mq = master_find_queue(r->m, queue)) != NULL) {
+		if (rep->integer == -1 && mq->beaten)
+			say_keys_lost(r, queue);
+		mq->beaten = true;
+	}
+	free(queue);
 	l->last_reply_ms = now;
 	if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str,
 	    MASTER_ID_TAKEN, n) == 0) {
@@ -295,7 +323,7 @@ on_heartbeat(redisAsyncContext *ac, void *reply, void *privdata)
 	}
 }
 
-/* One beat in each queue (its heartbeat key and clock are in its slot). */
+/* One beat in each queue (its masters and clock hashes are in its slot). */
 static void
 heartbeat_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
@@ -305,11 +333,14 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
-		/* a script: a plain SET is refused at maxmemory (heartbeat.lua) */
+		/* a script: a plain HSET is refused at maxmemory (heartbeat.lua) */
 		master_beat_init(&b, r->m->cfg, mq->cfg.name, r->m->master_id,
 		    r->m->master_token, r->m->cfg->heartbeat_ttl_ms);
-		link_script(link_of(r, mq->cfg.name), LUA_HEARTBEAT, on_heartbeat,
-		    NULL, MASTER_BEAT_KEYS, MASTER_BEAT_ARGS, b.args);
+		char *queue = xstrdup(mq->cfg.name);
+		if (link_script(link_of(r, mq->cfg.name), LUA_HEARTBEAT,
+		    on_heartbeat, queue, MASTER_BEAT_KEYS, MASTER_BEAT_ARGS,
+		    b.args) != 0)
+			free(queue);
 	}
 	/* a TTL change on reload takes effect at the next beat */
 	t->repeat = (double)r->m->cfg->heartbeat_ttl_ms / 3000.;
@@ -353,7 +384,8 @@ reap_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next) {
 		struct sargs a;
 		sargs_reap(&a, r->m->cfg->redis_prefix, mq->cfg.name,
-		    mq->cfg.max_recoveries, r->m->cfg->heartbeat_ttl_ms);
+		    mq->cfg.max_recoveries, r->m->cfg->heartbeat_ttl_ms,
+		    r->m->master_id);
 		link_script(link_of(r, mq->cfg.name), a.script, on_reap, "reaper",
 		    a.nkeys, a.argc, a.argv);
 	}
@@ -517,12 +549,18 @@ master_redis_switched(struct master *m, const char *addr)
 		link_switched(m->redis->links, addr);
 }
 
-/* A link answers: beat at once, and send the reclaims that wait for it. */
+/* A link answers: beat at once, and send the reclaims that wait for it.
+ * A clock missing at the first beat over a new connection says nothing:
+ * the primary may have changed (a failover to a replica that had not
+ * received the clock yet) or restarted. */
 static void
 link_ready(struct master_link *l)
 {
 	struct master_redis *r = l->owner;
 
+	for (struct master_queue *mq = r->m->queues; mq != NULL; mq = mq->next)
+		if (serves(l, mq->cfg.name))
+			mq->beaten = false;
 	ev_feed_event(r->m->loop, &r->heartbeat, EV_TIMER);
 	send_pending(r, l);
 }

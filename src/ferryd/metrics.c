@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lua_scripts.h"
 #include "master_redis.h"
 #include "queue.h"
 #include "util.h"
@@ -44,10 +45,12 @@ struct metrics {
 	int pending;              /* replies of the last refresh still due */
 	struct figures_entry *figures;
 	int64_t used_memory, maxmemory, memory_ms;   /* INFO memory */
+	int64_t unevictable, evicted_keys;           /* memory.lua */
+	char refuse_percent[16];                     /* its ARGV */
 };
 
-enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_SCHEDULED, ASK_DEAD, ASK_STATS, ASK_OWNERS, ASK_PROC,
-    ASK_COUNT };
+enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_SCHEDULED, ASK_DEAD,
+    ASK_STATS, ASK_OWNERS, ASK_PROC, ASK_PROTECTED, ASK_MEMORY, ASK_COUNT };
 
 struct figures_ask {
 	struct figures_round *round;
@@ -185,7 +188,30 @@ figures_counters(struct metrics_figures *v, const redisReply *rep)
 			v->recovered = n;
 		else if (strcmp(f, "cache_missing") == 0)
 			v->cache_missing = n;
+		else if (strcmp(f, "protected_bytes") == 0)
+			v->protected_bytes = n;
+		else if (strcmp(f, "orphans") == 0)
+			v->orphans = n;
+		else if (strcmp(f, "reprotected") == 0)
+			v->reprotected = n;
+		else if (strcmp(f, "protected_lost") == 0)
+			v->protected_lost = n;
 	}
+}
+
+/* memory.lua's answer: {used, max, policy, keys, volatile, unevictable,
+ * own bytes, own keys, evicted_keys, info, refusal}. */
+static void
+figures_memory(struct metrics *mt, struct metrics_figures *v,
+    const redisReply *rep)
+{
+	if (rep->elements < 11)
+		return;
+	v->bytes = rep->element[6]->integer;
+	v->refusing = rep->element[10]->type == REDIS_REPLY_STRING &&
+	    rep->element[10]->len > 0;
+	mt->unevictable = rep->element[5]->integer;
+	mt->evicted_keys = rep->element[8]->integer;
 }
 
 static void
@@ -201,7 +227,9 @@ figures_store(struct master *m, struct figures_round *fr, int what,
 	case ASK_REQUEUED: fr->v.requeued = rep->integer; break;
 	case ASK_DEAD: fr->v.dead = rep->integer; break;
 	case ASK_PROC: fr->v.processing += rep->integer; break;
+	case ASK_PROTECTED: fr->v.protected_keys = rep->integer; break;
 	case ASK_STATS: figures_counters(&fr->v, rep); break;
+	case ASK_MEMORY: figures_memory(fr->mt, &fr->v, rep); break;
 	case ASK_OWNERS:
 		/* every processing list of the queue, on any host */
 		for (size_t i = 0; i < rep->elements; i++) {
@@ -218,11 +246,14 @@ on_figure(struct master *m, redisReply *rep, void *priv)
 {
 	struct figures_ask *a = priv;
 	struct figures_round *fr = a->round;
-	int want = a->what == ASK_STATS || a->what == ASK_OWNERS ?
-	    REDIS_REPLY_ARRAY : REDIS_REPLY_INTEGER;
+	int want = a->what == ASK_STATS || a->what == ASK_OWNERS ||
+	    a->what == ASK_MEMORY ? REDIS_REPLY_ARRAY : REDIS_REPLY_INTEGER;
 
 	fr->mt->pending--;
-	if (rep == NULL || rep->type != want)
+	/* memory.lua refused (no INFO in an ACL): the other figures stand */
+	if (a->what == ASK_MEMORY && rep != NULL && rep->type != want)
+		;
+	else if (rep == NULL || rep->type != want)
 		fr->failed = true;
 	else
 		figures_store(m, fr, a->what, rep);
@@ -248,6 +279,9 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 	const char *dead[] = { "LLEN", fr->k.dead };
 	const char *stats[] = { "HGETALL", fr->k.stats };
 	const char *owners[] = { "HKEYS", fr->k.owners };
+	const char *protected[] = { "HLEN", fr->k.protected };
+	const char *memory[] = { "EVAL", lua_script_source[LUA_MEMORY], "1",
+	    fr->k.ready, mt->refuse_percent };
 	fr->outstanding = 1;    /* hold it until every ask is sent */
 	ask(m, fr, ASK_READY, 2, ready);
 	ask(m, fr, ASK_DELAYED, 2, delayed);
@@ -256,6 +290,8 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 	ask(m, fr, ASK_DEAD, 2, dead);
 	ask(m, fr, ASK_STATS, 2, stats);
 	ask(m, fr, ASK_OWNERS, 2, owners);
+	ask(m, fr, ASK_PROTECTED, 2, protected);
+	ask(m, fr, ASK_MEMORY, 5, memory);
 	if (--fr->outstanding == 0)
 		figures_publish(fr);
 }
@@ -305,6 +341,8 @@ refresh_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	if (master_redis_command(mt->m, NULL, on_info, mt, 2, info) == -1)
 		mt->pending--;
 	mt->view_fn(mt->m, &v);
+	snprintf(mt->refuse_percent, sizeof(mt->refuse_percent), "%d",
+	    v.memory_refuse_percent);
 	for (int i = 0; i < v.nqueues; i++)
 		if (!v.queues[i].removed)
 			figures_queue(mt->m, mt, v.redis_prefix, v.queues[i].name);
@@ -323,6 +361,7 @@ metrics_start(struct ev_loop *loop, struct master *m,
 	ev_timer_init(&mt->timer, refresh_cb, METRICS_REFRESH_S,
 	    METRICS_REFRESH_S);
 	mt->timer.data = mt;
+	mt->unevictable = mt->evicted_keys = -1;
 	ev_timer_start(loop, &mt->timer);
 	return mt;
 }
@@ -348,6 +387,25 @@ metrics_memory(const struct metrics *mt, int64_t *used, int64_t *maxmemory,
 	*used = mt->used_memory;
 	*maxmemory = mt->maxmemory;
 	*memory_ms = mt->memory_ms;
+}
+
+void
+metrics_eviction(const struct metrics *mt, int64_t *unevictable,
+    int64_t *evicted_keys)
+{
+	*unevictable = mt->unevictable;
+	*evicted_keys = mt->evicted_keys;
+}
+
+void
+metrics_own_bytes(const struct metrics *mt, int64_t *bytes, int64_t *keys)
+{
+	*bytes = *keys = 0;
+	for (const struct figures_entry *e = mt->figures; e != NULL;
+	    e = e->next) {
+		*bytes += e->v.bytes;
+		*keys += e->v.protected_keys;
+	}
 }
 
 void

@@ -62,6 +62,14 @@ void metrics_view_free(struct metrics_view *v);
 struct metrics_figures {
 	int64_t ready, requeued, processing, delayed, scheduled, dead;
 	int64_t enqueued, done, retried, deadlettered, recovered, cache_missing;
+	/* memory (memory.lua, the stats hash, the protected hash): the
+	 * queue's own bytes in Redis (jobs and protected cache keys), its
+	 * protected cache keys and their bytes, keys the sweep gave the cache
+	 * TTL (orphans), made persistent again, and found lost; whether its
+	 * producers are refused now */
+	int64_t bytes, protected_keys, protected_bytes;
+	int64_t orphans, reprotected, protected_lost;
+	int64_t refusing;         /* 1 or 0 */
 	int64_t updated_ms;       /* CLOCK_MONOTONIC of the refresh */
 	/* CLOCK_MONOTONIC by which the oldest job in ready had arrived (0:
 	 * ready empty), from the refreshes since this master started
@@ -86,6 +94,14 @@ int64_t metrics_oldest_ready_ms(const struct metrics_figures *f);
  * 0 before the first answer. */
 void metrics_memory(const struct metrics *mt, int64_t *used,
     int64_t *maxmemory, int64_t *memory_ms);
+/* What Redis cannot evict (the producers' refusal's view, memory.lua, as
+ * the last queue asked saw it), and INFO stats' evicted_keys; -1 before
+ * the first answer. */
+void metrics_eviction(const struct metrics *mt, int64_t *unevictable,
+    int64_t *evicted_keys);
+/* The sum of every queue's own bytes and keys at the last refresh. */
+void metrics_own_bytes(const struct metrics *mt, int64_t *bytes,
+    int64_t *keys);
 
 /* metrics_text.c. `status`: one logfmt line for ferryd, redis, each queue,
  * each worker. */

@@ -63,6 +63,11 @@ status_master(const struct metrics *mt, const struct metrics_view *v,
 		buf_printf(o, " used_memory=%lld maxmemory=%lld age_ms=%lld",
 		    (long long)used, (long long)maxmemory,
 		    (long long)(now - memory_ms));
+	int64_t unevictable, evicted;
+	metrics_eviction(mt, &unevictable, &evicted);
+	if (unevictable >= 0)
+		buf_printf(o, " unevictable=%lld evicted_keys=%lld",
+		    (long long)unevictable, (long long)evicted);
 	buf_printf(o, "\n");
 }
 
@@ -83,14 +88,19 @@ status_queue(const struct metrics *mt, const struct metrics_view *v,
 	buf_printf(o, " ready=%lld requeued=%lld processing=%lld "
 	    "delayed=%lld scheduled=%lld "
 	    "dead=%lld done=%lld retried=%lld deadlettered=%lld recovered=%lld "
-	    "cache_missing=%lld oldest_ready_age_ms=%lld age_ms=%lld\n",
+	    "cache_missing=%lld bytes=%lld protected_keys=%lld "
+	    "protected_bytes=%lld orphans=%lld protected_lost=%lld "
+	    "refusing=%s oldest_ready_age_ms=%lld age_ms=%lld\n",
 	    (long long)f->ready,
 	    (long long)f->requeued,
 	    (long long)f->processing, (long long)f->delayed,
 	    (long long)f->scheduled, (long long)f->dead,
 	    (long long)f->done, (long long)f->retried,
 	    (long long)f->deadlettered, (long long)f->recovered,
-	    (long long)f->cache_missing, (long long)metrics_oldest_ready_ms(f),
+	    (long long)f->cache_missing, (long long)f->bytes,
+	    (long long)f->protected_keys, (long long)f->protected_bytes,
+	    (long long)f->orphans, (long long)f->protected_lost,
+	    f->refusing ? "yes" : "no", (long long)metrics_oldest_ready_ms(f),
 	    (long long)(util_monotonic_ms() - f->updated_ms));
 }
 
@@ -180,6 +190,29 @@ static const struct {
 	    offsetof(struct metrics_figures, scheduled) },
 	{ "ferry_queue_dead", "gauge", "Entries in the dead-letter list.",
 	    offsetof(struct metrics_figures, dead) },
+	{ "ferry_queue_bytes", "gauge", "Bytes the queue holds in Redis: its "
+	    "lists, sets and hashes and its protected cache keys (what the "
+	    "producers' refusal counts as the queue's own).",
+	    offsetof(struct metrics_figures, bytes) },
+	{ "ferry_cache_protected_keys", "gauge", "Cache keys that live jobs "
+	    "name, protected (no TTL) until the last of them is done or "
+	    "purged.", offsetof(struct metrics_figures, protected_keys) },
+	{ "ferry_cache_protected_bytes", "gauge", "Bytes of the protected "
+	    "cache keys.", offsetof(struct metrics_figures, protected_bytes) },
+	{ "ferry_cache_orphans_total", "counter", "Keys of the queue's cache "
+	    "space that no live job named, given the cache TTL by the sweep.",
+	    offsetof(struct metrics_figures, orphans) },
+	{ "ferry_cache_reprotected_total", "counter", "Protected cache keys "
+	    "found with a TTL again (written by the application with EX or "
+	    "PX) and made persistent again.",
+	    offsetof(struct metrics_figures, reprotected) },
+	{ "ferry_cache_protected_lost_total", "counter", "Protected cache "
+	    "keys found gone (FLUSHDB, a DEL by hand, an allkeys-* policy set "
+	    "at run time); should stay 0.",
+	    offsetof(struct metrics_figures, protected_lost) },
+	{ "ferry_queue_refusing", "gauge", "1 while the queue's producers are "
+	    "refused: what Redis cannot evict is at memory_refuse_percent of "
+	    "maxmemory.", offsetof(struct metrics_figures, refusing) },
 };
 
 /* A family in seconds of every queue's figures: their age, or that of
@@ -233,9 +266,9 @@ static const struct {
 	const char *name, *help;
 } marks[] = {
 	{ "ferry_redis_memory_warn_ratio", "memory_warn_percent / 100: the "
-	    "master warns at this used_memory / maxmemory." },
+	    "master warns at this unevictable / maxmemory." },
 	{ "ferry_redis_memory_refuse_ratio", "memory_refuse_percent / 100: "
-	    "enqueue refuses at this used_memory / maxmemory." },
+	    "enqueue refuses at this unevictable / maxmemory." },
 	{ "ferry_heartbeat_ttl_seconds", "heartbeat_ttl: other masters reap "
 	    "this one's jobs once Redis has had no heartbeat of it for this "
 	    "long." },
@@ -261,6 +294,21 @@ prom_memory(const struct metrics *mt, const struct metrics_view *v,
 	if (memory_ms != 0 && maxmemory >= 0)
 		buf_printf(o, "ferry_redis_maxmemory_bytes %lld\n",
 		    (long long)maxmemory);
+	int64_t unevictable, evicted;
+	metrics_eviction(mt, &unevictable, &evicted);
+	family(o, "ferry_redis_unevictable_bytes", "gauge", "What Redis cannot "
+	    "evict: under a volatile-* policy used_memory less an estimate of "
+	    "the keys with a TTL; else used_memory. The producers' refusal "
+	    "compares it with maxmemory.");
+	if (unevictable >= 0)
+		buf_printf(o, "ferry_redis_unevictable_bytes %lld\n",
+		    (long long)unevictable);
+	family(o, "ferry_redis_evicted_keys_total", "counter", "Keys Redis "
+	    "evicted (INFO stats evicted_keys): the cache at work; compare "
+	    "ferry_cache_protected_lost_total, which should stay 0.");
+	if (evicted >= 0)
+		buf_printf(o, "ferry_redis_evicted_keys_total %lld\n",
+		    (long long)evicted);
 	/* the configured marks, for alert rules to compare with */
 	for (size_t i = 0; i < FERRY_ARRAY_LEN(marks); i++) {
 		double val[] = { v->memory_warn_percent / 100.,

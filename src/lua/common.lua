@@ -303,3 +303,187 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end
 	return { #back, #buried }
 end
+
+-- Protected cache keys. Every cache key that live jobs name (waiting, scheduled, running, retried, recovered or dead) is a field of the queue's hash `protected`, its value "REFS BYTES": how many such jobs, and the bytes counted for it in the stats hash's protected_bytes. A protected key has no TTL, so no volatile-* policy can evict it nor can it expire; it is deleted when the last job naming it is done or purged.
+local PROTECTED_OVERHEAD = 56
+
+-- An entry's text as {refs, bytes, lost}; a malformed one counts one job and no bytes.
+local function entry_of(v)
+	local refs, bytes = string.match(v, '^(%d+) (%d+)')
+	return { refs = tonumber(refs) or 1, bytes = tonumber(bytes) or 0, lost = string.find(v, ' lost$') ~= nil }
+end
+
+local function entry_text(e)
+	return string.format('%d %d', e.refs, e.bytes) .. (e.lost and ' lost' or '')
+end
+
+-- The job count and bytes of a protected key's entry (nil: none), and whether the key was found lost (sweep.lua marks such an entry "REFS 0 lost").
+local function protected_entry(protected, key)
+	local v = redis.call('HGET', protected, key)
+	if not v then return nil end
+	local e = entry_of(v)
+	return e.refs, e.bytes, e.lost
+end
+
+-- What a key is counted for: its size as Redis reports it when it can, else an estimate from its value.
+local function protected_bytes(key, value)
+	if value then return #key + #value + PROTECTED_OVERHEAD end
+	local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', key)
+	if ok and type(n) == 'number' then return n end
+	return #key + PROTECTED_OVERHEAD
+end
+
+-- A command with a fixed head and a list of arguments, in chunks that unpack() can take.
+local function call_chunked(head, args, per)
+	for i = 1, #args, per do
+		local part = { unpack(head) }
+		for j = i, math.min(i + per - 1, #args) do part[#part + 1] = args[j] end
+		redis.call(unpack(part))
+	end
+end
+
+-- The entries of keys (a list, names may repeat), read in one HMGET: a table key -> entry or false.
+local function entries_of(protected, keys)
+	local got, out = {}, {}
+	for i = 1, #keys, 1000 do
+		local part = redis.call('HMGET', protected, unpack(keys, i, math.min(i + 999, #keys)))
+		for j, v in ipairs(part) do got[i + j - 1] = v end
+	end
+	for i, k in ipairs(keys) do
+		if out[k] == nil then out[k] = got[i] and entry_of(got[i]) or false end
+	end
+	return out
+end
+
+-- Jobs naming keys[i] (bytes[i] each, counted for a new entry) are accepted: each entry counts one job more. A handful of commands whatever the count. Returns the bytes newly counted, for the caller to add to protected_bytes (count_protected).
+local function protect_keys(protected, keys, bytes)
+	if #keys == 0 then return 0 end
+	local entries, fields, counted = entries_of(protected, keys), {}, 0
+	for i, k in ipairs(keys) do
+		local e = entries[k]
+		if not e then
+			e = { refs = 0, bytes = bytes[i], lost = false }
+			counted = counted + bytes[i]
+			entries[k] = e
+		end
+		e.refs = e.refs + 1
+	end
+	for k, e in pairs(entries) do
+		fields[#fields + 1] = k
+		fields[#fields + 1] = entry_text(e)
+	end
+	call_chunked({ 'HSET', protected }, fields, 1000)
+	return counted
+end
+
+-- Jobs naming keys are done or purged: a key goes with the last job that names it. A key no entry protects (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count. Returns the bytes no longer counted.
+local function release_keys(protected, keys)
+	if #keys == 0 then return 0 end
+	local entries, dels, unprotect, keep, freed = entries_of(protected, keys), {}, {}, {}, 0
+	local gone = {}
+	for _, k in ipairs(keys) do
+		local e = entries[k]
+		if e and e.refs > 1 then
+			e.refs = e.refs - 1
+		elseif not gone[k] then
+			gone[k] = true
+			dels[#dels + 1] = k
+			if e then
+				unprotect[#unprotect + 1] = k
+				freed = freed + e.bytes
+				entries[k] = false
+			end
+		end
+	end
+	for k, e in pairs(entries) do
+		if e and not gone[k] then
+			keep[#keep + 1] = k
+			keep[#keep + 1] = entry_text(e)
+		end
+	end
+	call_chunked({ 'DEL' }, dels, 1000)
+	call_chunked({ 'HDEL', protected }, unprotect, 1000)
+	call_chunked({ 'HSET', protected }, keep, 1000)
+	return freed
+end
+
+-- Add delta bytes to the stats hash's protected_bytes.
+local function count_protected(stats, delta)
+	if delta ~= 0 then redis.call('HINCRBY', stats, 'protected_bytes', delta) end
+end
+
+-- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (stats' protected_bytes, the protected hash's count). What MEMORY USAGE is refused on counts 0.
+local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate' }
+local function queue_bytes(tag)
+	local bytes, keys = 0, 0
+	local function usage(k)
+		local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k)
+		if ok and type(n) == 'number' then
+			bytes = bytes + n
+			keys = keys + 1
+		end
+	end
+	for _, s in ipairs(QUEUE_KEYS) do usage(tag .. s) end
+	local ok, wids = pcall(redis.call, 'HKEYS', tag .. 'owners')
+	if ok and type(wids) == 'table' then
+		for _, w in ipairs(wids) do usage(tag .. 'proc:' .. w) end
+	end
+	local okb, pb = pcall(redis.call, 'HGET', tag .. 'stats', 'protected_bytes')
+	if okb and pb then bytes = bytes + math.max(0, tonumber(pb) or 0) end
+	local okn, np = pcall(redis.call, 'HLEN', tag .. 'protected')
+	if okn and type(np) == 'number' then keys = keys + np end
+	return bytes, keys
+end
+
+-- The table entries of a key with a TTL (the main and the expires dict), freed with it.
+local MEMORY_KEY_ENTRIES = 64
+
+-- Redis' memory as ferry's refusal judges it, from INFO memory and keyspace and the queue's own bytes and keys: {used, max, policy, dataset, keys, volatile, own, own_keys, unevictable}, or nil and why (own: queue_bytes, counted under a volatile-* policy or when own_always). Under a volatile-* policy Redis can evict the keys with a TTL: they are given their share, by count, of the data that is not the queue's own, and their table entries; what Redis cannot evict is the rest of used_memory. Under any other policy it is all of it. src/common/memory_check.c (memory_unevictable) computes the same from the same text, in the same order, in doubles.
+local function memory_view(tag, own_always)
+	local info = redis.pcall('INFO', 'memory', 'keyspace')
+	if type(info) == 'table' and info.err then return nil, 'INFO failed: ' .. info.err end
+	local m = { used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)')), max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)')), dataset = tonumber(string.match(info, '[\r\n]used_memory_dataset:(%d+)')) or 0, policy = string.match(info, '[\r\n]maxmemory_policy:([%w%-]+)') or '', keys = 0, volatile = 0, own = 0, own_keys = 0, info = info }
+	if not m.used or not m.max then return nil, 'INFO memory has no used_memory or maxmemory' end
+	for k, e in string.gmatch(info, '[\r\n]db%d+:keys=(%d+),expires=(%d+)') do
+		m.keys = m.keys + tonumber(k)
+		m.volatile = m.volatile + tonumber(e)
+	end
+	local volatile_policy = m.max > 0 and string.sub(m.policy, 1, 9) == 'volatile-'
+	if own_always or volatile_policy then m.own, m.own_keys = queue_bytes(tag) end
+	m.unevictable = m.used
+	if volatile_policy then
+		local other_keys = math.max(m.keys - m.own_keys, 0)
+		local other_data = math.max(m.dataset - m.own, 0)
+		local share = 0
+		if other_keys > 0 then share = math.min(m.volatile / other_keys, 1) end
+		local evictable = math.floor(other_data * share) + m.volatile * MEMORY_KEY_ENTRIES
+		m.unevictable = math.max(m.used - evictable, 0)
+	end
+	return m
+end
+
+-- "1.5 MiB", as src/common/memory_check.c writes it.
+local function fmt_bytes(n)
+	local units, u = { 'KiB', 'MiB', 'GiB', 'TiB' }, 0
+	while n >= 1024 and u < 4 do
+		n = n / 1024
+		u = u + 1
+	end
+	if u == 0 then return string.format('%d B', n) end
+	return string.format('%.1f %s', n, units[u])
+end
+
+-- The producers' refusal: nil below refuse percent of maxmemory, else the percent and the message, which names the queue's own bytes and what to do.
+local function memory_refusal(m, tag, refuse)
+	if refuse <= 0 or m.max <= 0 then return nil end
+	local pct = math.floor(m.unevictable * 100 / m.max)
+	if pct < refuse then return nil end
+	local own = m.own
+	if m.own_keys == 0 then own = queue_bytes(tag) end
+	local queue = string.match(tag, '{(.*)}:$') or tag
+	local what = 'redis is ' .. pct .. '% full (maxmemory ' .. fmt_bytes(m.max) .. ', ' .. m.policy .. ')'
+	if string.sub(m.policy, 1, 9) == 'volatile-' then
+		what = 'what redis cannot evict is ' .. pct .. '% of maxmemory ' .. fmt_bytes(m.max) .. ' (' .. m.policy .. ' evicts only keys with a TTL)'
+	end
+	return pct, what .. ', queue ' .. queue .. ' holds ' .. fmt_bytes(own) .. ' of it (its jobs and protected cache keys); memory_refuse_percent ' .. refuse .. ': not enqueueing; drain the queue (is ferryd running, its sink up?) or raise maxmemory'
+end

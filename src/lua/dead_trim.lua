@@ -2,8 +2,9 @@
 -- dead_trim.lua - remove the n oldest dead-letter entries (the right end)
 -- once a worker has archived them, but only if they are still exactly the
 -- entries it archived: SHA-1 of each entry as "<length>:<bytes>", oldest
--- last, as LRANGE gives them. Deletes the cache keys archived with them.
--- KEYS: dead   ARGV: n, sha1, then cache keys to delete
+-- last, as LRANGE gives them. Releases the cache keys archived with them
+-- (release_keys, common.lua: each is deleted with the last job naming it).
+-- KEYS: dead, protected, stats   ARGV: n, sha1, then the cache keys
 -- Returns the entries removed: n, or 0 when the tail changed meanwhile.
 local n = tonumber(ARGV[1])
 local tail = redis.call('LRANGE', KEYS[1], -n, -1)
@@ -12,5 +13,7 @@ local parts = {}
 for i, e in ipairs(tail) do parts[i] = #e .. ':' .. e end
 if redis.sha1hex(table.concat(parts)) ~= ARGV[2] then return 0 end
 redis.call('LTRIM', KEYS[1], 0, -n - 1)
-for i = 3, #ARGV do redis.call('DEL', ARGV[i]) end
+local keys = {}
+for i = 3, #ARGV do keys[#keys + 1] = ARGV[i] end
+count_protected(KEYS[3], -release_keys(KEYS[2], keys))
 return n

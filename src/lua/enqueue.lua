@@ -4,54 +4,77 @@
 -- object of valid UTF-8, strict JSON as jansson reads it, no larger than
 -- max_job_bytes, not shaped like ferry's wrapper, an id and a cache_key of
 -- the right types), Redis' fullness checked against memory_refuse_percent,
--- then the cache keys SET with their TTL and the jobs LPUSHed onto ready.
--- All or nothing: every job is checked before the first write, and one bad
--- job refuses the whole call, naming its index (from 1). No allow-oom: at
--- maxmemory Redis refuses the script before it starts. `enqueued` is not
--- counted here: fetch.lua counts it when a worker takes the job.
--- KEYS: ready, [scheduled (with a due marker),] then the cache keys the
---       jobs name
+-- then the cache keys written or protected and the jobs LPUSHed onto
+-- ready. All or nothing: every job is checked before the first write, and
+-- one bad job refuses the whole call, naming its index (from 1). No
+-- allow-oom: at maxmemory Redis refuses the script before it starts.
+-- `enqueued` is not counted here: fetch.lua counts it when a worker takes
+-- the job.
+-- Cache keys: a job's data may live in a key the job names. Every such key
+-- is protected from here until the last job naming it is done or purged
+-- (protect_keys, common.lua): it carries no TTL, so no volatile-* policy
+-- can evict it and no outage expires it. A value the caller hands over is
+-- written under a key of the queue's own cache space, a key of its own
+-- per job (the caller names it: its id and a random part), so that no
+-- later job can overwrite it. A key the application wrote itself (in the
+-- cache space, or under one of the queue's cache_key_prefixes) must exist
+-- when its job comes; its TTL is removed.
+-- KEYS: ready, [scheduled (with a due marker),] [protected, stats, then
+--       the cache keys the jobs name (when they name any)]. (A producer's
+--       ACL then needs only the keys its calls use.)
 -- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
---       checked), cache TTL in ms (0: no cache keys), then at most two
---       markers, then per job: the document, the index of its cache key
---       in KEYS (0: none), its value ("" without a key)
---       A marker "checked": the caller (ferryctl) has parsed every
---       document as a worker will, so only the cheap checks run here
---       (wrapper prefix, empty, size), not the JSON ones, which cost ~6 us
---       a job of Redis' time. Nothing is trusted by this: a worker parses
---       every job again (the trust boundary is the worker, not this script).
---       A due marker "delay=MS" (from now, by the Redis clock) or "at=MS"
---       (Unix ms, by the Redis clock; KEYS[2] is then the scheduled zset):
---       jobs not yet due go into scheduled, scored by their due ms, each
---       member "<us>-<n>:<document>" (us: Redis TIME in microseconds, n:
---       the job's index, raised past any member already there, so that
---       identical documents stay distinct; promote.lua strips the prefix
---       and LPUSHes the document onto ready). Their cache keys live the
---       TTL past the due time. Due already: pushed onto ready at once.
+--       checked), the number of options, the options, then per job: the
+--       document, K, and a value. K = 0: the job names no cache key; K > 0:
+--       write the value under KEYS[K] (the document names that key); K < 0:
+--       the document names the existing key KEYS[-K] (value "").
+-- Options:
+--       "checked": the caller (ferryctl) has parsed every document as a
+--       worker will, so only the cheap checks run here (wrapper prefix,
+--       empty, size), not the JSON ones, which cost ~6 us a job of Redis'
+--       time. Nothing is trusted by this: a worker parses every job again
+--       (the trust boundary is the worker, not this script).
+--       "delay=MS" (from now, by the Redis clock) or "at=MS" (Unix ms, by
+--       the Redis clock; KEYS[2] is then the scheduled set): jobs not yet
+--       due go into scheduled, scored by
+--       their due ms, each member "<us>-<n>:<document>" (us: Redis TIME in
+--       microseconds, n: the job's index, raised past any member already
+--       there, so that identical documents stay distinct; promote.lua
+--       strips the prefix and LPUSHes the document onto ready). Due
+--       already: pushed onto ready at once.
+--       "prefix=P", any number of them: the queue's cache_key_prefixes,
+--       under which a job may name an application's key.
 -- Returns {jobs pushed, "" or why the memory was not checked}.
 -- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
-local max_bytes, refuse, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local nmarkers = (#ARGV - 3) % 3
+local max_bytes, refuse, nopts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local checked, due_kind, due_arg = false, nil, nil
-local markers_ok = true
-for a = 4, 3 + nmarkers do
+local prefixes = {}
+local opts_ok = nopts ~= nil and nopts >= 0 and nopts == math.floor(nopts) and 3 + nopts <= #ARGV and (#ARGV - 3 - nopts) % 3 == 0
+for a = 4, opts_ok and 3 + nopts or 3 do
 	local kind, v = string.match(ARGV[a], '^(%a+)=(%d+)$')
 	if ARGV[a] == 'checked' and not checked then
 		checked = true
 	elseif (kind == 'delay' or kind == 'at') and not due_kind and #v <= 15 then
 		due_kind, due_arg = kind, tonumber(v)
+	elseif string.sub(ARGV[a], 1, 7) == 'prefix=' and #ARGV[a] > 7 then
+		prefixes[#prefixes + 1] = string.sub(ARGV[a], 8)
 	else
-		markers_ok = false
+		opts_ok = false
 	end
 end
-if not max_bytes or not refuse or not ttl or ttl < 0 or not markers_ok or (due_kind and #KEYS < 2) then
-	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, at most one of "checked" and one of "delay=MS" or "at=MS" (then KEYS[2] is the scheduled set), then three per job')
+local scheduled = due_kind and KEYS[2]
+local protected_at = due_kind and 3 or 2
+local protected, stats = KEYS[protected_at], KEYS[protected_at + 1]
+if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) or (protected and not stats) then
+	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, stats, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P"), then three per job')
 end
-local first_job = 4 + nmarkers
-local first_cache = due_kind and 3 or 2
+local first_job = 4 + nopts
+local FIRST_CACHE = protected_at + 2
 local now = due_kind and now_ms() or 0
 local due = due_kind == 'delay' and now + due_arg or due_arg or 0
 local wait_ms = due > now and due - now or 0
+-- the queue's own cache space, and the prefix of every key of ferry's
+local cache_space = string.gsub(KEYS[1], 'ready$', 'cache:')
+local ferry_space = string.match(KEYS[1], '^(.-:){') or ''
 local WRAPPER_HEAD = '{"ferry":1,'
 local JANSSON_MAX_DEPTH = 2048
 local ID_MAX, CACHE_KEY_MAX = 128, 512
@@ -178,7 +201,7 @@ local function cheap_refusal(doc)
 	return nil
 end
 
--- Why the document can never be processed, or nil.
+-- Why the document can never be processed, or nil and its cache_key.
 local function refusal(doc)
 	local cheap = cheap_refusal(doc)
 	if cheap then return cheap end
@@ -201,7 +224,7 @@ local function refusal(doc)
 	elseif ck ~= nil and #ck > CACHE_KEY_MAX then
 		return 'cache_key is longer than ' .. CACHE_KEY_MAX .. ' bytes'
 	end
-	return nil
+	return nil, ck
 end
 
 -- The size of a cache value as the worker hands it on: a JSON string.
@@ -210,50 +233,89 @@ local function cache_json_len(value)
 	return #value + 2 + quotes
 end
 
+-- The key a job names, shown in a reason: at most 64 bytes, printable.
+local function shown_key(key)
+	local k = string.gsub(string.sub(key, 1, 64), '[^\32-\126]', '?')
+	return '"' .. k .. (#key > 64 and '..."' or '"')
+end
+
+-- Why a job may not name this application's key (K < 0), or nil.
+local function foreign_refusal(key, written)
+	local allowed = string.sub(key, 1, #cache_space) == cache_space
+	if not allowed and (ferry_space == '' or string.sub(key, 1, #ferry_space) ~= ferry_space) then
+		for _, p in ipairs(prefixes) do
+			if string.sub(key, 1, #p) == p then allowed = true end
+		end
+	end
+	if not allowed then
+		return 'cache_key ' .. shown_key(key) .. ' is outside the queue\'s cache space ' .. cache_space .. ' and cache_key_prefixes'
+	end
+	if not written[key] and redis.call('EXISTS', key) == 0 then
+		return 'cache_key ' .. shown_key(key) .. ' does not exist: write the key before the job that names it'
+	end
+	return nil
+end
+
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
-local jobs = {}
+local jobs, written = {}, {}
 for a = first_job, #ARGV, 3 do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
-	if not k or k < 0 or k ~= math.floor(k) or (k > 0 and k < first_cache) or k > #KEYS or (k > 0 and ttl == 0) then
-		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or ' .. first_cache .. '..' .. #KEYS .. ' (with a cache TTL)')
+	local key = k and KEYS[math.abs(k)]
+	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key or not stats)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0, K in ' .. FIRST_CACHE .. '..' .. #KEYS .. ' naming a key of the queue\'s cache space ' .. cache_space .. ' to write its value under, or -K naming an existing key (value "")')
 	end
-	local why = checked and cheap_refusal(doc) or not checked and refusal(doc) or nil
+	local why, ck = nil, nil
+	if checked then why = cheap_refusal(doc) else why, ck = refusal(doc) end
+	if not why and not checked and ck ~= key then
+		why = ck and 'it names cache_key ' .. shown_key(ck) .. ': the caller must pass that key (KEYS, index -K) so that it is protected' or 'the caller passed a cache key the job does not name'
+	end
 	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
 		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
 	end
+	if not why and k < 0 then why = foreign_refusal(key, written) end
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
+	if k > 0 then written[key] = true end
 	jobs[index] = doc
 end
 
+-- Backpressure: refused only when what Redis cannot evict (memory_view:
+-- under a volatile-* policy not the cache, which Redis evicts to make
+-- room) reaches memory_refuse_percent of maxmemory (memory_refusal).
 local unchecked = ''
 if refuse > 0 then
-	local info = redis.pcall('INFO', 'memory')
-	if type(info) == 'table' and info.err then
-		unchecked = 'INFO failed: ' .. info.err
-	else
-		local used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)'))
-		local max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)'))
-		if used and max and max > 0 then
-			local pct = math.floor(used * 100 / max)
-			if pct >= refuse then
-				return ferry_error('FULL', pct .. ' ' .. refuse .. ' redis is ' .. pct .. '% full (memory_refuse_percent ' .. refuse .. '): not enqueueing; drain the queue or raise maxmemory')
-			end
-		end
-	end
+	local tag = string.gsub(KEYS[1], 'ready$', '')
+	local m, why = memory_view(tag, false)
+	local pct, text = nil, nil
+	if m then pct, text = memory_refusal(m, tag, refuse) else unchecked = why end
+	if pct then return ferry_error('FULL', pct .. ' ' .. refuse .. ' ' .. text) end
 end
 
+-- the values in one MSET (no TTL), the application's keys made
+-- persistent, all of them counted in protected in one HMGET and one HSET
+local named, bytes, values = {}, {}, {}
 for a = first_job, #ARGV, 3 do
 	local k = tonumber(ARGV[a + 1])
-	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl + wait_ms) end
+	if k > 0 then
+		values[#values + 1] = KEYS[k]
+		values[#values + 1] = ARGV[a + 2]
+		named[#named + 1] = KEYS[k]
+		bytes[#bytes + 1] = protected_bytes(KEYS[k], ARGV[a + 2])
+	elseif k < 0 then
+		redis.call('PERSIST', KEYS[-k])
+		named[#named + 1] = KEYS[-k]
+		bytes[#bytes + 1] = protected_bytes(KEYS[-k])
+	end
 end
+call_chunked({ 'MSET' }, values, 1000)
+if #named > 0 then count_protected(stats, protect_keys(protected, named, bytes)) end
 if wait_ms > 0 then
 	local t = redis.call('TIME')
 	local us = t[1] .. string.format('%06d', tonumber(t[2]))
 	for i, doc in ipairs(jobs) do
 		local n = i
-		while redis.call('ZADD', KEYS[2], 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
+		while redis.call('ZADD', scheduled, 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
 			n = n + #jobs
 		end
 	end

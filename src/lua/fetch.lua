@@ -19,7 +19,8 @@
 -- Rate limit (rate > 0 jobs/s, a bucket of burst tokens; rate 0 touches no
 -- key): the bucket is the string "MILLITOKENS AT" (AT: Redis time, ms),
 -- refilled by the time since AT, up to burst; a missing key is a full
--- bucket, so it expires once it would be full again. Every job that
+-- bucket. The key has no TTL: a volatile-* maxmemory-policy evicts keys
+-- with one, and each eviction would grant another burst. Every job that
 -- enters a processing list takes a token: the held ones too, even into
 -- debt (BLMOVE moved them already; the next fetches wait it off). Without
 -- held jobs, a fetch waits for as many tokens as it could take (its
@@ -65,7 +66,7 @@ local allow, bucket, now, store_bucket = n, 0, 0, nil
 if rate > 0 then
 	now = now_ms()
 	store_bucket = function(b)
-		redis.call('SET', KEYS[7], string.format('%d %d', b, now), 'PX', math.ceil((burst * 1000 - b) / rate) + 1000)
+		redis.call('SET', KEYS[7], string.format('%d %d', b, now))
 	end
 	bucket = burst * 1000
 	local v = redis.call('GET', KEYS[7])

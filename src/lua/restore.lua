@@ -1,13 +1,14 @@
 #!lua
 -- restore.lua - put a chunk of archived dead-letter jobs back (ferryctl dead
 -- restore): each job's cache key is created from the archived data unless
--- it exists (newer data is left alone), then the job goes to requeue as a
+-- it exists (newer data is left alone) and is protected (protect_keys,
+-- common.lua: no TTL while the job lives), then the job goes to requeue as a
 -- fresh wrapper (attempts and recoveries 0) carrying the entry's stamps, so
 -- the sink fences those batches again. One atomic step per chunk: every
 -- argument is checked and every wrapper built before the first write. No
 -- allow-oom: at maxmemory Redis refuses it before it starts, and nothing
 -- is half done.
--- KEYS: requeue, stats, then the cache keys the entries name
+-- KEYS: requeue, stats, protected, then the cache keys the entries name
 -- ARGV: per job: document, stamp count, the stamps (batch keys as plain
 --       strings), index of its cache key in KEYS (0: none), kind
 --       (string|hash|list, "" without a key), value count, values (hash:
@@ -26,20 +27,21 @@ while i <= #ARGV do
 	local at = i + 2 + ns
 	local k, kind, n = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
 	local from = at + 3
-	if not k or k < 0 or k ~= math.floor(k) or k == 1 or k == 2 or k > #KEYS or not n or n < 0 or n ~= math.floor(n) or from + n - 1 > #ARGV or (k > 0 and (not kinds[kind] or n < 1 or n % kinds[kind] ~= 0 or (kind == 'string' and n ~= 1))) then
+	if not k or k < 0 or k ~= math.floor(k) or (k >= 1 and k <= 3) or k > #KEYS or not n or n < 0 or n ~= math.floor(n) or from + n - 1 > #ARGV or (k > 0 and (not kinds[kind] or n < 1 or n % kinds[kind] ~= 0 or (kind == 'string' and n ~= 1))) then
 		return ferry_error('BADARGS', 'restore: job argument ' .. (#jobs + 1) .. ' is malformed')
 	end
 	jobs[#jobs + 1] = { el = wrap(m), k = k, kind = kind, from = from, n = n }
 	i = from + n
 end
 
-local made, kept = 0, 0
+local made, kept, named, nbytes = 0, 0, {}, {}
 local els = {}
 for j, e in ipairs(jobs) do
 	if e.k > 0 then
 		local key = KEYS[e.k]
 		if redis.call('EXISTS', key) == 1 then
 			kept = kept + 1
+			redis.call('PERSIST', key)
 		elseif e.kind == 'string' then
 			redis.call('SET', key, ARGV[e.from])
 			made = made + 1
@@ -51,9 +53,12 @@ for j, e in ipairs(jobs) do
 			end
 			made = made + 1
 		end
+		named[#named + 1] = key
+		nbytes[#nbytes + 1] = protected_bytes(key)
 	end
 	els[j] = e.el
 end
+count_protected(KEYS[2], protect_keys(KEYS[3], named, nbytes))
 push_all('LPUSH', KEYS[1], els)
 if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
 return { #els, made, kept }

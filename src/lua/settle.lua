@@ -2,9 +2,12 @@
 -- settle.lua - the outcome of a whole batch in one atomic step: done jobs
 -- vanish, failed ones go to delayed (attempts + 1, due after their backoff)
 -- or to dead; the processing list is emptied. A job's cache key (named by
--- the worker, "" for none) is deleted with a done job and made persistent
--- with a dead one, so it cannot expire while an operator decides.
--- KEYS: proc, delayed, dead, stats, bkeys, owners
+-- the worker, "" for none) is released with a done job (deleted with the
+-- last job that names it: release_keys, common.lua) and stays protected
+-- with a retried or dead one (no TTL: it cannot expire or be evicted while
+-- the job waits or an operator decides; a key no entry protected yet, from
+-- a job pushed without the enqueue script, is protected from here on).
+-- KEYS: proc, delayed, dead, stats, bkeys, owners, protected
 -- ARGV: worker id, master id, job count, then for each job that is not
 --       simply done
 --       (failed, or done with a cache key): its position in the processing
@@ -63,6 +66,7 @@ for b = 4, #ARGV, 6 do
 		-- and one of those batches could still commit late
 		if outcome == 'retry' then
 			retries[#retries + 1] = { now + tonumber(p), m }
+			if ck ~= '' then persists[#persists + 1] = ck end
 		else
 			deads[#deads + 1] = dead_entry(m, p, id, ARGV[1], now)
 			if outcome == 'missing' then
@@ -74,13 +78,24 @@ for b = 4, #ARGV, 6 do
 	end
 end
 
-for _, k in ipairs(dels) do redis.call('DEL', k) end
+local counted = -release_keys(KEYS[7], dels)
 for _, r in ipairs(retries) do
 	r[2].seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
 	redis.call('ZADD', KEYS[2], r[1], wrap(r[2]))
 end
 push_all('LPUSH', KEYS[3], deads)
+-- keys of failed jobs that no entry protects yet (pushed past the enqueue
+-- script): protected from here on
+local unprotected, ubytes = {}, {}
 for _, k in ipairs(persists) do redis.call('PERSIST', k) end
+for k, e in pairs(#persists > 0 and entries_of(KEYS[7], persists) or {}) do
+	if not e and redis.call('EXISTS', k) == 1 then
+		unprotected[#unprotected + 1] = k
+		ubytes[#ubytes + 1] = protected_bytes(k)
+	end
+end
+counted = counted + protect_keys(KEYS[7], unprotected, ubytes)
+count_protected(KEYS[4], counted)
 redis.call('DEL', KEYS[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end

@@ -7,7 +7,11 @@
  *   chaos_helper plan KEY=VALUE... the seeded fault schedule, on stdout
  *   chaos_helper produce KEY=VALUE... good jobs and the plan's hostile
  *                                  elements onto the ready lists
+ *   chaos_helper produce-cache KEY=VALUE... postgres jobs whose rows wait
+ *                                  in cache keys, through ferryctl enqueue
  *   chaos_helper foreign KEY=VALUE... create the foreign keys
+ *   chaos_helper churn KEY=VALUE...  an application's cache: keys with a
+ *                                  TTL, a few MB/s, so that Redis evicts
  *   chaos_helper check KEY=VALUE...  the checker; exit 1 on loss/duplicate
  *   chaos_helper check-modes KEY=VALUE... the checker of the upsert and
  *                                  two-table queues (modes.c)
@@ -28,6 +32,7 @@
 
 /* ------------------------------------------------------------- util */
 long long chaos_now_ms(void);
+long long chaos_epoch_ms(void);    /* CLOCK_REALTIME in ms */
 void chaos_sleep_ms(long ms);
 void chaos_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
     noreturn));
@@ -70,8 +75,18 @@ void chaos_buf_free(struct chaos_buf *b);
  * name; created by `foreign`, verified by `check`. */
 extern const char *const chaos_foreign_keys[];
 int chaos_foreign_create(redisContext *c);
-/* Number of foreign keys changed (each printed to stdout). */
+/* Number of foreign keys changed (each printed to stdout); app:session:1,
+ * which has a TTL, may be gone: evicted (volatile-lru). */
 int chaos_foreign_check(redisContext *c);
+
+/* The cache at the end of a run (chaos_helper.c): queues' stats
+ * cache_missing 0, no dead entry "cache key expired or evicted", no cache
+ * key of theirs (nor one under keyprefix without a TTL) nor protected
+ * entry left that no dead job names; prints the cached producer's
+ * (cache_stats) and the churn's (churn) reports. The number of failures. */
+int chaos_cache_check(redisContext *c, const char *prefix,
+    const char *const *queues, int nq, const char *keyprefix,
+    const char *cache_stats, const char *churn);
 
 /* The hostile element kinds (plan.c), NULL-terminated. */
 extern const char *const chaos_hostile_kinds[];
@@ -99,6 +114,8 @@ void chaos_modes_job(struct chaos_modes *m, int w, char *id, size_t idn,
 int chaos_servers_main(int argc, char **argv);
 int chaos_plan_main(int argc, char **argv);
 int chaos_produce_main(int argc, char **argv);
+int chaos_produce_cache_main(int argc, char **argv);
+int chaos_churn_main(int argc, char **argv);        /* churn.c */
 int chaos_check_main(int argc, char **argv);
 int chaos_modes_check_main(int argc, char **argv);
 int chaos_wait_main(int argc, char **argv);

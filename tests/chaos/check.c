@@ -12,20 +12,18 @@
  *   - every acknowledged exec job was handled at least once, or is dead;
  *   - no row of an unknown id; nothing left in ready, proc, delayed,
  *     requeue or any other list of a queue but dead; the foreign keys
- *     untouched.
+ *     untouched;
+ *   - with cache_ledger=FILE (produce-cache's jobs, "a|u|r ID ROWS"): each
+ *     such job's ROWS rows written exactly once (all or none, no row
+ *     twice), and the cache as chaos_cache_check wants it (keyprefix=,
+ *     cache_stats=FILE, churn=FILE: the reports it prints).
  * Prints the summary (rows, duplicates, lost, dead by reason) and the ids
  * of every failure; exit 1 on any. Uncertain jobs (their LPUSH got no
  * reply) may be missing, but never doubled; so may jobs whose LPUSH was
  * acknowledged but whose WAIT for the replicas was not ("r" in the ledger,
  * --failover: a failover may legitimately lose them); they are counted
  * apart. With sentinels=P1,P2,P3 master=NAME (wait and check) Redis is the
- * primary the sentinels name, not redis=PORT.
- *
- * `chaos_helper watch sentinels=... master=NAME t0_ms=EPOCH_MS seconds=S
- * pgq=Q execq=Q` (--failover) polls every 50 ms which primary the
- * sentinels name and the sum of both queues' done counters there; prints
- * "MS primary PORT" when the primary changes and "MS done PORT" at the
- * first job done on a primary after it changed (MS since t0). */
+ * primary the sentinels name, not redis=PORT. */
 #include "chaos.h"
 
 #include <jansson.h>
@@ -40,6 +38,8 @@
 struct entry {
 	char *key;
 	int acked, uncertain, unreplicated, rows, dead, handled, stuck;
+	int want, distinct;  /* rows a written job has (1, or its cached
+	                      * rows); rows with distinct n */
 	char *reason;  /* of its first dead entry */
 	struct entry *next;
 };
@@ -106,6 +106,14 @@ element_id(const char *el, size_t len, char *out, size_t size)
 }
 
 static void mark_stuck(const char *id);
+
+/* A job of produce-cache: pc-N, pk-N, pb-c-N, pb-k-N. */
+static int
+cached_id(const char *id)
+{
+	return (id[0] == 'p' && (id[1] == 'c' || id[1] == 'k') && id[2] == '-') ||
+	    (strncmp(id, "pb-", 3) == 0 && (id[3] == 'c' || id[3] == 'k'));
+}
 
 /* ------------------------------------------------------------- redis */
 
@@ -394,7 +402,12 @@ load_ledger(const char *path, long long *counts, long long *hostile)
 		}
 		if (strlen(line) < 3)
 			continue;
+		/* "a ID" or, cached jobs, "a ID ROWS" */
+		char *rows = strchr(line + 2, ' ');
+		if (rows != NULL)
+			*rows++ = '\0';
 		struct entry *e = get(line + 2, 1);
+		e->want = rows != NULL ? atoi(rows) : 1;
 		if (line[0] == 'a')
 			e->acked = 1;
 		else if (line[0] == 'r')
@@ -418,8 +431,8 @@ load_rows(const char *conninfo, const char *table, long long *rows,
 		return -1;
 	}
 	char sql[300];
-	snprintf(sql, sizeof(sql), "SELECT job_id, count(*) FROM %s GROUP BY "
-	    "job_id", table);
+	snprintf(sql, sizeof(sql), "SELECT job_id, count(*), count(DISTINCT n) "
+	    "FROM %s GROUP BY job_id", table);
 	PGresult *r = PQexec(pg, sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fprintf(stderr, "chaos check: %s", PQerrorMessage(pg));
@@ -441,6 +454,7 @@ load_rows(const char *conninfo, const char *table, long long *rows,
 			continue;
 		}
 		e->rows += n;
+		e->distinct += atoi(PQgetvalue(r, i, 2));
 	}
 	PQclear(r);
 	PQfinish(pg);
@@ -485,7 +499,10 @@ chaos_check_main(int argc, char **argv)
 	queue_names[0] = chaos_arg(argc, argv, "pgq", "chaos_pg");
 	queue_names[1] = chaos_arg(argc, argv, "execq", "chaos_exec");
 	long long jobs[2] = { 0, 0 }, hostile = 0, rows = 0, foreign_rows = 0;
-	if (load_ledger(chaos_arg(argc, argv, "ledger", ""), jobs, &hostile) != 0)
+	long long cjobs[2] = { 0, 0 }, chostile = 0;
+	const char *cledger = chaos_arg(argc, argv, "cache_ledger", NULL);
+	if (load_ledger(chaos_arg(argc, argv, "ledger", ""), jobs, &hostile) != 0 ||
+	    (cledger != NULL && load_ledger(cledger, cjobs, &chostile) != 0))
 		chaos_die("check: no ledger");
 	if (load_rows(chaos_arg(argc, argv, "pg", ""),
 	    chaos_arg(argc, argv, "table", "chaos_rows"), &rows, &foreign_rows))
@@ -498,7 +515,6 @@ chaos_check_main(int argc, char **argv)
 	for (int q = 0; q < 2; q++)
 		left += chaos_leftovers(c, prefix, queue_names[q], 1, on_dead);
 	int foreign = chaos_foreign_check(c);
-	redisFree(c);
 
 	struct failures dup = { "duplicate rows (written more than once)", 0, { 0 } },
 	    lost = { "lost (acknowledged by Redis, neither written nor dead)", 0,
@@ -508,7 +524,10 @@ chaos_check_main(int argc, char **argv)
 	    badw = { "refused rows written", 0, { 0 } },
 	    noreason = { "dead without a reason", 0, { 0 } },
 	    stuck = { "stuck (still in a ready, processing or retry list)", 0,
+		{ 0 } },
+	    part = { "written in part, or a row of them twice (cached jobs)", 0,
 		{ 0 } };
+	long long cached_rows = 0, cached_written = 0;
 	long long handled_twice = 0, handled = 0, uncertain = 0, unpushed = 0;
 	long long unrepl = 0, unrepl_lost = 0;
 	/* the absent "may be lost" ones, as runs of consecutive ids (the
@@ -543,8 +562,15 @@ chaos_check_main(int argc, char **argv)
 				continue;
 			}
 			int bad = strncmp(e->key, "pb-", 3) == 0;
-			if (e->rows > 1)
+			if (cached_id(e->key)) {
+				cached_rows += e->rows;
+				cached_written += e->rows > 0;
+			}
+			if (e->rows > e->want)
 				fail(&dup, e->key);
+			else if (e->rows > 0 && (e->rows < e->want ||
+			    e->distinct != e->rows))
+				fail(&part, e->key);
 			if (e->rows > 0 && bad)
 				fail(&badw, e->key);
 			else if (e->rows > 0 && e->dead)
@@ -554,7 +580,9 @@ chaos_check_main(int argc, char **argv)
 					fail(&lost, e->key);
 				else if (e->unreplicated) {
 					unrepl_lost++;
-					long long n = atoll(strchr(e->key, '-') + 1);
+					/* the range: of p-N and pb-N, not of cached ids */
+					long long n = cached_id(e->key) ? 0 :
+					    atoll(strchr(e->key, '-') + 1);
 					if (n > 0 && n < (long long)sizeof(absent)) {
 						absent[n] = 1;
 						max_id = n > max_id ? n : max_id;
@@ -594,110 +622,39 @@ chaos_check_main(int argc, char **argv)
 	printf("chaos: %s: rows %lld (%lld of hostile documents), duplicates "
 	    "%lld, lost %lld\n", queue_names[0], rows, foreign_rows, dup.n,
 	    lost.n);
+	if (cledger != NULL)
+		printf("chaos: %s: of them %lld jobs whose rows waited in cache keys "
+		    "(%lld written: %lld rows), written in part %lld\n",
+		    queue_names[0], cjobs[0], cached_written, cached_rows, part.n);
 	print_reasons(0);
 	printf("chaos: %s: handled %lld (more than once %lld)\n", queue_names[1],
 	    handled, handled_twice);
 	print_reasons(1);
 	printf("chaos: redis: %lld jobs left outside dead, %d foreign keys "
 	    "changed\n", left, foreign);
+	int cache_fails = cledger == NULL ? 0 : chaos_cache_check(c, prefix,
+	    queue_names, 2, chaos_arg(argc, argv, "keyprefix", NULL),
+	    chaos_arg(argc, argv, "cache_stats", NULL), chaos_arg(argc, argv,
+	    "churn", NULL));
+	redisFree(c);
 	print_fail(&dup);
 	print_fail(&lost);
 	print_fail(&deadw);
 	print_fail(&badw);
 	print_fail(&noreason);
 	print_fail(&stuck);
+	print_fail(&part);
 	if (left > 0)
 		printf("chaos: FAIL %lld jobs left in ready/proc/delayed/requeue "
 		    "lists\n", left);
 	if (foreign > 0)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
 	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
-	    left != 0 || foreign;
-	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck };
+	    part.n || left != 0 || foreign || cache_fails;
+	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck,
+		&part };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		chaos_buf_free(&all[i]->ids);
 	return failed ? 1 : 0;
 }
 
-/* ------------------------------------------------------------- watch */
-
-static long long
-epoch_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long
-done_sum(redisContext *c, const char *prefix, const char *const *q)
-{
-	long long sum = 0;
-	for (int i = 0; i < 2; i++) {
-		redisReply *r = redisCommand(c, "HGET %s:{%s}:stats done", prefix,
-		    q[i]);
-		if (r == NULL)
-			return -1;
-		if (r->type == REDIS_REPLY_STRING)
-			sum += atoll(r->str);
-		freeReplyObject(r);
-	}
-	return sum;
-}
-
-int
-chaos_watch_main(int argc, char **argv)
-{
-	const char *sentinels = chaos_arg(argc, argv, "sentinels", NULL);
-	const char *master = chaos_arg(argc, argv, "master", "ferry");
-	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
-	const char *q[2] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
-		chaos_arg(argc, argv, "execq", "chaos_exec") };
-	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", epoch_now_ms());
-	long long end = chaos_now_ms() + chaos_arg_ll(argc, argv, "seconds",
-	    600) * 1000;
-	if (sentinels == NULL)
-		chaos_die("watch: needs sentinels=");
-	int cur = -1, waiting = 0;
-	long long base = -1;
-	redisContext *c = NULL;
-	while (chaos_now_ms() < end) {
-		int port = -1;
-		if (c == NULL || c->err) {
-			if (c != NULL)
-				redisFree(c);
-			c = chaos_redis_primary(sentinels, master, 500, &port);
-			if (c == NULL) {
-				chaos_sleep_ms(50);
-				continue;
-			}
-			if (port != cur) {
-				if (cur > 0) {
-					printf("%lld primary %d\n", epoch_now_ms() - t0, port);
-					waiting = 1;
-					base = -1;
-				}
-				cur = port;
-			}
-		}
-		long long d = done_sum(c, prefix, q);
-		if (d >= 0 && base < 0)
-			base = d;
-		else if (d > base && waiting) {
-			printf("%lld done %d\n", epoch_now_ms() - t0, cur);
-			waiting = 0;
-		}
-		/* asked again every time: a demoted primary answers reads */
-		redisReply *r = redisCommand(c, "ROLE");
-		int master_now = r != NULL && r->type == REDIS_REPLY_ARRAY &&
-		    r->elements > 0 && strcmp(r->element[0]->str, "master") == 0;
-		if (r != NULL)
-			freeReplyObject(r);
-		if (!master_now && c->err == 0)
-			c->err = REDIS_ERR_OTHER;  /* find the primary again */
-		chaos_sleep_ms(50);
-	}
-	if (c != NULL)
-		redisFree(c);
-	return 0;
-}

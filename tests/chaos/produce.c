@@ -1,4 +1,5 @@
-/* produce.c - `chaos_helper produce ...`: the producers of a chaos run.
+/* produce.c - `chaos_helper produce ...`: the producers of a chaos run
+ * (and produce_cache.c, `produce-cache ...`).
  * Every 100 ms one LPUSH of good jobs onto each queue's ready list, and at
  * the plan's times a hostile element between them. Good jobs:
  *   pg:   {"id":"p-N","data":{"job_id":"p-N","n":N,"pad":"..."}}, and every
@@ -22,13 +23,22 @@
  * pg_rate=N exec_rate=N (jobs/s) pgq=NAME execq=NAME prefix=P
  * max_job_bytes=N; with mledger=FILE up_rate=N tb_rate=N seed=N keys=N
  * upq=NAME tbq=NAME also the upsert and two-table queues' jobs (modes.c),
- * their ledger lines in mledger. */
+ * their ledger lines in mledger.
+ *
+ * produce-cache: the postgres queue's jobs whose rows wait in cache keys,
+ * pushed by `ferryctl enqueue` as an application pushes them (below). */
 #include "chaos.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct producer {
 	redisContext *c;
@@ -45,14 +55,6 @@ struct producer {
 	struct chaos_modes modes;      /* the jobs of [2] and [3] */
 	FILE *mledger;                 /* their ledger */
 };
-
-static long long
-epoch_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 static void
 reconnect(struct producer *p)
@@ -83,8 +85,8 @@ wait_replicas(struct producer *p)
 }
 
 /* LPUSH n elements; 1 acknowledged, 0 unknown (sent, no reply), -1 not
- * sent (no connection), 2 acknowledged by Redis but not by the replicas
- * (with sentinels=). */
+ * sent (no connection, LOADING), 2 acknowledged by Redis but not by the
+ * replicas (with sentinels=). */
 static int
 lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 {
@@ -110,9 +112,14 @@ lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 		if (r == NULL && p->c->err == 0)
 			p->c->err = REDIS_ERR_IO;
 		if (r != NULL && !ok) {
-			/* an error reply (LOADING, OOM): nothing went in, but
-			 * count it as unknown rather than assume */
-			fprintf(stderr, "chaos produce: LPUSH: %.200s\n", r->str);
+			/* an error reply (OOM): nothing went in, but count it
+			 * as unknown rather than assume; LOADING (Redis reads
+			 * its AOF: the churn's data make that seconds) runs
+			 * nothing: the same jobs again */
+			if (strncmp(r->str, "LOADING", 7) == 0)
+				ok = -1;
+			else
+				fprintf(stderr, "chaos produce: LPUSH: %.200s\n", r->str);
 		}
 		if (r != NULL)
 			freeReplyObject(r);
@@ -350,7 +357,7 @@ chaos_produce_main(int argc, char **argv)
 	p.replicas = chaos_arg_ll(argc, argv, "replicas", 2);
 	p.wait_ms = chaos_arg_ll(argc, argv, "wait_ms", 500);
 	long long seconds = chaos_arg_ll(argc, argv, "seconds", 60);
-	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", epoch_ms());
+	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", chaos_epoch_ms());
 	long long rate[4] = { chaos_arg_ll(argc, argv, "pg_rate", 100),
 		chaos_arg_ll(argc, argv, "exec_rate", 50),
 		chaos_arg_ll(argc, argv, "up_rate", 0),
@@ -383,7 +390,7 @@ chaos_produce_main(int argc, char **argv)
 	int have_line = fgets(line, sizeof(line), pf) != NULL;
 	long long pushed[4] = { 0, 0, 0, 0 };
 	for (;;) {
-		long long now = epoch_ms() - t0;
+		long long now = chaos_epoch_ms() - t0;
 		if (now >= seconds * 1000)
 			break;
 		while (have_line && atoll(line) <= now) {
@@ -397,7 +404,7 @@ chaos_produce_main(int argc, char **argv)
 			long long n = rate[q] * now / 1000 - pushed[q];
 			pushed[q] += good_jobs(&p, q, n > 64 ? 64 : (int)n);
 		}
-		long long spent = epoch_ms() - t0 - now;
+		long long spent = chaos_epoch_ms() - t0 - now;
 		chaos_sleep_ms(spent >= 90 ? 10 : (long)(100 - spent));
 	}
 	fclose(pf);
@@ -411,3 +418,4 @@ chaos_produce_main(int argc, char **argv)
 	chaos_buf_free(&p.last_good[1]);
 	return 0;
 }
+

@@ -13,6 +13,9 @@
  *   uncut NAME                    forward again
  *   quit (or end of input)        stop everything, remove the servers' dirs
  * The servers die with this process (PR_SET_PDEATHSIG), proxies with it.
+ * maxmemory=BYTES among the arguments: every redis-server runs with that
+ * maxmemory and maxmemory-policy volatile-lru (the cache and the queue in
+ * one Redis, README "One Redis for the cache and the queue"), restarts too.
  *
  * `chaos_helper servers ha=NAME LINK...` (scripts/chaos --failover): Redis
  * is a primary, two replicas and three sentinels watching it as NAME
@@ -266,9 +269,12 @@ proxy_thread(void *arg)
 
 /* ------------------------------------------------------------ servers */
 
-static const char *const redis_args[] = {
+/* the last four are --maxmemory N --maxmemory-policy volatile-lru with
+ * maxmemory= (set by chaos_servers_main), NULL otherwise */
+static const char *redis_args[] = {
 	"--appendonly", "yes", "--appendfsync", "always",
 	"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", NULL,
+	NULL, NULL, NULL, NULL,
 };
 
 #define NNODES 3
@@ -522,7 +528,14 @@ chaos_servers_main(int argc, char **argv)
 		chaos_die("servers: pipe: %s", strerror(errno));
 	fcntl(ctl_pipe[0], F_SETFL, O_NONBLOCK);
 	const char *ha_name = chaos_arg(argc, argv, "ha", NULL);
+	const char *maxmemory = chaos_arg(argc, argv, "maxmemory", NULL);
 	ha = ha_name != NULL;
+	if (maxmemory != NULL) {
+		const char *mm[] = { "--maxmemory", maxmemory, "--maxmemory-policy",
+			"volatile-lru" };
+		for (size_t i = 0; i < 4; i++)
+			redis_args[8 + i] = mm[i];
+	}
 	if (test_redis_start(&redis, redis_args) != 0)
 		chaos_die("servers: redis-server did not start");
 	for (int i = 1; ha && i < NNODES; i++) {
@@ -548,7 +561,8 @@ chaos_servers_main(int argc, char **argv)
 		    sentinels.s[1].port, sentinels.s[2].port);
 	printf("pg %d %s\n", pg.port, pg.dir);
 	for (int i = 1; i < argc && nlinks < MAX_LINKS; i++) {
-		if (strncmp(argv[i], "ha=", 3) == 0)
+		if (strncmp(argv[i], "ha=", 3) == 0 ||
+		    strncmp(argv[i], "maxmemory=", 10) == 0)
 			continue;
 		struct link *l = &links[nlinks];
 		const char *colon = strchr(argv[i], ':');

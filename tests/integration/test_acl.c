@@ -73,7 +73,7 @@ setup(const char *ferryd_extra)
 {
 	h_setup(&d, ferryd_extra, QUEUE);
 	cr_assert_eq(readme_acl("ACL SETUSER ferry ", ">" FERRY_PW), 1);
-	cr_assert_eq(readme_acl("ACL SETUSER producer ", ">producer-pw"), 3);
+	cr_assert_eq(readme_acl("ACL SETUSER producer ", ">producer-pw"), 4);
 	freeReplyObject(h_redis(&d, "ACL SETUSER admin on >admin-pw ~* &* "
 	    "+@all"));
 	freeReplyObject(h_redis(&d, "AUTH admin admin-pw"));

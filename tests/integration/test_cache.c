@@ -82,6 +82,34 @@ dead_reason(const char *id)
 	return reason;
 }
 
+/* How many cache keys ferryctl enqueue --cache made for job `id` exist
+ * (each job's key is ferry:{q}:cache:ID:<16 hex>). */
+static long long
+keys_of(const char *id)
+{
+	redisReply *r = h_redis(&d, "KEYS ferry:{q}:cache:%s:????????????????",
+	    id);
+	long long n = (long long)r->elements;
+
+	freeReplyObject(r);
+	return n;
+}
+
+/* The one cache key of job `id` (static). */
+static const char *
+key_of(const char *id)
+{
+	static char key[256];
+	redisReply *r = h_redis(&d, "KEYS ferry:{q}:cache:%s:????????????????",
+	    id);
+
+	cr_assert_eq(r->elements, 1, "job %s has %zu cache keys", id,
+	    r->elements);
+	snprintf(key, sizeof(key), "%s", r->element[0]->str);
+	freeReplyObject(r);
+	return key;
+}
+
 static void
 setup_exec(const char *extra, bool fail_all)
 {
@@ -105,11 +133,13 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	    "{\"id\":\"a\",\"data\":{\"x\":1}}", NULL), 0);
 	cr_assert_str_eq(out, "a\n");
 	free(out);
-	long long pttl = h_redis_int(&d, "PTTL ferry:{q}:cache:a");
-	cr_assert(pttl > 23 * 3600000LL && pttl <= 24 * 3600000LL, "%lld", pttl);
+	/* protected while the job lives: no TTL, whatever --cache-ttl says */
+	cr_assert_eq(h_redis_int(&d, "PTTL %s", key_of("a")), -1);
+	cr_assert_eq(h_redis_int(&d, "HEXISTS ferry:{q}:protected %s",
+	    key_of("a")), 1);
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache-ttl", "600", "q",
 	    "{\"id\":\"b\",\"data\":{\"fail-me\":1}}", NULL), 0);
-	cr_assert_leq(h_redis_int(&d, "TTL ferry:{q}:cache:b"), 600);
+	cr_assert_eq(h_redis_int(&d, "PTTL %s", key_of("b")), -1);
 	freeReplyObject(h_redis(&d, "HSET ferry:{q}:cache:h f v"));
 	freeReplyObject(h_redis(&d, "LPUSH ferry:{q}:ready %s %s %s",
 	    "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}",
@@ -118,9 +148,9 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 2, "HGET ferry:{q}:stats done");
 	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:a"), 0);
+	cr_assert_eq(keys_of("a"), 0);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:h"), 0);
-	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:b"), -1);
+	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("b")), -1);
 	cr_assert_str_eq(dead_reason("b"), "failed by the handler");
 	cr_assert_str_eq(dead_reason("c"), "cache key expired or evicted");
 	cr_assert_str_eq(dead_reason("own"), "cache_key \"ferry:{q}:ready\" is "
@@ -148,7 +178,11 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	unlink(flag);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "retry", "q", "b", NULL), 0);
 	h_wait_redis_int(&d, 3, "HGET ferry:{q}:stats done");
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:b"), 0);
+	cr_assert_eq(keys_of("b"), 0);
+	/* nothing protected, nothing counted, once every job is done */
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:protected"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats protected_bytes"),
+	    0);
 	h_stop(&d);
 }
 
@@ -275,13 +309,13 @@ Test(cache, chunks_arrive_once)
 	cr_assert_eq(ctl(doc, NULL, "enqueue", "--cache", "--chunk-rows", "1000",
 	    "q", "-", NULL), 0);
 	free(doc);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:cached:0 "
-	    "ferry:{q}:cache:cached:1 ferry:{q}:cache:cached:2"), 3);
+	cr_assert_eq(keys_of("cached:0") + keys_of("cached:1") +
+	    keys_of("cached:2"), 3);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 14, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 14);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:cached:0 "
-	    "ferry:{q}:cache:cached:1 ferry:{q}:cache:cached:2"), 0);
+	cr_assert_eq(keys_of("cached:0") + keys_of("cached:1") +
+	    keys_of("cached:2"), 0);
 	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
 	char *text = h_read_file(path);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -338,10 +372,10 @@ Test(cache, dead_entries_archived_beyond_dead_max)
 	free(text);
 	unlink(path);
 	cr_assert_eq(lines, 7);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
-	    "ferry:{q}:cache:j6"), 0);
-	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j7"), -1);
-	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:j11"), -1);
+	cr_assert_eq(keys_of("j0") + keys_of("j6"), 0);
+	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("j7")), -1);
+	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("j11")), -1);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 5);
 	h_stop(&d);
 }
 
@@ -383,8 +417,8 @@ Test(cache, postgres_rows_from_cache_keys)
 	cr_assert_str_eq(b, "z");
 	free(b);
 	cr_assert(strstr(dead_reason("l"), "cache key holds a list") != NULL);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p "
-	    "ferry:{q}:cache:h"), 0);
+	cr_assert_eq(keys_of("p") + h_redis_int(&d, "EXISTS ferry:{q}:cache:h"),
+	    0);
 	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:l"), -1);
 	h_stop(&d);
 }
@@ -431,7 +465,8 @@ Test(cache, replay_of_a_lost_settle_after_the_cache_key_expired)
 	h_stop(&d);
 }
 
-/* Purging dead jobs deletes the cache keys they kept. */
+/* Purging dead jobs deletes the cache keys they kept, and the entries
+ * that protected them. */
 Test(cache, purge_deletes_cache_keys)
 {
 	setup_exec("", true);
@@ -440,15 +475,18 @@ Test(cache, purge_deletes_cache_keys)
 	    NULL), 0);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
-	cr_assert_eq(h_redis_int(&d, "TTL ferry:{q}:cache:p0"), -1);
+	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("p0")), -1);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 3);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "p0", NULL), 0);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p0"), 0);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p1 "
-	    "ferry:{q}:cache:p2"), 2);
+	cr_assert_eq(keys_of("p0"), 0);
+	cr_assert_eq(keys_of("p1") + keys_of("p2"), 2);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 2);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "--all", NULL), 0);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:p1 "
-	    "ferry:{q}:cache:p2"), 0);
+	cr_assert_eq(keys_of("p1") + keys_of("p2"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:protected"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats protected_bytes"),
+	    0);
 	h_stop(&d);
 }
 
@@ -464,7 +502,7 @@ Test(cache, enqueue_refuses_oversized_cache_values)
 	cr_assert_eq(strlen(doc), 64);
 	setup_exec("max_job_bytes = 64\n", false);
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", doc, NULL), 65);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:x"), 0);
+	cr_assert_eq(keys_of("x"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 0);
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache", "q", "{\"id\":\"y\","
 	    "\"data\":{\"pad\":\"01234567890123456789\"}}", NULL), 0);
@@ -500,12 +538,17 @@ Test(cache, archived_entries_are_restored)
 	h_wait_log(&d, "archived", 1);
 	h_wait_redis_int(&d, 2, "LLEN ferry:{q}:dead");
 	cr_assert_eq(h_count_in_file(path, "\"queue\":\"q\""), 6);
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
-	    "ferry:{q}:cache:h ferry:{q}:cache:l"), 0, "trimmed keys are gone");
+	cr_assert_eq(keys_of("j0") + h_redis_int(&d, "EXISTS ferry:{q}:cache:h "
+	    "ferry:{q}:cache:l"), 0, "trimmed keys are gone");
 
 	/* lines that are not entries: nothing is restored */
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	char *text = h_read_file(path);
+	/* j1's own key, as the archive names it */
+	char j1_key[80];
+	const char *at_key = strstr(text, "ferry:{q}:cache:j1:");
+	cr_assert_not_null(at_key, "%s", text);
+	snprintf(j1_key, sizeof(j1_key), "%.35s", at_key);
 	h_write_file(bad, "%snot json\n{\"queue\":\"q\",\"job\":"
 	    "\"{\\\"cache_key\\\":\\\"ferry:{q}:cache:z\\\"}\",\"cache\":5}\n",
 	    text);
@@ -523,7 +566,7 @@ Test(cache, archived_entries_are_restored)
 	free(again);
 	free(text);
 	unlink(path);
-	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:j1 newer"));
+	freeReplyObject(h_redis(&d, "SET %s newer", j1_key));
 	char flag[400];                 /* the handler fails no more */
 	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
 	unlink(flag);
@@ -543,8 +586,11 @@ Test(cache, archived_entries_are_restored)
 	    2);
 	cr_assert_eq(h_count_in_file(path, "\"cache\":[\"a\",\"b\"]}"), 2);
 	/* done jobs took their keys with them */
-	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:j0 "
-	    "ferry:{q}:cache:j1 ferry:{q}:cache:h ferry:{q}:cache:l"), 0);
+	cr_assert_eq(keys_of("j0") + keys_of("j1") + h_redis_int(&d,
+	    "EXISTS ferry:{q}:cache:h ferry:{q}:cache:l"), 0);
+	/* only the keys of the two jobs still dead stay protected */
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 2);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 2);
 	h_assert_queue_empty(&d, "q");
 	h_stop(&d);
 }

@@ -187,7 +187,9 @@ Test(ctl, stats_of_every_list_and_counter)
 	    "and its jobs went back to the queue; its name is kept 30 s so that "
 	    "it cannot fetch again)\n", "enqueued 10, done 4,"
 	    " retried 0, deadlettered 5, recovered 0, replayed 0, "
-	    "cache_missing 0\n", NULL }; *s; s++)
+	    "cache_missing 0, cache_orphans 0, protected_lost 0\n",
+	    "memory       ", "; 0 protected cache keys (0 B)\n", NULL }; *s;
+	    s++)
 		cr_assert_not_null(strstr(r.out, *s), "no \"%s\" in:\n%s", *s,
 		    r.out);
 	cr_assert_null(strstr(r.out, "dead:"), "%s", r.out);

@@ -542,24 +542,24 @@ Test(dead, enqueue_refuses_a_wrapper_looking_document, .init = setup)
  * one malformed job pushes nothing and creates no key. */
 Test(dead, restore_lua_writes_nothing_on_bad_arguments, .init = setup)
 {
-	const char *argv[] = { k.requeue, k.stats, "ferry:{q}:cache:a",
-	    "{\"id\":1}", "1", "s:1", "3", "string", "1", "value",
-	    "{\"id\":2}", "x", "0", "", "0" };
-	redisReply *r = queue_script(d.rc, LUA_RESTORE, 3, 15, argv, NULL);
+	const char *argv[] = { k.requeue, k.stats, k.protected,
+	    "ferry:{q}:cache:a", "{\"id\":1}", "1", "s:1", "4", "string", "1",
+	    "value", "{\"id\":2}", "x", "0", "", "0" };
+	redisReply *r = queue_script(d.rc, LUA_RESTORE, 4, 16, argv, NULL);
 
 	reply_ok(r, REDIS_REPLY_ERROR);
 	cr_assert_eq(strncmp(r->str, "BADARGS ", 8), 0, "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s %s ferry:{q}:cache:a", k.requeue,
 	    k.stats), 0);
-	argv[11] = "0";                 /* now both are well formed */
-	argv[12] = "0";
-	argv[13] = "";
-	argv[14] = "0";
-	r = queue_script(d.rc, LUA_RESTORE, 3, 14, argv, NULL);
+	argv[12] = "0";                 /* now both are well formed */
+	argv[13] = "0";
+	argv[14] = "";
+	argv[15] = "0";
+	r = queue_script(d.rc, LUA_RESTORE, 4, 15, argv, NULL);
 	reply_ok(r, REDIS_REPLY_ERROR);         /* one argument short */
 	freeReplyObject(r);
-	r = queue_script(d.rc, LUA_RESTORE, 3, 15, argv, NULL);
+	r = queue_script(d.rc, LUA_RESTORE, 4, 16, argv, NULL);
 	reply_ok(r, REDIS_REPLY_ARRAY);
 	cr_assert_eq(r->element[0]->integer, 2);
 	cr_assert_eq(r->element[1]->integer, 1);

@@ -397,7 +397,7 @@ Test(delayed, bad_values_are_refused)
 static redisReply *
 enqueue(const char *marker, int njobs, const char *const *docs)
 {
-	const char *argv[32] = { READY, SCHEDULED, "0", "0", "0", marker };
+	const char *argv[32] = { READY, SCHEDULED, "0", "0", "1", marker };
 	size_t lens[32];
 	int argc = 6;
 

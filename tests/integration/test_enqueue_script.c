@@ -4,8 +4,9 @@
  * documents (invalid UTF-8, non-objects, forged wrappers, too large, too
  * deep, what cjson accepts but strict JSON does not) get the same verdict
  * from both; a refused job pushes nothing, names its index, and takes its
- * whole call with it; cache keys get their TTL in the same step; the memory
- * refusal says what ferryctl says. */
+ * whole call with it; cache keys are written or protected (no TTL, counted
+ * in the protected hash) in the same step; the memory refusal says what
+ * ferryctl says. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,13 @@
 #include "harness.h"
 #include "job.h"
 #include "lua_scripts.h"
+#include "memory_check.h"
 #include "queue.h"
 #include "wrapper.h"
 
 #define READY "ferry:{q}:ready"
 #define CACHE "ferry:{q}:cache:"
+#define FIXED_KEYS READY, "ferry:{q}:protected", "ferry:{q}:stats"
 #define BIG (1L << 20)
 
 static struct ferryd d;
@@ -36,14 +39,16 @@ static redisReply *
 enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
     const size_t *lens)
 {
-	const char **argv = calloc((size_t)(4 + 3 * n), sizeof(*argv));
-	size_t *len = calloc((size_t)(4 + 3 * n), sizeof(*len));
+	const char *fixed[] = { FIXED_KEYS };
+	const char **argv = calloc((size_t)(7 + 3 * n), sizeof(*argv));
+	size_t *len = calloc((size_t)(7 + 3 * n), sizeof(*len));
 	char max[24], pct[24];
 	int a = 0;
 
 	snprintf(max, sizeof(max), "%ld", max_bytes);
 	snprintf(pct, sizeof(pct), "%d", refuse_pct);
-	argv[a] = READY, len[a++] = strlen(READY);
+	for (int k = 0; k < 3; k++)
+		argv[a] = fixed[k], len[a++] = strlen(fixed[k]);
 	argv[a] = max, len[a++] = strlen(max);
 	argv[a] = pct, len[a++] = strlen(pct);
 	argv[a] = "0", len[a++] = 1;
@@ -52,7 +57,7 @@ enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
 		argv[a] = "0", len[a++] = 1;
 		argv[a] = "", len[a++] = 0;
 	}
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, a, argv, len);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, a, argv, len);
 	cr_assert_not_null(r, "enqueue.lua: %s", d.rc->errstr);
 	free(argv);
 	free(len);
@@ -94,6 +99,15 @@ agree(const char *doc, size_t len, long max_bytes)
 		cr_assert_eq(r->element[0]->integer, 1);
 	}
 	freeReplyObject(r);
+	/* a valid document naming a cache_key that this call does not pass
+	 * (so that it could not be protected): the script refuses the call,
+	 * not the document */
+	if (c == NULL && lua != NULL && strncmp(lua, "it names cache_key ",
+	    19) == 0) {
+		cr_assert_eq(h_redis_int(&d, "LLEN " READY), before);
+		free(lua);
+		return NULL;
+	}
 	cr_assert_eq(c != NULL, lua != NULL, "%.80s (%zu bytes): C says %s, "
 	    "enqueue.lua says %s", doc, len, c ? c : "valid",
 	    lua ? lua : "valid");
@@ -273,13 +287,13 @@ Test(enqueue_script, all_or_nothing)
  * still refused), not the JSON ones. */
 Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 {
-	const char *argv[] = { READY, "100", "0", "0", "checked", "{\"a\":",
-	    "0", "", "{\"ferry\":1,\"job\":{}}", "0", "" };
+	const char *argv[] = { FIXED_KEYS, "100", "0", "1", "checked",
+	    "{\"a\":", "0", "", "{\"ferry\":1,\"job\":{}}", "0", "" };
 	size_t n = sizeof(argv) / sizeof(argv[0]);
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
 	/* a forged wrapper: refused even so, and nothing pushed */
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n, argv, NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "INVALID 2 it starts with {\"ferry\":1,", 36)
@@ -287,47 +301,115 @@ Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
 	/* the JSON is not looked at: the worker will refuse this one */
-	r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n - 3, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 1);
 	freeReplyObject(r);
 	/* a word other than "checked" there is refused */
-	argv[4] = "trusted";
-	r = queue_script(d.rc, LUA_ENQUEUE, 1, (int)n - 3, argv, NULL);
+	argv[6] = "trusted";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
 	freeReplyObject(r);
 	h_stop(&d);
 }
 
-/* The cache key is SET with its TTL in the same step as the push. */
-Test(enqueue_script, cache_keys_get_their_ttl)
+/* The cache key is written in the same step as the push, with no TTL,
+ * and counted in the protected hash ("REFS BYTES") and protected_bytes. */
+Test(enqueue_script, cache_keys_are_written_protected)
 {
-	const char *argv[] = { READY, CACHE "j1", "1048576", "90", "60000",
-	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1\"}", "2", "[[1,2]]",
+	const char *argv[] = { FIXED_KEYS, CACHE "j1:0a", "1048576", "90", "0",
+	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1:0a\"}", "4", "[[1,2]]",
 	    "{\"id\":\"j2\"}", "0", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n, argv, NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 2);
 	cr_assert_str_eq(r->element[1]->str, "");
 	freeReplyObject(r);
-	long long ttl = h_redis_int(&d, "PTTL " CACHE "j1");
-	cr_assert(ttl > 50000 && ttl <= 60000, "PTTL %lld", ttl);
-	r = h_redis(&d, "GET " CACHE "j1");
+	cr_assert_eq(h_redis_int(&d, "PTTL " CACHE "j1:0a"), -1, "no TTL");
+	r = h_redis(&d, "GET " CACHE "j1:0a");
 	cr_assert_str_eq(r->str, "[[1,2]]");
 	freeReplyObject(r);
+	r = h_redis(&d, "HGET ferry:{q}:protected " CACHE "j1:0a");
+	long long refs, bytes;
+	cr_assert_eq(sscanf(r->str, "%lld %lld", &refs, &bytes), 2, "%s",
+	    r->str);
+	cr_assert_eq(refs, 1);
+	cr_assert_eq(bytes, (long long)strlen(CACHE "j1:0a") + 7 + 56);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats protected_bytes"),
+	    bytes);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
-	/* a key index without a TTL is refused, before anything is written */
-	argv[4] = "0";
-	argv[1] = CACHE "j3";
-	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n, argv, NULL);
+	/* a value may be written only in the queue's cache space */
+	argv[3] = "ferry:{q}:requeue";
+	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
 	freeReplyObject(r);
-	cr_assert_eq(h_redis_int(&d, "EXISTS " CACHE "j3"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:requeue"), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
+	h_stop(&d);
+}
+
+/* An application's key that a job names (-K) is protected as it is: its
+ * TTL removed, counted once however many jobs name it. It must exist, and
+ * lie in the queue's cache space or under a "prefix=" option; ferry's own
+ * keys never. Without "checked", a document naming a key the caller did
+ * not declare is refused (it would not be protected). */
+Test(enqueue_script, application_keys_are_protected)
+{
+	const char *argv[] = { FIXED_KEYS, "app:c:1", "0", "0", "1",
+	    "prefix=app:c:", "{\"id\":1,\"cache_key\":\"app:c:1\"}", "-4", "",
+	    "{\"id\":2,\"cache_key\":\"app:c:1\"}", "-4", "" };
+	size_t n = sizeof(argv) / sizeof(*argv);
+	redisReply *r;
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	/* not there yet: refused, nothing written */
+	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert_str_eq(r->str, "INVALID 1 cache_key \"app:c:1\" does not "
+	    "exist: write the key before the job that names it");
+	freeReplyObject(r);
+	freeReplyObject(h_redis(&d, "SET app:c:1 [{\"a\":1}] PX 60000"));
+	/* outside the prefixes: refused */
+	argv[7] = "prefix=other:";
+	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "is outside the queue's cache space "
+	    "ferry:{q}:cache: and cache_key_prefixes") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_gt(h_redis_int(&d, "PTTL app:c:1"), 0);
+	argv[7] = "prefix=app:c:";
+	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->element[0]->integer, 2);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "PTTL app:c:1"), -1);
+	r = h_redis(&d, "HGET ferry:{q}:protected app:c:1");
+	cr_assert_eq(strncmp(r->str, "2 ", 2), 0, "%s", r->str);
+	freeReplyObject(r);
+	/* ferry's own keys, whatever the prefixes */
+	argv[3] = "ferry:{q}:stats";
+	argv[7] = "prefix=ferry:";
+	argv[8] = "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}";
+	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n - 3, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 1 cache_key \"ferry:{q}:stats\" is "
+	    "outside") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	/* a document naming a key the caller did not pass */
+	const char *undeclared[] = { FIXED_KEYS, "0", "0", "0",
+	    "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}", "0", "" };
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, 9, undeclared, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 1 it names cache_key "
+	    "\"ferry:{q}:stats\": the caller must pass that key") != NULL, "%s",
+	    r->str);
+	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
 	h_stop(&d);
 }
@@ -346,8 +428,10 @@ Test(enqueue_script, refuses_above_memory_refuse_percent)
 	cr_assert_eq(sscanf(r->str, "FULL %d %d ", &pct, &limit), 2, "%s",
 	    r->str);
 	cr_assert_eq(limit, 1);
-	cr_assert(strstr(r->str, "% full (memory_refuse_percent 1): not "
-	    "enqueueing; drain the queue or raise maxmemory") != NULL, "%s",
+	cr_assert(strstr(r->str, "% full (maxmemory 20.0 MiB, noeviction), "
+	    "queue q holds 0 B of it (its jobs and protected cache keys); "
+	    "memory_refuse_percent 1: not enqueueing; drain the queue (is "
+	    "ferryd running, its sink up?) or raise maxmemory") != NULL, "%s",
 	    r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
@@ -355,5 +439,102 @@ Test(enqueue_script, refuses_above_memory_refuse_percent)
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 1);
+	h_stop(&d);
+}
+
+/* memory.lua: {used, max, policy, keys, volatile, unevictable, own, own
+ * keys, evicted_keys, info, refusal}. */
+static redisReply *
+memory_lua(int refuse_pct)
+{
+	char pct[16];
+	const char *argv[] = { READY, pct };
+
+	snprintf(pct, sizeof(pct), "%d", refuse_pct);
+	redisReply *r = queue_script(d.rc, LUA_MEMORY, 1, 2, argv, NULL);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->elements, 11);
+	return r;
+}
+
+/* C (memory_unevictable) and Lua (memory_view) reach the same figure from
+ * the same INFO text. */
+static void
+agree_on_memory(void)
+{
+	redisReply *r = memory_lua(90);
+	struct redis_memory m;
+
+	memory_init(&m);
+	memory_parse_info(&m, r->element[9]->str);
+	cr_assert_eq(m.used, r->element[0]->integer);
+	cr_assert_eq(m.max, r->element[1]->integer);
+	cr_assert_str_eq(m.policy, r->element[2]->str);
+	cr_assert_eq(m.keys, r->element[3]->integer);
+	cr_assert_eq(m.volatile_keys, r->element[4]->integer);
+	cr_assert_eq(memory_unevictable(&m, r->element[6]->integer,
+	    r->element[7]->integer), r->element[5]->integer,
+	    "C and memory.lua disagree on %s", r->element[9]->str);
+	freeReplyObject(r);
+}
+
+/* Under volatile-lru an application's cache keeps Redis at maxmemory:
+ * that alone refuses no producer (Redis evicts the cache to make room);
+ * a backlog that Redis cannot evict does, named in the refusal, and the
+ * refusal lifts as soon as the backlog is gone. C and Lua agree on the
+ * figure at every step. */
+Test(enqueue_script, a_full_cache_refuses_nobody_a_backlog_does)
+{
+	static const char *const redis_args[] = { "--maxmemory", "8mb",
+	    "--maxmemory-policy", "volatile-lru", NULL };
+	const char *doc = "{\"a\":1}";
+	size_t len = 7;
+	char *value = malloc(8192);
+
+	memset(value, 'v', 8191);
+	value[8191] = '\0';
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", redis_args);
+	agree_on_memory();
+	/* the cache: 3,000 keys of 8 KB with a TTL into 8 MB */
+	for (int i = 0; i < 3000; i++)
+		freeReplyObject(h_redis(&d, "SET app:cache:%d %s PX 600000", i,
+		    value));
+	redisReply *info = h_redis(&d, "INFO stats");
+	cr_assert(strstr(info->str, "evicted_keys:0\r\n") == NULL,
+	    "the cache did not fill Redis: %s", info->str);
+	freeReplyObject(info);
+	agree_on_memory();
+	redisReply *r = enqueue_n(BIG, 90, 1, &doc, &len);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "refused with the cache "
+	    "full: %s", r->str);
+	freeReplyObject(r);
+	/* a backlog of 6 MB that nothing evicts */
+	for (int i = 0; i < 6; i++) {
+		redisReply *p = h_redis(&d, "EVAL %s 1 %s", "for i = 1, 1000 do "
+		    "redis.call('LPUSH', KEYS[1], string.rep('j', 1000)) end",
+		    READY);
+		freeReplyObject(p);
+	}
+	agree_on_memory();
+	r = enqueue_n(BIG, 60, 1, &doc, &len);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "what redis cannot evict is ") != NULL &&
+	    strstr(r->str, "(volatile-lru evicts only keys with a TTL), queue "
+	    "q holds ") != NULL && strstr(r->str, "memory_refuse_percent 60: "
+	    "not enqueueing") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	r = memory_lua(60);
+	cr_assert_gt(r->element[6]->integer, 6000000, "own bytes %lld",
+	    r->element[6]->integer);
+	cr_assert_gt(r->element[10]->len, 0);
+	freeReplyObject(r);
+	/* drained: accepted at once */
+	freeReplyObject(h_redis(&d, "DEL " READY));
+	agree_on_memory();
+	r = enqueue_n(BIG, 60, 1, &doc, &len);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	freeReplyObject(r);
+	free(value);
 	h_stop(&d);
 }

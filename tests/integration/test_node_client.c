@@ -19,7 +19,7 @@
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
 #define EXAMPLE NODE_CLIENT "/examples/bullmq-migration"
-#define NODE_TESTS 36
+#define NODE_TESTS 37
 
 static struct ferryd d;
 

@@ -40,7 +40,7 @@ Test(python_client, pytest_suite_and_rows_in_postgres)
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", TEST_SRCDIR "/clients/python",
 	    python, TEST_SRCDIR "/clients/python/tests");
 	char *text = h_shell(&d, line, "pytest.out");
-	cr_assert(strstr(text, "25 passed") != NULL, "%s", text);
+	cr_assert(strstr(text, "26 passed") != NULL, "%s", text);
 	free(text);
 	h_assert_rows(&d, "events", 4400, rows, 3);
 	h_stop(&d);

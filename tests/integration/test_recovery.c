@@ -103,7 +103,8 @@ stop_master(int sig)
 
 /* Two masters serve one queue; one host dies (master stopped, workers
  * killed, then the master killed): the other reaps its processing lists
- * once the dead master's heartbeat expires, and finishes every job. */
+ * once the dead master's heartbeat deadline passes, and finishes every
+ * job. */
 Test(recovery, dead_host_is_reaped_by_the_other_master)
 {
 	char held[256];
@@ -514,8 +515,8 @@ handed_back(struct ferryd *f)
 	    h_count_in_file(f->log, "is not registered") > 0;
 }
 
-/* Redis blocked (DEBUG SLEEP) longer than heartbeat_ttl expires the
- * heartbeat key of every master; once Redis is free, a reaper may run
+/* Redis blocked (DEBUG SLEEP) longer than heartbeat_ttl passes the
+ * heartbeat deadline of every master; once Redis is free, a reaper may run
  * before a live master's queued beat. No reaper may then take a live
  * master for dead (its worker is still running its batch: the jobs would
  * run twice), while a master that really died is still reaped soon after

@@ -93,6 +93,28 @@ Test(chunk, keys_escaped_in_full)
 	cr_assert(strstr(err, "cache_key") != NULL, "%s", err);
 }
 
+/* The element with its cache key's own part (16 hex digits) cut out,
+ * checked: "...:cache:ID:<hex>" reads "...:cache:ID:*". */
+static void
+expect_keyed(size_t i, const char *id, const char *el)
+{
+	char got[512];
+	const char *key = out.v[i].key;
+	size_t klen = strlen(key), n = out.v[i].el_len;
+	const char *at = strstr(out.v[i].el, key);
+
+	cr_assert_gt(klen, 17);
+	cr_assert_eq(key[klen - 17], ':', "%s", key);
+	for (size_t k = klen - 16; k < klen; k++)
+		cr_assert(strchr("0123456789abcdef", key[k]) != NULL, "%s", key);
+	cr_assert_not_null(at, "%.*s names %s", (int)n, out.v[i].el, key);
+	snprintf(got, sizeof(got), "%.*s*%.*s", (int)(at - out.v[i].el + klen -
+	    16), out.v[i].el, (int)(n - (size_t)(at - out.v[i].el) - klen),
+	    at + klen);
+	cr_assert_str_eq(got, el);
+	cr_assert_str_eq(out.v[i].id, id);
+}
+
 Test(chunk, cache_moves_the_data)
 {
 	char err[256];
@@ -100,15 +122,45 @@ Test(chunk, cache_moves_the_data)
 	cr_assert_eq(run("{\"id\":\"a\",\"v\":1,\"data\":{\"x\":[1, 2]}}", "a",
 	    1000, PREFIX, err), 0);
 	cr_assert_eq(out.n, 1);
-	expect_el(0, "a", "{\"id\":\"a\",\"v\":1,\"cache_key\":"
-	    "\"ferry:{q}:cache:a\"}");
-	cr_assert_str_eq(out.v[0].key, "ferry:{q}:cache:a");
+	expect_keyed(0, "a", "{\"id\":\"a\",\"v\":1,\"cache_key\":"
+	    "\"ferry:{q}:cache:a:*\"}");
 	cr_assert_str_eq(out.v[0].cache, "{\"x\":[1, 2]}");
 	cr_assert_eq(out.v[0].cache_len, 12);
-	/* no data: the document is the value */
-	cr_assert_eq(run("{\"v\":2}", "h", 1000, PREFIX, err), 0);
-	expect_el(1, "h", "{\"id\":\"h\",\"cache_key\":\"ferry:{q}:cache:h\"}");
-	cr_assert_str_eq(out.v[1].cache, "{\"v\":2}");
+}
+
+/* The members a sink reads of the job (op, a table member) stay in the
+ * pushed job; a job without "data" is refused, its members being its row
+ * and the job's at once. */
+Test(chunk, cache_keeps_the_job_members)
+{
+	char err[256];
+
+	cr_assert_eq(run("{\"op\":\"delete\",\"table\":\"lines\",\"id\":42,"
+	    "\"data\":[{\"id\":42}]}", "42", 1000, PREFIX, err), 0);
+	expect_keyed(0, "42", "{\"id\":\"42\",\"op\":\"delete\",\"table\":"
+	    "\"lines\",\"cache_key\":\"ferry:{q}:cache:42:*\"}");
+	cr_assert_eq(run("{\"op\":\"delete\",\"id\":42}", "42", 1000, PREFIX,
+	    err), -1);
+	cr_assert_str_eq(err, CHUNK_BARE_REFUSAL);
+	cr_assert_eq(out.n, 1, "nothing appended");
+}
+
+/* Two jobs of one id, or byte-identical, never share a key: a later one
+ * cannot overwrite the data of an earlier one still waiting. */
+Test(chunk, every_job_has_a_key_of_its_own)
+{
+	char err[256];
+
+	out.key_seed = 42;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(run("{\"id\":7,\"data\":[1]}", "7", 1000, PREFIX,
+		    err), 0);
+	cr_assert_eq(run("{\"id\":7,\"data\":[1,2,3]}", "7", 2, PREFIX, err),
+	    0);
+	cr_assert_eq(out.n, 5);
+	for (size_t i = 0; i < out.n; i++)
+		for (size_t j = i + 1; j < out.n; j++)
+			cr_assert_str_neq(out.v[i].key, out.v[j].key);
 }
 
 Test(chunk, cache_and_split)
@@ -118,8 +170,8 @@ Test(chunk, cache_and_split)
 	cr_assert_eq(run("{\"id\":\"b\",\"data\":[1,2,3]}", "b", 2, PREFIX, err),
 	    0);
 	cr_assert_eq(out.n, 2);
-	expect_el(1, "b:1", "{\"id\":\"b:1\",\"cache_key\":"
-	    "\"ferry:{q}:cache:b:1\"}");
+	expect_keyed(1, "b:1", "{\"id\":\"b:1\",\"cache_key\":"
+	    "\"ferry:{q}:cache:b:1:*\"}");
 	cr_assert_str_eq(out.v[0].cache, "[1,2]");
 	cr_assert_str_eq(out.v[1].cache, "[3]");
 }

@@ -34,7 +34,7 @@ Test(cluster_slot, hash_tags)
 Test(cluster_slot, queue_keys_share_the_queue_slot)
 {
 	const char *keys[] = { "ferry:{orders}:ready", "ferry:{orders}:requeue",
-		"ferry:{orders}:proc:h:1:abcd.42", "ferry:{orders}:master:h:1:ab",
+		"ferry:{orders}:proc:h:1:abcd.42", "ferry:{orders}:masters",
 		"ferry:{orders}:clock", "ferry:{orders}:cache:x" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)

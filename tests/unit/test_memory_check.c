@@ -103,9 +103,11 @@ Test(memory_check, eviction_verdicts)
 	    "allow_unsafe_eviction = yes to run anyway");
 	cr_assert_eq(eviction("allkeys-random", true, msg), MEMORY_WARN);
 	cr_assert(strstr(msg, "running anyway: allow_unsafe_eviction = yes"));
-	cr_assert_eq(eviction("volatile-lfu", false, msg), MEMORY_WARN);
-	cr_assert(strstr(msg, "cache keys with a TTL may be evicted"));
-	cr_assert_eq(eviction("volatile-lfu", true, msg), MEMORY_WARN);
+	/* no key ferry relies on has a TTL, and cache keys of live jobs are
+	 * protected: volatile-* is the setup ferry is made for */
+	cr_assert_eq(eviction("volatile-lfu", false, msg), MEMORY_OK);
+	cr_assert_str_eq(msg, "");
+	cr_assert_eq(eviction("volatile-ttl", true, msg), MEMORY_OK);
 	cr_assert_eq(eviction("", false, msg), MEMORY_WARN);
 	cr_assert(strstr(msg, "cannot tell the maxmemory-policy"));
 }
@@ -161,6 +163,8 @@ Test(lua_scripts, names_follow_the_enum)
 		[LUA_DEAD_RETRY] = "dead_retry", [LUA_DEAD_TRIM] = "dead_trim",
 		[LUA_HEARTBEAT] = "heartbeat", [LUA_RESTORE] = "restore",
 		[LUA_ENQUEUE] = "enqueue", [LUA_DEAD_PAGE] = "dead_page",
+		[LUA_DEAD_PURGE] = "dead_purge", [LUA_SWEEP] = "sweep",
+		[LUA_MEMORY] = "memory",
 	};
 
 	for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {
@@ -169,6 +173,56 @@ Test(lua_scripts, names_follow_the_enum)
 		cr_assert(strstr(lua_script_source[i], "#!lua") ==
 		    lua_script_source[i]);
 	}
+}
+
+/* What Redis cannot evict. INFO of a Redis at maxmemory 100 MB under
+ * volatile-lru: 90 MB used, 80 MB of it data, 10,000 keys of which 9,000
+ * have a TTL; the queue holds 20 MB in 990 keys (10 lists and 980
+ * protected cache keys). The other 9,010 keys share the other 60 MB by
+ * count: the 9,000 with a TTL about 59.9 MB, plus 64 bytes of table
+ * entries each; Redis cannot evict the rest. */
+static const char info_volatile[] =
+    "# Memory\r\nused_memory:90000000\r\nused_memory_human:85.83M\r\n"
+    "used_memory_dataset:80000000\r\nmaxmemory:100000000\r\n"
+    "maxmemory_policy:volatile-lru\r\n\r\n# Keyspace\r\n"
+    "db0:keys=9000,expires=8500,avg_ttl=1000\r\n"
+    "db1:keys=1000,expires=500,avg_ttl=0\r\n";
+
+Test(memory_check, unevictable)
+{
+	struct redis_memory m;
+	long long u;
+
+	memory_init(&m);
+	memory_parse_info(&m, info_volatile);
+	cr_assert_eq(m.keys, 10000);
+	cr_assert_eq(m.volatile_keys, 9000);
+	cr_assert_eq(m.dataset, 80000000);
+	cr_assert_str_eq(m.policy, "volatile-lru");
+	/* 60,000,000 * 9000 / 9010 = 59,933,407.3 -> 59,933,407; + 576,000 */
+	u = memory_unevictable(&m, 20000000, 990);
+	cr_assert_eq(u, 90000000LL - 59933407 - 576000, "%lld", u);
+	cr_assert_eq(memory_unevictable_percent(&m, u), 29);
+	/* the queue empty: nine keys in ten have a TTL, so 90% of the data */
+	cr_assert_eq(memory_unevictable(&m, 0, 0), 90000000LL - 72000000 -
+	    576000);
+	/* a queue that holds nearly all the data leaves little to evict */
+	u = memory_unevictable(&m, 79000000, 1000);
+	cr_assert_eq(u, 90000000LL - 1000000 - 576000, "%lld", u);
+	cr_assert_eq(memory_unevictable_percent(&m, u), 88);
+	/* noeviction, allkeys-*, no maxmemory: all of used_memory */
+	snprintf(m.policy, sizeof(m.policy), "noeviction");
+	cr_assert_eq(memory_unevictable(&m, 0, 0), 90000000);
+	snprintf(m.policy, sizeof(m.policy), "volatile-ttl");
+	m.max = 0;
+	cr_assert_eq(memory_unevictable(&m, 0, 0), 90000000);
+	cr_assert_eq(memory_unevictable_percent(&m, 1), -1);
+	/* no key with a TTL: nothing to evict; more than used: none left */
+	m.max = 100000000;
+	m.volatile_keys = 0;
+	cr_assert_eq(memory_unevictable(&m, 0, 0), 90000000);
+	m.volatile_keys = m.keys = 2000000;
+	cr_assert_eq(memory_unevictable(&m, 0, 0), 0);
 }
 
 /* Up at once, down only 5 points below the mark it leaves. */

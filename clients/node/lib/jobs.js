@@ -3,17 +3,29 @@
 // builds them (src/common/chunk.c) and clients/python does (jobs.py): a "data"
 // array of more than chunkRows rows is split into jobs
 // {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a cache, each
-// job's data (or, without "data", the whole document) becomes the value of
-// PREFIX:{QUEUE}:cache:ID and the job names it. Built from the caller's
-// objects; a job given as JSON text (a string or a Buffer) is pushed byte
-// for byte. ID is the job's "id", else the SHA-1 of its document (as
-// ferryctl prints it).
+// job's "data" becomes the value of a key of its own,
+// PREFIX:{QUEUE}:cache:ID:<16 hex digits, random>, and the job names it (a
+// job without "data" is refused: its members are its row and what ferry
+// reads of the job). Built from the caller's objects; a job given as JSON
+// text (a string or a Buffer) is pushed byte for byte. ID is the job's
+// "id", else the SHA-1 of its document (as ferryctl prints it). A job that
+// names a cache_key itself (the application's key) carries it as namedKey,
+// so that enqueue.lua protects it.
 
 const crypto = require('node:crypto');
 const { InvalidJobError } = require('./errors');
 
 const ID_MAX = 128;   // src/common/job.h JOB_ID_MAX
 const OWN_KEYS = new Set(['id', 'data', 'cache_key']);
+// src/common/chunk.h CHUNK_BARE_REFUSAL
+const BARE_REFUSAL = 'a job without "data" cannot be cached: its members ' +
+  'are its row and also what ferry reads of the job (op, the table ' +
+  'member); put the rows under "data", or enqueue it without the cache';
+
+function namedKey(doc) {
+  return doc !== null && typeof doc === 'object' &&
+    typeof doc.cache_key === 'string' ? doc.cache_key : null;
+}
 
 // JSON.stringify writes NaN and Infinity as null; Python's json and
 // jansson refuse them, and so does this.
@@ -86,17 +98,18 @@ function textJob(doc, index, cachePrefix, givenId, chunkRows) {
       `over chunk_rows ${chunkRows}: pass it as an object to split it`);
   }
   return [{ element: raw, id: name(docId, raw), index, key: null,
-    value: '' }];
+    value: '', namedKey: isObject ? namedKey(parsed) : null }];
 }
 
 function element(index, jobId, others, rows, cachePrefix) {
   if (!cachePrefix) {
     return { element: encode({ id: jobId, ...others, data: rows }),
-      id: jobId, index, key: null, value: '' };
+      id: jobId, index, key: null, value: '', namedKey: null };
   }
-  const key = cachePrefix + jobId;
-  return { element: encode({ id: jobId, ...others, cache_key: key }), id: jobId, index, key,
-    value: encode(rows) };
+  // a key of its own: no later job (of this id, byte-identical) writes it
+  const key = `${cachePrefix}${jobId}:${crypto.randomBytes(8).toString('hex')}`;
+  return { element: encode({ id: jobId, ...others, cache_key: key }),
+    id: jobId, index, key, value: encode(rows), namedKey: null };
 }
 
 /** The elements ({element, id, index, key, value}) of job `doc` (the
@@ -152,14 +165,11 @@ function build(doc, index, cachePrefix, chunkRows, givenId) {
     return out;
   }
   if (cachePrefix) {
-    if (data !== undefined) {
-      return [element(index, jobName, others, data, cachePrefix)];
-    }
-    const key = cachePrefix + jobName;    // the whole document, as it is
-    return [{ element: encode({ id: jobName, cache_key: key }), id: jobName,
-      index, key, value: raw }];
+    if (data === undefined) throw new InvalidJobError(index, BARE_REFUSAL);
+    return [element(index, jobName, others, data, cachePrefix)];
   }
-  return [{ element: raw, id: jobName, index, key: null, value: '' }];
+  return [{ element: raw, id: jobName, index, key: null, value: '',
+    namedKey: namedKey(doc) }];
 }
 
 module.exports = { build, encode, sha1, ID_MAX };

@@ -121,9 +121,11 @@ function scriptError(message, call, pushed) {
 
 /** Enqueues for ferry on one node-redis v4 client (connected). The limits
  * are the queue's in ferryd.ini: maxJobBytes (max_job_bytes), [ferryd]
- * memoryRefusePercent, chunkRows, cacheTtl (seconds), prefix
- * (redis_prefix), waitReplicas / waitTimeoutMs (redis_wait_replicas,
- * redis_wait_timeout). */
+ * memoryRefusePercent, chunkRows, cacheKeyPrefixes (cache_key_prefixes: an
+ * array, or the comma-separated text), prefix (redis_prefix), waitReplicas
+ * / waitTimeoutMs (redis_wait_replicas, redis_wait_timeout). cacheTtl is
+ * accepted and unused: a cache key has no TTL while its job lives (ferryd
+ * removes keys left without a job after its cache_ttl). */
 class Producer {
   constructor(client, options = {}) {
     if (!client || typeof client.evalSha !== 'function') {
@@ -140,6 +142,10 @@ class Producer {
       CHUNK_ROWS_MAX);
     this.cacheTtl = positive('cacheTtl', options.cacheTtl ?? 86400,
       TTL_MAX_S);
+    const prefixes = options.cacheKeyPrefixes ?? [];
+    this.cacheKeyPrefixes = (typeof prefixes === 'string'
+      ? prefixes.split(',') : prefixes).map((p) => String(p).trim())
+      .filter((p) => p !== '');
     this.waitReplicas = wholeNumber('waitReplicas', options.waitReplicas ?? 0);
     this.waitTimeoutMs = wholeNumber('waitTimeoutMs',
       options.waitTimeoutMs ?? 1000);
@@ -150,8 +156,11 @@ class Producer {
 
   /** Push one job (an object, or JSON text pushed as it is) or an array of
    * them onto `queue`; resolves to the ids, as ferryctl enqueue prints
-   * them. cache: true (or a cacheTtl in seconds) moves each job's data
-   * into a cache key with that TTL; chunkRows splits bigger "data" arrays
+   * them. cache: true (or a cacheTtl, unused otherwise) moves each job's
+   * "data" into a cache key of its own, protected (no TTL) until the job is
+   * done; a job naming an application's key (cache_key, under
+   * cacheKeyPrefixes) must find it there, and it is protected the same
+   * way. chunkRows splits bigger "data" arrays
    * into jobs ID:INDEX; id names a single job. delay (ms) or runAt (a
    * Date, or Unix ms) holds the jobs in the queue's scheduled set until
    * then, by the Redis clock (ferryctl enqueue --delay / --at). */
@@ -169,7 +178,7 @@ class Producer {
     }
     const rows = positive('chunkRows', chunkRows ?? this.chunkRows,
       CHUNK_ROWS_MAX);
-    const ttlS = positive('cacheTtl', cacheTtl ?? this.cacheTtl, TTL_MAX_S);
+    if (cacheTtl !== undefined) positive('cacheTtl', cacheTtl, TTL_MAX_S);
     const cached = Boolean(cache) || cacheTtl !== undefined;
     const due = dueMarker(delay, runAt);
     const tag = `${this.prefix}:{${queue}}:`;
@@ -182,24 +191,32 @@ class Producer {
     });
     const pushed = [];
     for (const call of calls(elements)) {
-      await this._push(tag, call, cached ? ttlS * 1000 : 0, due, pushed);
+      await this._push(tag, call, due, pushed);
       for (const e of call) pushed.push(e.id);
     }
     await this._replicated(queue, pushed);
     return pushed;
   }
 
-  /** One call of enqueue.lua: KEYS ready, [scheduled,] the cache keys;
-   * ARGV the limits, [the due marker,] three per job. */
-  async _push(tag, call, ttlMs, due, pushed) {
+  /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, stats,
+   * the cache keys]; ARGV the limits, the options, three per job (K for a
+   * key it writes, -K for a key it names). */
+  async _push(tag, call, due, pushed) {
     const keys = due ? [`${tag}ready`, `${tag}scheduled`] : [`${tag}ready`];
+    if (call.some((e) => e.key !== null || e.namedKey)) {
+      keys.push(`${tag}protected`, `${tag}stats`);
+    }
+    const opts = (due ? [due] : []).concat(
+      this.cacheKeyPrefixes.map((p) => `prefix=${p}`));
     const args = [String(this.maxJobBytes), String(this.memoryRefusePercent),
-      String(ttlMs)];
-    if (due) args.push(due);
+      String(opts.length), ...opts];
     for (const e of call) {
-      if (e.key !== null) keys.push(e.key);
-      args.push(e.element, e.key !== null ? String(keys.length) : '0',
-        e.value);
+      let k = '0';
+      if (e.key !== null || e.namedKey) {
+        keys.push(e.key ?? e.namedKey);
+        k = String(e.key !== null ? keys.length : -keys.length);
+      }
+      args.push(e.element, k, e.value);
     }
     let reply;
     try {

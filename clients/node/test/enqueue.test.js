@@ -71,21 +71,52 @@ test('chunks are ID:INDEX, built from the caller\'s object', async () => {
     { id: 'x:1', t: 'k', data: [3, 4] }, { id: 'x:2', t: 'k', data: [5] }]);
 });
 
-test('cache keys get the TTL', async () => {
+test('cache keys are the job\'s own and protected', async () => {
   await redis();
   const p = new Producer(r);
-  const ids = await p.enqueue('node', { id: 'c', data: [[1], [2], [3]] },
-    { cacheTtl: 60, chunkRows: 2 });
+  const ids = await p.enqueue('node',
+    { id: 'c', op: 'delete', data: [[1], [2], [3]] },
+    { cache: true, chunkRows: 2 });
   assert.deepEqual(ids, ['c:0', 'c:1']);
-  assert.deepEqual(await ready(), [
-    { id: 'c:0', cache_key: 'ferry:{node}:cache:c:0' },
-    { id: 'c:1', cache_key: 'ferry:{node}:cache:c:1' }]);
-  assert.equal(await r.get('ferry:{node}:cache:c:1'), '[[3]]');
-  const ttl = await r.pTTL('ferry:{node}:cache:c:0');
-  assert.ok(ttl > 50000 && ttl <= 60000, String(ttl));
-  await p.enqueue('node', { id: 'd', n: 1 }, { cache: true });  // the doc
-  assert.equal(await r.get('ferry:{node}:cache:d'), '{"id":"d","n":1}');
-  assert.ok(await r.pTTL('ferry:{node}:cache:d') > 86000000);
+  const jobs = await ready();
+  const keys = jobs.map((j) => j.cache_key);
+  assert.deepEqual(jobs.map(({ cache_key: _k, ...rest }) => rest),
+    [{ id: 'c:0', op: 'delete' }, { id: 'c:1', op: 'delete' }]);
+  for (const [i, key] of keys.entries()) {
+    assert.match(key, new RegExp(`^ferry:\\{node\\}:cache:c:${i}:[0-9a-f]{16}$`));
+    assert.equal(await r.pTTL(key), -1);   // no TTL while the job lives
+    assert.match(await r.hGet('ferry:{node}:protected', key), /^1 /);
+  }
+  assert.equal(await r.get(keys[1]), '[[3]]');
+  // the same id again: a key of its own; the first job's data stays
+  await p.enqueue('node', { id: 'c:1', data: [[9]] }, { cache: true });
+  const again = (await ready())[2].cache_key;
+  assert.ok(!keys.includes(again));
+  assert.equal(await r.get(again), '[[9]]');
+  assert.equal(await r.get(keys[1]), '[[3]]');
+  await assert.rejects(p.enqueue('node', { id: 'd', op: 'delete' },
+    { cache: true }), (e) => e instanceof InvalidJobError &&
+    e.reason.includes('without "data" cannot be cached: its members are'));
+  assert.equal(await r.lLen(READY), 3);
+});
+
+test('application keys are protected', async () => {
+  await redis();
+  await r.set('app:node:1', '[{"a":1}]', { PX: 60000 });
+  let p = new Producer(r);
+  await assert.rejects(p.enqueue('node', { id: 1, cache_key: 'app:node:1' }),
+    (e) => e instanceof InvalidJobError && e.reason.includes('outside the ' +
+    'queue\'s cache space ferry:{node}:cache: and cache_key_prefixes'));
+  p = new Producer(r, { cacheKeyPrefixes: 'app:node:, other:' });
+  await assert.rejects(p.enqueue('node', [{ id: 1, cache_key: 'app:node:1' },
+    { id: 2, cache_key: 'app:node:2' }]), (e) => e instanceof InvalidJobError &&
+    e.reason.includes('cache_key "app:node:2" does not exist: write the key'));
+  assert.equal(await r.lLen(READY), 0);
+  assert.ok(await r.pTTL('app:node:1') > 0);
+  assert.deepEqual(await p.enqueue('node', ['{"id":1,"cache_key":"app:node:1"}',
+    { id: 2, cache_key: 'app:node:1' }]), ['1', '2']);
+  assert.equal(await r.pTTL('app:node:1'), -1);
+  assert.match(await r.hGet('ferry:{node}:protected', 'app:node:1'), /^2 /);
 });
 
 const badJobs = [
@@ -142,8 +173,10 @@ test('refused above memory_refuse_percent', async () => {
     await assert.rejects(new Producer(r, { memoryRefusePercent: 20 })
       .enqueue('node', { n: 1 }), (e) => {
       assert.ok(e instanceof QueueFullError, String(e));
-      assert.ok(e.message.includes('full (memory_refuse_percent 20): not ' +
-        'enqueueing; drain the queue or raise maxmemory'), e.message);
+      assert.ok(e.message.includes('% full (maxmemory '), e.message);
+      assert.ok(e.message.includes('queue node holds '), e.message);
+      assert.ok(e.message.includes('memory_refuse_percent 20: not ' +
+        'enqueueing; drain the queue'), e.message);
       return true;
     });
     assert.equal(await r.lLen(READY), 0);
@@ -191,7 +224,9 @@ test('the shared client of enqueue() on FERRY_REDIS_URL', async () => {
 
 test('rows reach postgres', async () => {
   // 4,300 rows: 2,500 single jobs in three calls, 1,500 rows split into 4
-  // jobs, 300 rows through a cache key. The driver counts the rows.
+  // jobs, 300 rows through cache keys, in three jobs of one id (two in one
+  // call, one in another): each its own key, each row written once. The
+  // driver counts the rows.
   await redis();
   const p = new Producer(r);
   let ids = await p.enqueue('pg', Array.from({ length: 2500 },
@@ -200,14 +235,20 @@ test('rows reach postgres', async () => {
   ids = await p.enqueue('pg', { id: 'big', data: Array.from({ length: 1500 },
     (_, i) => ({ n: 10000 + i })) }, { chunkRows: 400 });
   assert.deepEqual(ids, ['big:0', 'big:1', 'big:2', 'big:3']);
+  ids = await p.enqueue('pg', [0, 1].map((k) => ({ id: 'cached',
+    data: Array.from({ length: 100 }, (_, i) => ({ n: 20000 + k * 100 + i })) })),
+  { cache: true });
+  assert.deepEqual(ids, ['cached', 'cached']);
   ids = await p.enqueue('pg', { id: 'cached', data: Array.from(
-    { length: 300 }, (_, i) => ({ n: 20000 + i })) }, { cache: true });
+    { length: 100 }, (_, i) => ({ n: 20200 + i })) }, { cache: true });
   assert.deepEqual(ids, ['cached']);
-  await waitFor(async () => await stat(r, 'pg', 'done') >= 2505);
-  assert.equal(await stat(r, 'pg', 'done'), 2505);
-  assert.equal(await stat(r, 'pg', 'enqueued'), 2505);
+  await waitFor(async () => await stat(r, 'pg', 'done') >= 2507);
+  assert.equal(await stat(r, 'pg', 'done'), 2507);
+  assert.equal(await stat(r, 'pg', 'enqueued'), 2507);
   assert.equal(await r.lLen('ferry:{pg}:dead'), 0);
-  assert.equal(await r.exists('ferry:{pg}:cache:cached'), 0);  // with the ack
+  // deleted with the ack, and no longer protected
+  assert.deepEqual(await r.keys('ferry:{pg}:cache:*'), []);
+  assert.equal(await r.exists('ferry:{pg}:protected'), 0);
 });
 
 test('without INFO in the ACL it warns once and pushes', async () => {

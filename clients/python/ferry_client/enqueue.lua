@@ -1,57 +1,80 @@
 #!lua
-local STR_MAX = 4096 local function ferry_error(code, msg) return redis.error_reply(code .. ' ' .. msg) end local function utf8_len(s, j, stop) local b = string.byte(s, j) local n, lo, hi = 0, 128, 191 if b >= 194 and b <= 223 then n = 2 elseif b >= 224 and b <= 239 then n = 3 elseif b >= 240 and b <= 244 then n = 4 else return nil end if j + n - 1 > stop - 1 then return nil end if b == 224 then lo = 160 elseif b == 237 then hi = 159 elseif b == 240 then lo = 144 elseif b == 244 then hi = 143 end local b1 = string.byte(s, j + 1) if b1 < lo or b1 > hi then return nil end for k = 2, n - 1 do local bk = string.byte(s, j + k) if bk < 128 or bk > 191 then return nil end end return n end local function lit(s, i, stop, l) if i and i + #l - 1 <= stop - 1 and string.sub(s, i, i + #l - 1) == l then return i + #l end return nil end local function number(s, i, stop, maxd) if not i then return nil end local a, e = string.find(s, '^%d+', i) if not a or e >= stop or e - a + 1 > maxd then return nil end if e > a and string.byte(s, a) == 48 then return nil end return e + 1, tonumber(string.sub(s, a, e)) end local function str(s, i, stop) if not i or i >= stop or string.byte(s, i) ~= 34 then return nil end local j = i + 1 while true do local _, e = string.find(s, '^[^"\\%z\1-\31\128-\255]+', j) if e then if e >= stop then return nil end j = e + 1 end if j >= stop then return nil end local b = string.byte(s, j) if b == 34 then break end if b == 92 then if j + 1 > stop - 1 then return nil end local x = string.sub(s, j + 1, j + 1) if string.find('"\\/bfnrt', x, 1, true) then j = j + 2 elseif x == 'u' and j + 5 <= stop - 1 and string.find(s, '^%x%x%x%x', j + 2) then local v = tonumber(string.sub(s, j + 2, j + 5), 16) if not ((v >= 1 and v <= 31) or v == 127) then return nil end j = j + 6 else return nil end elseif b < 32 then return nil else local n = utf8_len(s, j, stop) if not n then return nil end j = j + n end if j - i > STR_MAX then return nil end end if j - i + 1 > STR_MAX then return nil end return j + 1, string.sub(s, i, j) end local function opt_str(s, i, stop, member) local at = lit(s, i, stop, member) if not at then return i, nil end return str(s, at, stop) end local function stamps(s, i, stop, out) local at = lit(s, i, stop, ',"stamps":[') if not at then return i end local close = lit(s, at, stop, ']') if close then return close end while true do local tok at, tok = str(s, at, stop) if not at then return nil end out[#out + 1] = tok close = lit(s, at, stop, ']') if close then return close end at = lit(s, at, stop, ',') if not at then return nil end end end local function job_doc(s, i, stop) local at = lit(s, i, stop, ',"job":') if not at then return nil end return string.sub(s, at, stop - 1) end local function parse_wrapper(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local m, i = { stamps = {} }, nil i, m.recoveries = number(s, lit(s, 1, stop, '{"ferry":1,"recoveries":'), stop, 9) if not i then return nil end i, m.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i = stamps(s, i, stop, m.stamps) if not i then return nil end i, m.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, m.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end local at = lit(s, i, stop, ',"seq":') if at then i, m.seq = number(s, at, stop, 15) if not i then return nil end end m.doc = job_doc(s, i, stop) if not m.doc then return nil end return m end local function parse_dead(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local d, i = { stamps = {} }, nil i, d.reason = str(s, lit(s, 1, stop, '{"reason":'), stop) if not i then return nil end i, d.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i, d.recoveries = number(s, lit(s, i, stop, ',"recoveries":'), stop, 9) if not i then return nil end i, d.time = number(s, lit(s, i, stop, ',"time":'), stop, 15) if not i then return nil end i, d.worker = str(s, lit(s, i, stop, ',"worker":'), stop) if not i then return nil end i, d.id = opt_str(s, i, stop, ',"id":') if not i then return nil end i = stamps(s, i, stop, d.stamps) if not i then return nil end i, d.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, d.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end d.doc = job_doc(s, i, stop) if not d.doc then return nil end return d end local function fresh(doc) return { recoveries = 0, attempts = 0, stamps = {}, doc = doc } end local function str_token(x) local out, j, n = {}, 1, #x if n > 600 then n = 600 end while j <= n do local _, e = string.find(x, '^[\1-\127]+', j) if e then if e > n then e = n end out[#out + 1] = string.sub(x, j, e) j = e + 1 elseif j <= n then local k = utf8_len(x, j, n + 1) if k then out[#out + 1] = string.sub(x, j, j + k - 1) j = j + k else out[#out + 1] = '?' j = j + 1 end end end return cjson.encode(table.concat(out)) end local function add_stamp(m, key) local tok = str_token(key) for _, t in ipairs(m.stamps) do if t == tok then return end end m.stamps[#m.stamps + 1] = tok end local function stamps_text(m) if #m.stamps == 0 then return '' end return ',"stamps":[' .. table.concat(m.stamps, ',') .. ']' end local function wrap(m) local parts = { '{"ferry":1,"recoveries":', string.format('%d', m.recoveries), ',"attempts":', string.format('%d', m.attempts), stamps_text(m) } if m.first_error then parts[#parts + 1] = ',"first_error":' .. m.first_error end if m.last_error then parts[#parts + 1] = ',"last_error":' .. m.last_error end if m.seq then parts[#parts + 1] = ',"seq":' .. string.format('%d', m.seq) end parts[#parts + 1] = ',"job":' parts[#parts + 1] = m.doc parts[#parts + 1] = '}' return table.concat(parts) end local function dead_entry(m, reason, id, worker, now) local e = { '{"reason":', str_token(reason), ',"attempts":', string.format('%d', m.attempts), ',"recoveries":', string.format('%d', m.recoveries), ',"time":', string.format('%d', now), ',"worker":', str_token(worker) } if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. str_token(id) end e[#e + 1] = stamps_text(m) if m.first_error then e[#e + 1] = ',"first_error":' .. m.first_error end if m.last_error then e[#e + 1] = ',"last_error":' .. m.last_error end e[#e + 1] = ',"job":' e[#e + 1] = m.doc e[#e + 1] = '}' return table.concat(e) end local function now_ms() local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end local function batch_of(bkeys, wid) local v = redis.call('HGET', bkeys, wid) if not v then return 'r', nil end return string.sub(v, 1, 1), string.sub(v, 3) end local function held_job(kind, el) if kind == 'w' then return parse_wrapper(el) end return fresh(el) end local function push_all(cmd, key, vals) for i = 1, #vals, 1000 do redis.call(cmd, key, unpack(vals, i, math.min(i + 999, #vals))) end end local BURY_MARGIN = 3 local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump) local jobs = redis.call('LRANGE', proc, 0, -1) local kind, batch = batch_of(bkeys, wid) local uncounted = 0 if not batch then uncounted = #jobs end local now = now_ms() local back, buried = {}, {} for i = #jobs, 1, -1 do local m = held_job(kind, jobs[i]) if not m then buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now) else if batch then add_stamp(m, batch) end if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end if bump and m.recoveries > max_recoveries + BURY_MARGIN then m.last_error = str_token('worker died while processing') m.first_error = m.first_error or m.last_error buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now) else back[#back + 1] = wrap(m) end end end push_all('RPUSH', requeue, back) push_all('LPUSH', dead, buried) redis.call('DEL', proc) redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now)) redis.call('HDEL', bkeys, wid) if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end return { #back, #buried } end -- enqueue.lua - the one atomic enqueue of every producer (ferryctl enqueue,
+local STR_MAX = 4096 local function ferry_error(code, msg) return redis.error_reply(code .. ' ' .. msg) end local function utf8_len(s, j, stop) local b = string.byte(s, j) local n, lo, hi = 0, 128, 191 if b >= 194 and b <= 223 then n = 2 elseif b >= 224 and b <= 239 then n = 3 elseif b >= 240 and b <= 244 then n = 4 else return nil end if j + n - 1 > stop - 1 then return nil end if b == 224 then lo = 160 elseif b == 237 then hi = 159 elseif b == 240 then lo = 144 elseif b == 244 then hi = 143 end local b1 = string.byte(s, j + 1) if b1 < lo or b1 > hi then return nil end for k = 2, n - 1 do local bk = string.byte(s, j + k) if bk < 128 or bk > 191 then return nil end end return n end local function lit(s, i, stop, l) if i and i + #l - 1 <= stop - 1 and string.sub(s, i, i + #l - 1) == l then return i + #l end return nil end local function number(s, i, stop, maxd) if not i then return nil end local a, e = string.find(s, '^%d+', i) if not a or e >= stop or e - a + 1 > maxd then return nil end if e > a and string.byte(s, a) == 48 then return nil end return e + 1, tonumber(string.sub(s, a, e)) end local function str(s, i, stop) if not i or i >= stop or string.byte(s, i) ~= 34 then return nil end local j = i + 1 while true do local _, e = string.find(s, '^[^"\\%z\1-\31\128-\255]+', j) if e then if e >= stop then return nil end j = e + 1 end if j >= stop then return nil end local b = string.byte(s, j) if b == 34 then break end if b == 92 then if j + 1 > stop - 1 then return nil end local x = string.sub(s, j + 1, j + 1) if string.find('"\\/bfnrt', x, 1, true) then j = j + 2 elseif x == 'u' and j + 5 <= stop - 1 and string.find(s, '^%x%x%x%x', j + 2) then local v = tonumber(string.sub(s, j + 2, j + 5), 16) if not ((v >= 1 and v <= 31) or v == 127) then return nil end j = j + 6 else return nil end elseif b < 32 then return nil else local n = utf8_len(s, j, stop) if not n then return nil end j = j + n end if j - i > STR_MAX then return nil end end if j - i + 1 > STR_MAX then return nil end return j + 1, string.sub(s, i, j) end local function opt_str(s, i, stop, member) local at = lit(s, i, stop, member) if not at then return i, nil end return str(s, at, stop) end local function stamps(s, i, stop, out) local at = lit(s, i, stop, ',"stamps":[') if not at then return i end local close = lit(s, at, stop, ']') if close then return close end while true do local tok at, tok = str(s, at, stop) if not at then return nil end out[#out + 1] = tok close = lit(s, at, stop, ']') if close then return close end at = lit(s, at, stop, ',') if not at then return nil end end end local function job_doc(s, i, stop) local at = lit(s, i, stop, ',"job":') if not at then return nil end return string.sub(s, at, stop - 1) end local function parse_wrapper(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local m, i = { stamps = {} }, nil i, m.recoveries = number(s, lit(s, 1, stop, '{"ferry":1,"recoveries":'), stop, 9) if not i then return nil end i, m.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i = stamps(s, i, stop, m.stamps) if not i then return nil end i, m.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, m.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end local at = lit(s, i, stop, ',"seq":') if at then i, m.seq = number(s, at, stop, 15) if not i then return nil end end m.doc = job_doc(s, i, stop) if not m.doc then return nil end return m end local function parse_dead(s) local stop = #s if stop < 2 or string.byte(s, stop) ~= 125 then return nil end local d, i = { stamps = {} }, nil i, d.reason = str(s, lit(s, 1, stop, '{"reason":'), stop) if not i then return nil end i, d.attempts = number(s, lit(s, i, stop, ',"attempts":'), stop, 9) if not i then return nil end i, d.recoveries = number(s, lit(s, i, stop, ',"recoveries":'), stop, 9) if not i then return nil end i, d.time = number(s, lit(s, i, stop, ',"time":'), stop, 15) if not i then return nil end i, d.worker = str(s, lit(s, i, stop, ',"worker":'), stop) if not i then return nil end i, d.id = opt_str(s, i, stop, ',"id":') if not i then return nil end i = stamps(s, i, stop, d.stamps) if not i then return nil end i, d.first_error = opt_str(s, i, stop, ',"first_error":') if not i then return nil end i, d.last_error = opt_str(s, i, stop, ',"last_error":') if not i then return nil end d.doc = job_doc(s, i, stop) if not d.doc then return nil end return d end local function fresh(doc) return { recoveries = 0, attempts = 0, stamps = {}, doc = doc } end local function str_token(x) local out, j, n = {}, 1, #x if n > 600 then n = 600 end while j <= n do local _, e = string.find(x, '^[\1-\127]+', j) if e then if e > n then e = n end out[#out + 1] = string.sub(x, j, e) j = e + 1 elseif j <= n then local k = utf8_len(x, j, n + 1) if k then out[#out + 1] = string.sub(x, j, j + k - 1) j = j + k else out[#out + 1] = '?' j = j + 1 end end end return cjson.encode(table.concat(out)) end local function add_stamp(m, key) local tok = str_token(key) for _, t in ipairs(m.stamps) do if t == tok then return end end m.stamps[#m.stamps + 1] = tok end local function stamps_text(m) if #m.stamps == 0 then return '' end return ',"stamps":[' .. table.concat(m.stamps, ',') .. ']' end local function wrap(m) local parts = { '{"ferry":1,"recoveries":', string.format('%d', m.recoveries), ',"attempts":', string.format('%d', m.attempts), stamps_text(m) } if m.first_error then parts[#parts + 1] = ',"first_error":' .. m.first_error end if m.last_error then parts[#parts + 1] = ',"last_error":' .. m.last_error end if m.seq then parts[#parts + 1] = ',"seq":' .. string.format('%d', m.seq) end parts[#parts + 1] = ',"job":' parts[#parts + 1] = m.doc parts[#parts + 1] = '}' return table.concat(parts) end local function dead_entry(m, reason, id, worker, now) local e = { '{"reason":', str_token(reason), ',"attempts":', string.format('%d', m.attempts), ',"recoveries":', string.format('%d', m.recoveries), ',"time":', string.format('%d', now), ',"worker":', str_token(worker) } if id ~= nil and id ~= '' then e[#e + 1] = ',"id":' .. str_token(id) end e[#e + 1] = stamps_text(m) if m.first_error then e[#e + 1] = ',"first_error":' .. m.first_error end if m.last_error then e[#e + 1] = ',"last_error":' .. m.last_error end e[#e + 1] = ',"job":' e[#e + 1] = m.doc e[#e + 1] = '}' return table.concat(e) end local function now_ms() local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end local function batch_of(bkeys, wid) local v = redis.call('HGET', bkeys, wid) if not v then return 'r', nil end return string.sub(v, 1, 1), string.sub(v, 3) end local function held_job(kind, el) if kind == 'w' then return parse_wrapper(el) end return fresh(el) end local function push_all(cmd, key, vals) for i = 1, #vals, 1000 do redis.call(cmd, key, unpack(vals, i, math.min(i + 999, #vals))) end end local BURY_MARGIN = 3 local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump) local jobs = redis.call('LRANGE', proc, 0, -1) local kind, batch = batch_of(bkeys, wid) local uncounted = 0 if not batch then uncounted = #jobs end local now = now_ms() local back, buried = {}, {} for i = #jobs, 1, -1 do local m = held_job(kind, jobs[i]) if not m then buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now) else if batch then add_stamp(m, batch) end if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end if bump and m.recoveries > max_recoveries + BURY_MARGIN then m.last_error = str_token('worker died while processing') m.first_error = m.first_error or m.last_error buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now) else back[#back + 1] = wrap(m) end end end push_all('RPUSH', requeue, back) push_all('LPUSH', dead, buried) redis.call('DEL', proc) redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now)) redis.call('HDEL', bkeys, wid) if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end return { #back, #buried } end local PROTECTED_OVERHEAD = 56 local function entry_of(v) local refs, bytes = string.match(v, '^(%d+) (%d+)') return { refs = tonumber(refs) or 1, bytes = tonumber(bytes) or 0, lost = string.find(v, ' lost$') ~= nil } end local function entry_text(e) return string.format('%d %d', e.refs, e.bytes) .. (e.lost and ' lost' or '') end local function protected_entry(protected, key) local v = redis.call('HGET', protected, key) if not v then return nil end local e = entry_of(v) return e.refs, e.bytes, e.lost end local function protected_bytes(key, value) if value then return #key + #value + PROTECTED_OVERHEAD end local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', key) if ok and type(n) == 'number' then return n end return #key + PROTECTED_OVERHEAD end local function call_chunked(head, args, per) for i = 1, #args, per do local part = { unpack(head) } for j = i, math.min(i + per - 1, #args) do part[#part + 1] = args[j] end redis.call(unpack(part)) end end local function entries_of(protected, keys) local got, out = {}, {} for i = 1, #keys, 1000 do local part = redis.call('HMGET', protected, unpack(keys, i, math.min(i + 999, #keys))) for j, v in ipairs(part) do got[i + j - 1] = v end end for i, k in ipairs(keys) do if out[k] == nil then out[k] = got[i] and entry_of(got[i]) or false end end return out end local function protect_keys(protected, keys, bytes) if #keys == 0 then return 0 end local entries, fields, counted = entries_of(protected, keys), {}, 0 for i, k in ipairs(keys) do local e = entries[k] if not e then e = { refs = 0, bytes = bytes[i], lost = false } counted = counted + bytes[i] entries[k] = e end e.refs = e.refs + 1 end for k, e in pairs(entries) do fields[#fields + 1] = k fields[#fields + 1] = entry_text(e) end call_chunked({ 'HSET', protected }, fields, 1000) return counted end local function release_keys(protected, keys) if #keys == 0 then return 0 end local entries, dels, unprotect, keep, freed = entries_of(protected, keys), {}, {}, {}, 0 local gone = {} for _, k in ipairs(keys) do local e = entries[k] if e and e.refs > 1 then e.refs = e.refs - 1 elseif not gone[k] then gone[k] = true dels[#dels + 1] = k if e then unprotect[#unprotect + 1] = k freed = freed + e.bytes entries[k] = false end end end for k, e in pairs(entries) do if e and not gone[k] then keep[#keep + 1] = k keep[#keep + 1] = entry_text(e) end end call_chunked({ 'DEL' }, dels, 1000) call_chunked({ 'HDEL', protected }, unprotect, 1000) call_chunked({ 'HSET', protected }, keep, 1000) return freed end local function count_protected(stats, delta) if delta ~= 0 then redis.call('HINCRBY', stats, 'protected_bytes', delta) end end local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate' } local function queue_bytes(tag) local bytes, keys = 0, 0 local function usage(k) local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k) if ok and type(n) == 'number' then bytes = bytes + n keys = keys + 1 end end for _, s in ipairs(QUEUE_KEYS) do usage(tag .. s) end local ok, wids = pcall(redis.call, 'HKEYS', tag .. 'owners') if ok and type(wids) == 'table' then for _, w in ipairs(wids) do usage(tag .. 'proc:' .. w) end end local okb, pb = pcall(redis.call, 'HGET', tag .. 'stats', 'protected_bytes') if okb and pb then bytes = bytes + math.max(0, tonumber(pb) or 0) end local okn, np = pcall(redis.call, 'HLEN', tag .. 'protected') if okn and type(np) == 'number' then keys = keys + np end return bytes, keys end local MEMORY_KEY_ENTRIES = 64 local function memory_view(tag, own_always) local info = redis.pcall('INFO', 'memory', 'keyspace') if type(info) == 'table' and info.err then return nil, 'INFO failed: ' .. info.err end local m = { used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)')), max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)')), dataset = tonumber(string.match(info, '[\r\n]used_memory_dataset:(%d+)')) or 0, policy = string.match(info, '[\r\n]maxmemory_policy:([%w%-]+)') or '', keys = 0, volatile = 0, own = 0, own_keys = 0, info = info } if not m.used or not m.max then return nil, 'INFO memory has no used_memory or maxmemory' end for k, e in string.gmatch(info, '[\r\n]db%d+:keys=(%d+),expires=(%d+)') do m.keys = m.keys + tonumber(k) m.volatile = m.volatile + tonumber(e) end local volatile_policy = m.max > 0 and string.sub(m.policy, 1, 9) == 'volatile-' if own_always or volatile_policy then m.own, m.own_keys = queue_bytes(tag) end m.unevictable = m.used if volatile_policy then local other_keys = math.max(m.keys - m.own_keys, 0) local other_data = math.max(m.dataset - m.own, 0) local share = 0 if other_keys > 0 then share = math.min(m.volatile / other_keys, 1) end local evictable = math.floor(other_data * share) + m.volatile * MEMORY_KEY_ENTRIES m.unevictable = math.max(m.used - evictable, 0) end return m end local function fmt_bytes(n) local units, u = { 'KiB', 'MiB', 'GiB', 'TiB' }, 0 while n >= 1024 and u < 4 do n = n / 1024 u = u + 1 end if u == 0 then return string.format('%d B', n) end return string.format('%.1f %s', n, units[u]) end local function memory_refusal(m, tag, refuse) if refuse <= 0 or m.max <= 0 then return nil end local pct = math.floor(m.unevictable * 100 / m.max) if pct < refuse then return nil end local own = m.own if m.own_keys == 0 then own = queue_bytes(tag) end local queue = string.match(tag, '{(.*)}:$') or tag local what = 'redis is ' .. pct .. '% full (maxmemory ' .. fmt_bytes(m.max) .. ', ' .. m.policy .. ')' if string.sub(m.policy, 1, 9) == 'volatile-' then what = 'what redis cannot evict is ' .. pct .. '% of maxmemory ' .. fmt_bytes(m.max) .. ' (' .. m.policy .. ' evicts only keys with a TTL)' end return pct, what .. ', queue ' .. queue .. ' holds ' .. fmt_bytes(own) .. ' of it (its jobs and protected cache keys); memory_refuse_percent ' .. refuse .. ': not enqueueing; drain the queue (is ferryd running, its sink up?) or raise maxmemory' end -- enqueue.lua - the one atomic enqueue of every producer (ferryctl enqueue,
 -- clients/python): each job checked the way a worker will read it (a JSON
 -- object of valid UTF-8, strict JSON as jansson reads it, no larger than
 -- max_job_bytes, not shaped like ferry's wrapper, an id and a cache_key of
 -- the right types), Redis' fullness checked against memory_refuse_percent,
--- then the cache keys SET with their TTL and the jobs LPUSHed onto ready.
--- All or nothing: every job is checked before the first write, and one bad
--- job refuses the whole call, naming its index (from 1). No allow-oom: at
--- maxmemory Redis refuses the script before it starts. `enqueued` is not
--- counted here: fetch.lua counts it when a worker takes the job.
--- KEYS: ready, [scheduled (with a due marker),] then the cache keys the
---       jobs name
+-- then the cache keys written or protected and the jobs LPUSHed onto
+-- ready. All or nothing: every job is checked before the first write, and
+-- one bad job refuses the whole call, naming its index (from 1). No
+-- allow-oom: at maxmemory Redis refuses the script before it starts.
+-- `enqueued` is not counted here: fetch.lua counts it when a worker takes
+-- the job.
+-- Cache keys: a job's data may live in a key the job names. Every such key
+-- is protected from here until the last job naming it is done or purged
+-- (protect_keys, common.lua): it carries no TTL, so no volatile-* policy
+-- can evict it and no outage expires it. A value the caller hands over is
+-- written under a key of the queue's own cache space, a key of its own
+-- per job (the caller names it: its id and a random part), so that no
+-- later job can overwrite it. A key the application wrote itself (in the
+-- cache space, or under one of the queue's cache_key_prefixes) must exist
+-- when its job comes; its TTL is removed.
+-- KEYS: ready, [scheduled (with a due marker),] [protected, stats, then
+--       the cache keys the jobs name (when they name any)]. (A producer's
+--       ACL then needs only the keys its calls use.)
 -- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
---       checked), cache TTL in ms (0: no cache keys), then at most two
---       markers, then per job: the document, the index of its cache key
---       in KEYS (0: none), its value ("" without a key)
---       A marker "checked": the caller (ferryctl) has parsed every
---       document as a worker will, so only the cheap checks run here
---       (wrapper prefix, empty, size), not the JSON ones, which cost ~6 us
---       a job of Redis' time. Nothing is trusted by this: a worker parses
---       every job again (the trust boundary is the worker, not this script).
---       A due marker "delay=MS" (from now, by the Redis clock) or "at=MS"
---       (Unix ms, by the Redis clock; KEYS[2] is then the scheduled zset):
---       jobs not yet due go into scheduled, scored by their due ms, each
---       member "<us>-<n>:<document>" (us: Redis TIME in microseconds, n:
---       the job's index, raised past any member already there, so that
---       identical documents stay distinct; promote.lua strips the prefix
---       and LPUSHes the document onto ready). Their cache keys live the
---       TTL past the due time. Due already: pushed onto ready at once.
+--       checked), the number of options, the options, then per job: the
+--       document, K, and a value. K = 0: the job names no cache key; K > 0:
+--       write the value under KEYS[K] (the document names that key); K < 0:
+--       the document names the existing key KEYS[-K] (value "").
+-- Options:
+--       "checked": the caller (ferryctl) has parsed every document as a
+--       worker will, so only the cheap checks run here (wrapper prefix,
+--       empty, size), not the JSON ones, which cost ~6 us a job of Redis'
+--       time. Nothing is trusted by this: a worker parses every job again
+--       (the trust boundary is the worker, not this script).
+--       "delay=MS" (from now, by the Redis clock) or "at=MS" (Unix ms, by
+--       the Redis clock; KEYS[2] is then the scheduled set): jobs not yet
+--       due go into scheduled, scored by
+--       their due ms, each member "<us>-<n>:<document>" (us: Redis TIME in
+--       microseconds, n: the job's index, raised past any member already
+--       there, so that identical documents stay distinct; promote.lua
+--       strips the prefix and LPUSHes the document onto ready). Due
+--       already: pushed onto ready at once.
+--       "prefix=P", any number of them: the queue's cache_key_prefixes,
+--       under which a job may name an application's key.
 -- Returns {jobs pushed, "" or why the memory was not checked}.
 -- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
-local max_bytes, refuse, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local nmarkers = (#ARGV - 3) % 3
+local max_bytes, refuse, nopts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local checked, due_kind, due_arg = false, nil, nil
-local markers_ok = true
-for a = 4, 3 + nmarkers do
+local prefixes = {}
+local opts_ok = nopts ~= nil and nopts >= 0 and nopts == math.floor(nopts) and 3 + nopts <= #ARGV and (#ARGV - 3 - nopts) % 3 == 0
+for a = 4, opts_ok and 3 + nopts or 3 do
 	local kind, v = string.match(ARGV[a], '^(%a+)=(%d+)$')
 	if ARGV[a] == 'checked' and not checked then
 		checked = true
 	elseif (kind == 'delay' or kind == 'at') and not due_kind and #v <= 15 then
 		due_kind, due_arg = kind, tonumber(v)
+	elseif string.sub(ARGV[a], 1, 7) == 'prefix=' and #ARGV[a] > 7 then
+		prefixes[#prefixes + 1] = string.sub(ARGV[a], 8)
 	else
-		markers_ok = false
+		opts_ok = false
 	end
 end
-if not max_bytes or not refuse or not ttl or ttl < 0 or not markers_ok or (due_kind and #KEYS < 2) then
-	return ferry_error('BADARGS', 'enqueue: ARGV is max_job_bytes, memory_refuse_percent, cache TTL ms, at most one of "checked" and one of "delay=MS" or "at=MS" (then KEYS[2] is the scheduled set), then three per job')
+local scheduled = due_kind and KEYS[2]
+local protected_at = due_kind and 3 or 2
+local protected, stats = KEYS[protected_at], KEYS[protected_at + 1]
+if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) or (protected and not stats) then
+	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, stats, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P"), then three per job')
 end
-local first_job = 4 + nmarkers
-local first_cache = due_kind and 3 or 2
+local first_job = 4 + nopts
+local FIRST_CACHE = protected_at + 2
 local now = due_kind and now_ms() or 0
 local due = due_kind == 'delay' and now + due_arg or due_arg or 0
 local wait_ms = due > now and due - now or 0
+-- the queue's own cache space, and the prefix of every key of ferry's
+local cache_space = string.gsub(KEYS[1], 'ready$', 'cache:')
+local ferry_space = string.match(KEYS[1], '^(.-:){') or ''
 local WRAPPER_HEAD = '{"ferry":1,'
 local JANSSON_MAX_DEPTH = 2048
 local ID_MAX, CACHE_KEY_MAX = 128, 512
@@ -178,7 +201,7 @@ local function cheap_refusal(doc)
 	return nil
 end
 
--- Why the document can never be processed, or nil.
+-- Why the document can never be processed, or nil and its cache_key.
 local function refusal(doc)
 	local cheap = cheap_refusal(doc)
 	if cheap then return cheap end
@@ -201,7 +224,7 @@ local function refusal(doc)
 	elseif ck ~= nil and #ck > CACHE_KEY_MAX then
 		return 'cache_key is longer than ' .. CACHE_KEY_MAX .. ' bytes'
 	end
-	return nil
+	return nil, ck
 end
 
 -- The size of a cache value as the worker hands it on: a JSON string.
@@ -210,50 +233,89 @@ local function cache_json_len(value)
 	return #value + 2 + quotes
 end
 
+-- The key a job names, shown in a reason: at most 64 bytes, printable.
+local function shown_key(key)
+	local k = string.gsub(string.sub(key, 1, 64), '[^\32-\126]', '?')
+	return '"' .. k .. (#key > 64 and '..."' or '"')
+end
+
+-- Why a job may not name this application's key (K < 0), or nil.
+local function foreign_refusal(key, written)
+	local allowed = string.sub(key, 1, #cache_space) == cache_space
+	if not allowed and (ferry_space == '' or string.sub(key, 1, #ferry_space) ~= ferry_space) then
+		for _, p in ipairs(prefixes) do
+			if string.sub(key, 1, #p) == p then allowed = true end
+		end
+	end
+	if not allowed then
+		return 'cache_key ' .. shown_key(key) .. ' is outside the queue\'s cache space ' .. cache_space .. ' and cache_key_prefixes'
+	end
+	if not written[key] and redis.call('EXISTS', key) == 0 then
+		return 'cache_key ' .. shown_key(key) .. ' does not exist: write the key before the job that names it'
+	end
+	return nil
+end
+
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
-local jobs = {}
+local jobs, written = {}, {}
 for a = first_job, #ARGV, 3 do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
-	if not k or k < 0 or k ~= math.floor(k) or (k > 0 and k < first_cache) or k > #KEYS or (k > 0 and ttl == 0) then
-		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0 or ' .. first_cache .. '..' .. #KEYS .. ' (with a cache TTL)')
+	local key = k and KEYS[math.abs(k)]
+	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key or not stats)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0, K in ' .. FIRST_CACHE .. '..' .. #KEYS .. ' naming a key of the queue\'s cache space ' .. cache_space .. ' to write its value under, or -K naming an existing key (value "")')
 	end
-	local why = checked and cheap_refusal(doc) or not checked and refusal(doc) or nil
+	local why, ck = nil, nil
+	if checked then why = cheap_refusal(doc) else why, ck = refusal(doc) end
+	if not why and not checked and ck ~= key then
+		why = ck and 'it names cache_key ' .. shown_key(ck) .. ': the caller must pass that key (KEYS, index -K) so that it is protected' or 'the caller passed a cache key the job does not name'
+	end
 	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
 		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
 	end
+	if not why and k < 0 then why = foreign_refusal(key, written) end
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
+	if k > 0 then written[key] = true end
 	jobs[index] = doc
 end
 
+-- Backpressure: refused only when what Redis cannot evict (memory_view:
+-- under a volatile-* policy not the cache, which Redis evicts to make
+-- room) reaches memory_refuse_percent of maxmemory (memory_refusal).
 local unchecked = ''
 if refuse > 0 then
-	local info = redis.pcall('INFO', 'memory')
-	if type(info) == 'table' and info.err then
-		unchecked = 'INFO failed: ' .. info.err
-	else
-		local used = tonumber(string.match(info, '[\r\n]used_memory:(%d+)'))
-		local max = tonumber(string.match(info, '[\r\n]maxmemory:(%d+)'))
-		if used and max and max > 0 then
-			local pct = math.floor(used * 100 / max)
-			if pct >= refuse then
-				return ferry_error('FULL', pct .. ' ' .. refuse .. ' redis is ' .. pct .. '% full (memory_refuse_percent ' .. refuse .. '): not enqueueing; drain the queue or raise maxmemory')
-			end
-		end
-	end
+	local tag = string.gsub(KEYS[1], 'ready$', '')
+	local m, why = memory_view(tag, false)
+	local pct, text = nil, nil
+	if m then pct, text = memory_refusal(m, tag, refuse) else unchecked = why end
+	if pct then return ferry_error('FULL', pct .. ' ' .. refuse .. ' ' .. text) end
 end
 
+-- the values in one MSET (no TTL), the application's keys made
+-- persistent, all of them counted in protected in one HMGET and one HSET
+local named, bytes, values = {}, {}, {}
 for a = first_job, #ARGV, 3 do
 	local k = tonumber(ARGV[a + 1])
-	if k > 0 then redis.call('SET', KEYS[k], ARGV[a + 2], 'PX', ttl + wait_ms) end
+	if k > 0 then
+		values[#values + 1] = KEYS[k]
+		values[#values + 1] = ARGV[a + 2]
+		named[#named + 1] = KEYS[k]
+		bytes[#bytes + 1] = protected_bytes(KEYS[k], ARGV[a + 2])
+	elseif k < 0 then
+		redis.call('PERSIST', KEYS[-k])
+		named[#named + 1] = KEYS[-k]
+		bytes[#bytes + 1] = protected_bytes(KEYS[-k])
+	end
 end
+call_chunked({ 'MSET' }, values, 1000)
+if #named > 0 then count_protected(stats, protect_keys(protected, named, bytes)) end
 if wait_ms > 0 then
 	local t = redis.call('TIME')
 	local us = t[1] .. string.format('%06d', tonumber(t[2]))
 	for i, doc in ipairs(jobs) do
 		local n = i
-		while redis.call('ZADD', KEYS[2], 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
+		while redis.call('ZADD', scheduled, 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
 			n = n + #jobs
 		end
 	end

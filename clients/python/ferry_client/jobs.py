@@ -1,29 +1,40 @@
 """jobs.py - the list elements one caller's job becomes, as ferryctl enqueue
 builds them (src/common/chunk.c): a "data" array of more than chunk_rows rows is
 split into jobs {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a
-cache, each job's data (or, without "data", the whole document) becomes the
-value of PREFIX:{QUEUE}:cache:ID and the job names it. Built from the
-caller's objects; a job given as JSON text is pushed byte for byte. ID is the
-job's "id", else the SHA-1 of its document (as ferryctl prints it)."""
+cache, each job's "data" becomes the value of a key of its own,
+PREFIX:{QUEUE}:cache:ID:<16 hex digits, random>, and the job names it (a job
+without "data" is refused: its members are its row and what ferry reads of
+the job). Built from the caller's objects; a job given as JSON text is
+pushed byte for byte. ID is the job's "id", else the SHA-1 of its document
+(as ferryctl prints it). A job that names a cache_key itself (the
+application's key) carries it as named_key, so that enqueue.lua protects
+it."""
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 
 from .errors import InvalidJobError
 
 ID_MAX = 128          # src/common/job.h JOB_ID_MAX
 OWN_KEYS = ("id", "data", "cache_key")
+BARE_REFUSAL = ("a job without \"data\" cannot be cached: its members are "
+                "its row and also what ferry reads of the job (op, the table "
+                "member); put the rows under \"data\", or enqueue it without "
+                "the cache")     # src/common/chunk.h CHUNK_BARE_REFUSAL
 
 
 @dataclass
 class Element:
-    """One list element, the caller's job it came from, its cache key."""
+    """One list element, the caller's job it came from, the cache key it
+    writes (key, value) or the application's key it names (named_key)."""
     element: bytes
     id: str
     index: int
     key: str = None
     value: bytes = b""
+    named_key: str = None
 
 
 def encode(obj):
@@ -55,7 +66,9 @@ def _text_job(text, index, cache, given_id, chunk_rows):
         raise InvalidJobError(index, "its \"data\" has %d rows, over "
                               "chunk_rows %d: pass it as a dict to split it"
                               % (len(data), chunk_rows))
-    return [Element(raw, _name(doc_id, raw), index)]
+    named = doc.get("cache_key") if isinstance(doc, dict) else None
+    return [Element(raw, _name(doc_id, raw), index,
+                    named_key=named if isinstance(named, str) else None)]
 
 
 def build(doc, index, cache_prefix, chunk_rows, given_id=None):
@@ -95,21 +108,23 @@ def build(doc, index, cache_prefix, chunk_rows, given_id=None):
                                   "its chunks (\"%s:N\" must fit in %d bytes)"
                                   % (name, ID_MAX))
         return [_element(index, "%s:%d" % (name, i), others,
-                         data[at:at + chunk_rows], True, cache_prefix)
+                         data[at:at + chunk_rows], cache_prefix)
                 for i, at in enumerate(range(0, len(data), chunk_rows))]
     if cache_prefix:
-        if "data" in doc:
-            return [_element(index, name, others, data, True, cache_prefix)]
-        return [_element(index, name, {}, doc, False, cache_prefix)]
-    return [Element(raw, name, index)]
+        if "data" not in doc:
+            raise InvalidJobError(index, BARE_REFUSAL)
+        return [_element(index, name, others, data, cache_prefix)]
+    named = doc.get("cache_key")
+    return [Element(raw, name, index,
+                    named_key=named if isinstance(named, str) else None)]
 
 
-def _element(index, job_id, others, rows, has_data, cache_prefix):
+def _element(index, job_id, others, rows, cache_prefix):
+    job = dict({"id": job_id}, **others)
     if not cache_prefix:
-        job = dict({"id": job_id}, **others)
         job["data"] = rows
         return Element(encode(job), job_id, index)
-    key = cache_prefix + job_id
-    job = dict({"id": job_id}, **(others if has_data else {}))
+    # a key of its own: no later job (of this id, byte-identical) writes it
+    key = "%s%s:%s" % (cache_prefix, job_id, os.urandom(8).hex())
     job["cache_key"] = key
     return Element(encode(job), job_id, index, key, encode(rows))

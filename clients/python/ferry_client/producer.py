@@ -36,18 +36,26 @@ def load_script(path=None):
 class Producer:
     """Enqueues for ferry on one Redis connection (redis.Redis). The limits
     are the queue's in ferryd.ini: max_job_bytes, [ferryd]
-    memory_refuse_percent, chunk_rows, cache_ttl (seconds), redis_prefix,
-    redis_wait_replicas / redis_wait_timeout (ms)."""
+    memory_refuse_percent, chunk_rows, cache_key_prefixes (a list, or the
+    comma-separated text), redis_prefix, redis_wait_replicas /
+    redis_wait_timeout (ms). cache_ttl is accepted and unused: a cache key
+    has no TTL while its job lives (ferryd removes keys left without a job
+    after its cache_ttl)."""
 
     def __init__(self, client, prefix="ferry", max_job_bytes=1048576,
                  memory_refuse_percent=90, chunk_rows=1000, cache_ttl=86400,
-                 wait_replicas=0, wait_timeout_ms=1000, script_path=None):
+                 wait_replicas=0, wait_timeout_ms=1000, script_path=None,
+                 cache_key_prefixes=()):
         self.redis = client
         self.prefix = prefix
         self.max_job_bytes = int(max_job_bytes)
         self.memory_refuse_percent = int(memory_refuse_percent)
         self.chunk_rows = _positive("chunk_rows", chunk_rows, 1000000)
         self.cache_ttl = _positive("cache_ttl", cache_ttl, TTL_MAX_S)
+        if isinstance(cache_key_prefixes, str):
+            cache_key_prefixes = cache_key_prefixes.split(",")
+        self.cache_key_prefixes = [p.strip() for p in cache_key_prefixes
+                                   if p.strip()]
         self.wait_replicas = int(wait_replicas)
         self.wait_timeout_ms = int(wait_timeout_ms)
         self.script = load_script(script_path)
@@ -58,8 +66,11 @@ class Producer:
                 chunk_rows=None, id=None, delay=None, run_at=None):
         """Push one job (a dict, or JSON text pushed as it is) or a list of
         them onto `queue`; returns the ids, as ferryctl enqueue prints them.
-        cache=True (or a cache_ttl in seconds) moves each job's data into a
-        cache key with that TTL; chunk_rows splits bigger "data" arrays into
+        cache=True (or a cache_ttl, unused otherwise) moves each job's
+        "data" into a cache key of its own, protected (no TTL) until the
+        job is done; a job naming an application's key (cache_key, under
+        cache_key_prefixes) must find it there, and it is protected the
+        same way. chunk_rows splits bigger "data" arrays into
         jobs ID:INDEX; id names a single job. delay (seconds, or a
         datetime.timedelta) or run_at (an aware datetime, or Unix seconds)
         holds the jobs in the queue's scheduled set until then, by the Redis
@@ -70,7 +81,8 @@ class Producer:
             raise ValueError("id= names a single job; give each job of a "
                              "list its own \"id\"")
         rows = _positive("chunk_rows", chunk_rows or self.chunk_rows, 1000000)
-        ttl_s = _positive("cache_ttl", cache_ttl or self.cache_ttl, TTL_MAX_S)
+        if cache_ttl is not None:
+            _positive("cache_ttl", cache_ttl, TTL_MAX_S)
         cached = bool(cache) or cache_ttl is not None
         due = _due_marker(delay, run_at)
         tag = "%s:{%s}:" % (self.prefix, queue)
@@ -81,23 +93,29 @@ class Producer:
                                        id if single else None)
         pushed = []
         for call in _calls(elements):
-            self._push(tag, call, ttl_s * 1000 if cached else 0, due,
-                       pushed)
+            self._push(tag, call, due, pushed)
             pushed += [e.id for e in call]
         self._replicated(queue, pushed)
         return pushed
 
-    def _push(self, tag, call, ttl_ms, due, pushed):
-        """One call of enqueue.lua: KEYS ready, [scheduled,] the cache
-        keys; ARGV the limits, [the due marker,] three per job."""
-        keys = [tag + "ready"] + ([tag + "scheduled"] if due else []) + \
-            [e.key for e in call if e.key]
-        args = [self.max_job_bytes, self.memory_refuse_percent, ttl_ms] + \
-            ([due] if due else [])
-        k = len(keys) - sum(1 for e in call if e.key)
+    def _push(self, tag, call, due, pushed):
+        """One call of enqueue.lua: KEYS ready, [scheduled,] [protected,
+        stats, the cache keys]; ARGV the limits, the options, three per job
+        (K for a key it writes, -K for a key it names)."""
+        keys = [tag + "ready"] + ([tag + "scheduled"] if due else [])
+        if any(e.key or e.named_key for e in call):
+            keys += [tag + "protected", tag + "stats"]
+        opts = ([due] if due else []) + \
+            ["prefix=" + p for p in self.cache_key_prefixes]
+        args = [self.max_job_bytes, self.memory_refuse_percent, len(opts)] \
+            + opts
+        triples = []
         for e in call:
-            k += e.key is not None
-            args += [e.element, k if e.key else 0, e.value]
+            if e.key or e.named_key:
+                keys.append(e.key or e.named_key)
+            k = len(keys) if e.key else -len(keys) if e.named_key else 0
+            triples += [e.element, k, e.value]
+        args += triples
         try:
             reply = self._run(keys, args)
         except redis.exceptions.ResponseError as err:

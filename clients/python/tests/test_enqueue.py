@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import time
 import warnings
 
@@ -58,19 +59,52 @@ def test_chunks_are_id_index(r):
                         {"id": "x:2", "t": "k", "data": [5]}]
 
 
-def test_cache_keys_get_the_ttl(r):
+def test_cache_keys_are_the_jobs_own_and_protected(r):
     r.delete(READY)
     p = Producer(r)
-    ids = p.enqueue("py", {"id": "c", "data": [[1], [2], [3]]}, cache_ttl=60,
-                    chunk_rows=2)
+    ids = p.enqueue("py", {"id": "c", "op": "delete", "data": [[1], [2], [3]]},
+                    cache=True, chunk_rows=2)
     assert ids == ["c:0", "c:1"]
-    assert ready(r) == [{"id": "c:0", "cache_key": "ferry:{py}:cache:c:0"},
-                        {"id": "c:1", "cache_key": "ferry:{py}:cache:c:1"}]
-    assert r.get("ferry:{py}:cache:c:1") == b"[[3]]"
-    assert 50000 < r.pttl("ferry:{py}:cache:c:0") <= 60000
-    p.enqueue("py", {"id": "d", "n": 1}, cache=True)   # no data: the doc
-    assert r.get("ferry:{py}:cache:d") == b'{"id":"d","n":1}'
-    assert r.pttl("ferry:{py}:cache:d") > 86000000
+    jobs = ready(r)
+    keys = [j.pop("cache_key") for j in jobs]
+    assert jobs == [{"id": "c:0", "op": "delete"}, {"id": "c:1", "op": "delete"}]
+    for i, key in enumerate(keys):
+        assert re.fullmatch(r"ferry:\{py\}:cache:c:%d:[0-9a-f]{16}" % i, key)
+        assert r.pttl(key) == -1             # no TTL while the job lives
+        assert r.hget("ferry:{py}:protected", key).startswith(b"1 ")
+    assert r.get(keys[1]) == b"[[3]]"
+    # the same id again: a key of its own; the first job's data stays
+    p.enqueue("py", {"id": "c:1", "data": [[9]]}, cache=True)
+    again = ready(r)[2]["cache_key"]
+    assert again not in keys and r.get(again) == b"[[9]]"
+    assert r.get(keys[1]) == b"[[3]]"
+    with pytest.raises(InvalidJobError, match='without "data" cannot be '
+                       'cached: its members are its row'):
+        p.enqueue("py", {"id": "d", "op": "delete"}, cache=True)
+    assert r.llen(READY) == 3
+    # delayed: the key waits with its job, protected as long
+    p.enqueue("py", {"id": "e", "data": [1]}, cache=True, delay=60)
+    doc = json.loads(r.zrange(SCHEDULED, -1, -1)[0].split(b":", 1)[1])
+    assert r.pttl(doc["cache_key"]) == -1
+
+
+def test_application_keys_are_protected(r):
+    r.delete(READY)
+    r.set("app:py:1", '[{"a":1}]', px=60000)
+    p = Producer(r)
+    with pytest.raises(InvalidJobError, match="outside the queue's cache "
+                       "space ferry:{py}:cache: and cache_key_prefixes"):
+        p.enqueue("py", {"id": 1, "cache_key": "app:py:1"})
+    p = Producer(r, cache_key_prefixes="app:py:, other:")
+    with pytest.raises(InvalidJobError, match='cache_key "app:py:2" does '
+                       'not exist: write the key before the job'):
+        p.enqueue("py", [{"id": 1, "cache_key": "app:py:1"},
+                         {"id": 2, "cache_key": "app:py:2"}])
+    assert r.llen(READY) == 0 and r.pttl("app:py:1") > 0
+    assert p.enqueue("py", ['{"id":1,"cache_key":"app:py:1"}',
+                            {"id": 2, "cache_key": "app:py:1"}]) == ["1", "2"]
+    assert r.pttl("app:py:1") == -1
+    assert r.hget("ferry:{py}:protected", "app:py:1").startswith(b"2 ")
 
 
 @pytest.mark.parametrize("bad, reason", [
@@ -103,8 +137,10 @@ def test_refused_above_memory_refuse_percent(r):
     try:
         with pytest.raises(QueueFullError) as e:
             Producer(r, memory_refuse_percent=20).enqueue("py", {"n": 1})
-        assert "full (memory_refuse_percent 20): not enqueueing; drain the " \
-            "queue or raise maxmemory" in str(e.value)
+        assert "% full (maxmemory " in str(e.value)
+        assert "queue py holds " in str(e.value)
+        assert "memory_refuse_percent 20: not enqueueing; drain the queue" \
+            in str(e.value)
         assert r.llen(READY) == 0
         assert Producer(r).enqueue("py", {"id": "ok"}) == ["ok"]
     finally:
@@ -113,7 +149,9 @@ def test_refused_above_memory_refuse_percent(r):
 
 def test_rows_reach_postgres(r):
     """4,300 rows: 2,500 single jobs in three calls, 1,500 rows split into
-    4 jobs, 300 rows through a cache key. The driver counts the rows."""
+    4 jobs, 300 rows through cache keys, in three jobs of one id (two in
+    one call, one in another): each its own key, each row written once. The
+    driver counts the rows."""
     p = Producer(r)
     ids = p.enqueue("pg", [{"n": i} for i in range(2500)])
     assert len(set(ids)) == 2500
@@ -121,18 +159,24 @@ def test_rows_reach_postgres(r):
                                                  for i in range(1500)]},
                     chunk_rows=400)
     assert ids == ["big:0", "big:1", "big:2", "big:3"]
-    ids = p.enqueue("pg", {"id": "cached", "data": [{"n": 20000 + i}
-                                                    for i in range(300)]},
+    ids = p.enqueue("pg", [{"id": "cached", "data": [{"n": 20000 + k * 100 + i}
+                                                     for i in range(100)]}
+                           for k in range(2)], cache=True)
+    assert ids == ["cached", "cached"]
+    ids = p.enqueue("pg", {"id": "cached", "data": [{"n": 20200 + i}
+                                                    for i in range(100)]},
                     cache=True)
     assert ids == ["cached"]
     end = time.time() + 60
     while time.time() < end and \
-            int(r.hget("ferry:{pg}:stats", "done") or 0) < 2505:
+            int(r.hget("ferry:{pg}:stats", "done") or 0) < 2507:
         time.sleep(0.1)
-    assert int(r.hget("ferry:{pg}:stats", "done") or 0) == 2505
-    assert int(r.hget("ferry:{pg}:stats", "enqueued")) == 2505
+    assert int(r.hget("ferry:{pg}:stats", "done") or 0) == 2507
+    assert int(r.hget("ferry:{pg}:stats", "enqueued")) == 2507
     assert r.llen("ferry:{pg}:dead") == 0
-    assert r.exists("ferry:{pg}:cache:cached") == 0   # deleted with the ack
+    # deleted with the ack, and no longer protected
+    assert r.keys("ferry:{pg}:cache:*") == []
+    assert r.exists("ferry:{pg}:protected") == 0
 
 
 def test_without_info_in_the_acl_it_warns_once_and_pushes(r):
@@ -173,16 +217,13 @@ def test_delay_holds_jobs_in_scheduled_by_the_redis_clock(r):
     r.delete(READY, SCHEDULED)
     p = Producer(r)
     t0 = redis_ms(r)
-    p.enqueue("py", [{"n": 1}, {"n": 1}], delay=2.5, cache=True)
+    p.enqueue("py", [{"n": 1}, {"n": 1}], delay=2.5)
     p.enqueue("py", {"n": 2}, delay=datetime.timedelta(minutes=1))
     assert r.llen(READY) == 0
     got = scheduled(r)
     assert len(got) == 3            # identical documents stay distinct
     assert all(t0 + 2500 <= due <= t0 + 2500 + 2000 for due, _ in got[:2])
     assert t0 + 60000 <= got[2][0] <= t0 + 62000
-    # cached: the documents name their cache keys, which outlive the delay
-    doc = json.loads(got[0][1])
-    assert r.pttl(doc["cache_key"]) > 86400 * 1000
     p.enqueue("py", {"n": 3}, run_at=datetime.datetime(
         2100, 1, 1, tzinfo=datetime.timezone.utc))
     assert scheduled(r)[-1] == (4102444800000, b'{"n":3}')

@@ -34,6 +34,13 @@
 		return v < 1000 ? v + " ms" : v < 120000 ? (v / 1000).toFixed(1) + " s" :
 		    Math.round(v / 60000) + " min";
 	}
+	function bytes(v) {
+		if (v === null || v === undefined) return "-";
+		const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+		let i = 0;
+		while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+		return i ? v.toFixed(1) + " " + u[i] : v + " B";
+	}
 	async function getJSON(url) {
 		const r = await fetch(url, { cache: "no-store" });
 		if (!r.ok) throw new Error(url + ": " + r.status);
@@ -61,7 +68,7 @@
 		const tb = $("queues").tBodies[0];
 		tb.replaceChildren();
 		for (const q of d.queues) {
-			const c = q.counters || {};
+			const c = q.counters || {}, m = q.memory || {};
 			const tr = el("tr", { "data-queue": q.name, class: q.paused ? "paused" : "" });
 			tr.append(td("name", q.name, "t"), td("state", q.paused ? "paused" : "running", "t"),
 			    td("workers", q.workers + "/" + q.target), td("ready", q.ready),
@@ -69,7 +76,10 @@
 			    td("delayed", q.delayed), td("scheduled", q.scheduled), td("dead", q.dead),
 			    td("enqueued", c.enqueued), td("done", c.done), td("retried", c.retried),
 			    td("deadlettered", c.deadlettered), td("recovered", c.recovered),
-			    td("oldest_ready_age", q.oldest_ready_age_ms ? ms(q.oldest_ready_age_ms) : "-"));
+			    td("oldest_ready_age", q.oldest_ready_age_ms ? ms(q.oldest_ready_age_ms) : "-"),
+			    td("held", bytes(m.bytes), m.refusing ? "bad" : ""),
+			    td("protected_keys", m.protected_keys),
+			    td("protected_lost", m.protected_lost, m.protected_lost > 0 ? "bad" : ""));
 			const act = el("td", { class: "t" });
 			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); }));
 			if (actions)

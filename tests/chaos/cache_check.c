@@ -1,0 +1,208 @@
+/* cache_check.c - what the checker of a chaos run requires of the jobs
+ * whose rows waited in cache keys (below). */
+#include "chaos.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------ the cache, checked */
+
+/* The value of KEY=... in the one-line report of file `path` (churn's,
+ * produce-cache's); -1 when absent. */
+static long long
+report_value(const char *path, const char *key)
+{
+	char line[1024] = " ", pat[64];   /* " KEY=" matches the first too */
+	FILE *f = path != NULL ? fopen(path, "r") : NULL;
+	if (f == NULL)
+		return -1;
+	int got = fgets(line + 1, sizeof(line) - 1, f) != NULL;
+	fclose(f);
+	snprintf(pat, sizeof(pat), " %s=", key);
+	const char *v = got ? strstr(line, pat) : NULL;
+	return v != NULL ? atoll(v + strlen(pat)) : -1;
+}
+
+struct keyset {
+	char **k;
+	size_t n, cap;
+};
+
+static void
+keyset_add(struct keyset *s, const char *k)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		if ((s->k = realloc(s->k, s->cap * sizeof(*s->k))) == NULL)
+			chaos_die("out of memory");
+	}
+	if ((s->k[s->n++] = strdup(k)) == NULL)
+		chaos_die("out of memory");
+}
+
+static int
+keyset_has(const struct keyset *s, const char *k)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->k[i], k) == 0)
+			return 1;
+	return 0;
+}
+
+/* The cache keys queue q's dead jobs name, into `named`; the number of its
+ * dead entries of the reason "cache key expired or evicted". */
+static long long
+dead_cache_keys(redisContext *c, const char *prefix, const char *q,
+    struct keyset *named)
+{
+	static const char gone[] = "\"reason\":\"cache key expired or evicted\"",
+	    mark[] = ",\"job\":";
+	long long missing = 0;
+	redisReply *d = redisCommand(c, "LRANGE %s:{%s}:dead 0 -1", prefix, q);
+	for (size_t i = 0; d != NULL && i < d->elements; i++) {
+		const char *el = d->element[i]->str;
+		size_t len = d->element[i]->len;
+		missing += memmem(el, len, gone, sizeof(gone) - 1) != NULL;
+		const char *doc = memmem(el, len, mark, sizeof(mark) - 1);
+		if (doc == NULL)
+			continue;
+		doc += sizeof(mark) - 1;
+		json_error_t err;
+		json_t *j = json_loadb(doc, (size_t)(el + len - doc) - 1,
+		    JSON_DECODE_ANY, &err);
+		const char *k = json_string_value(json_object_get(j, "cache_key"));
+		if (k != NULL)
+			keyset_add(named, k);
+		json_decref(j);
+	}
+	if (d != NULL)
+		freeReplyObject(d);
+	return missing;
+}
+
+/* Keys matching `pat` (SCAN) that no dead job names; with `persistent`,
+ * only those without a TTL. Each of the first few is printed. */
+static long long
+stray_keys(redisContext *c, const char *pat, int persistent,
+    const struct keyset *named, long long *all)
+{
+	char cursor[32] = "0";
+	long long stray = 0;
+	do {
+		redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000",
+		    cursor, pat);
+		if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+			if (r != NULL)
+				freeReplyObject(r);
+			return stray + 1;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		for (size_t i = 0; i < r->element[1]->elements; i++) {
+			const char *k = r->element[1]->element[i]->str;
+			if (persistent) {
+				redisReply *t = redisCommand(c, "PTTL %s", k);
+				int keep = t != NULL && t->integer == -1;
+				if (t != NULL)
+					freeReplyObject(t);
+				if (!keep)
+					continue;
+			}
+			(*all)++;
+			if (!keyset_has(named, k) && stray++ < 10)
+				printf("  left in Redis, named by no dead job: %.120s\n", k);
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	return stray;
+}
+
+int
+chaos_cache_check(redisContext *c, const char *prefix,
+    const char *const *queues, int nq, const char *keyprefix,
+    const char *cache_stats, const char *churn)
+{
+	struct keyset named = { 0 };
+	long long missing_dead = 0, missing_stat = 0, stray = 0, keys = 0;
+	long long prot = 0, prot_stray = 0;
+	char pat[300];
+	for (int q = 0; q < nq; q++) {
+		missing_dead += dead_cache_keys(c, prefix, queues[q], &named);
+		redisReply *r = redisCommand(c, "HGET %s:{%s}:stats cache_missing",
+		    prefix, queues[q]);
+		if (r != NULL && r->type == REDIS_REPLY_STRING)
+			missing_stat += atoll(r->str);
+		if (r != NULL)
+			freeReplyObject(r);
+	}
+	for (int q = 0; q < nq; q++) {
+		snprintf(pat, sizeof(pat), "%s:{%s}:cache:*", prefix, queues[q]);
+		stray += stray_keys(c, pat, 0, &named, &keys);
+		redisReply *r = redisCommand(c, "HKEYS %s:{%s}:protected", prefix,
+		    queues[q]);
+		for (size_t i = 0; r != NULL && i < r->elements; i++, prot++)
+			if (!keyset_has(&named, r->element[i]->str) && prot_stray++ < 10)
+				printf("  protected entry of no dead job: %.120s\n",
+				    r->element[i]->str);
+		if (r != NULL)
+			freeReplyObject(r);
+	}
+	if (keyprefix != NULL && *keyprefix != '\0') {
+		snprintf(pat, sizeof(pat), "%s*", keyprefix);
+		stray += stray_keys(c, pat, 1, &named, &keys);
+	}
+	for (size_t i = 0; i < named.n; i++)
+		free(named.k[i]);
+	free(named.k);
+
+	long long cjobs = report_value(cache_stats, "cache_jobs"),
+	    kjobs = report_value(cache_stats, "key_jobs"),
+	    errors = report_value(cache_stats, "errors"),
+	    full = report_value(cache_stats, "full"),
+	    evicted = report_value(churn, "evicted");
+	printf("chaos: cache: %lld jobs through --cache, %lld naming application "
+	    "keys (%lld keys written again, gone before their job came: %lld "
+	    "refusals \"does not exist\"), %lld FULL refusals, %lld "
+	    "ferryctl calls; cache_missing %lld, dead for a missing cache key "
+	    "%lld; left %lld cache keys, %lld protected entries (of dead jobs: "
+	    "%lld, %lld)\n", cjobs, kjobs, report_value(cache_stats, "rewrites"),
+	    report_value(cache_stats, "gone"), full,
+	    report_value(cache_stats, "calls"), missing_stat, missing_dead, keys,
+	    prot, keys - stray, prot - prot_stray);
+	printf("chaos: churn: %lld keys written (%lld MB, %lld-%lld bytes, TTL "
+	    "%lld s) in %lld s, %lld refused, %lld reconnections; Redis evicted "
+	    "%lld keys and expired %lld (over %lld redis-server processes)\n",
+	    report_value(churn, "keys"), report_value(churn, "bytes") >> 20,
+	    report_value(churn, "size_min"), report_value(churn, "size_max"),
+	    report_value(churn, "ttl_ms") / 1000, report_value(churn, "seconds"),
+	    report_value(churn, "refused"), report_value(churn, "reconnects"),
+	    evicted, report_value(churn, "expired"), report_value(churn, "runs"));
+	int fails = 0;
+	if (missing_stat != 0 || missing_dead != 0)
+		fails += printf("chaos: FAIL jobs dead for a missing cache key: "
+		    "cache_missing %lld, dead entries %lld\n", missing_stat,
+		    missing_dead) > 0;
+	if (stray != 0 || prot_stray != 0)
+		fails += printf("chaos: FAIL %lld cache keys and %lld protected "
+		    "entries left that no dead job names\n", stray,
+		    prot_stray) > 0;
+	if (cjobs <= 0 || kjobs <= 0 || errors != 0)
+		fails += printf("chaos: FAIL the cached producer: %lld --cache "
+		    "jobs, %lld naming keys, %lld ferryctl failures it did not "
+		    "expect (produce-cache.err)\n", cjobs, kjobs, errors) > 0;
+	/* the queues need a small part of maxmemory, the rest is the churn's
+	 * to be evicted: a refusal means evictable bytes counted as not */
+	if (full != 0)
+		fails += printf("chaos: FAIL %lld FULL refusals (exit 75) with a "
+		    "backlog far below memory_refuse_percent of maxmemory\n",
+		    full) > 0;
+	if (evicted <= 0)
+		fails += printf("chaos: FAIL Redis evicted no key (%lld): the churn "
+		    "did not fill maxmemory, the run did not test the cache\n",
+		    evicted) > 0;
+	return fails;
+}
