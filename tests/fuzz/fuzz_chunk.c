@@ -1,8 +1,10 @@
 /* fuzz_chunk.c - chunk_document (src/common/chunk.c), what ferryctl enqueue pushes
  * for a document job_parse accepts: every job it makes is valid and named
  * as it says, the jobs' rows (or cache values) are the document's "data"
- * rows in order, and every other member survives; the members it finds
- * ("data", "cache_key") are those jansson finds, escaped keys included.
+ * rows in order, and every other member survives; with --cache each job
+ * names a key of its own (its id and 16 hex digits), and a document without
+ * "data" is refused; the members it finds ("data", "cache_key") are those
+ * jansson finds, escaped keys included.
  * The first input byte picks chunk_rows (1-4) and --cache. */
 #include "fuzz.h"
 
@@ -67,12 +69,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    sizeof(err)) != 0) {
 		CHECK(out.n == 0 && err[0] != '\0');
 		/* refused: a cache_key it cannot keep, chunk ids too long, or
-		 * (with --cache) a document nested deeper than the scanner */
+		 * (with --cache) a document nested deeper than the scanner or
+		 * without "data" */
 		CHECK((has_ck && (prefix != NULL || nrows > (size_t)rows)) ||
 		    (nrows > (size_t)rows && strlen(id) + 3 > JOB_ID_MAX) ||
-		    (prefix != NULL && strstr(err, "cannot read") != NULL));
+		    (prefix != NULL && strstr(err, "cannot read") != NULL) ||
+		    (prefix != NULL && jdata == NULL &&
+		    strcmp(err, CHUNK_BARE_REFUSAL) == 0));
 		goto done;
 	}
+	CHECK(!(prefix != NULL && jdata == NULL));
 	CHECK(!(has_ck && (prefix != NULL || nrows > (size_t)rows)));
 	CHECK(out.n == (nrows > (size_t)rows ?
 	    (nrows + (size_t)rows - 1) / (size_t)rows : 1));
@@ -97,9 +103,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		job_parse(&j, c->el, c->el_len, 0);
 		CHECK(j.invalid == NULL && strcmp(j.id, want) == 0);
 		if (prefix != NULL) {
-			CHECK(c->key != NULL && strncmp(c->key, PREFIX,
-			    strlen(PREFIX)) == 0 && strcmp(c->key +
-			    strlen(PREFIX), want) == 0);
+			/* PREFIX want ":" 16 hex digits */
+			size_t klen = c->key != NULL ? strlen(c->key) : 0;
+			CHECK(klen == strlen(PREFIX) + strlen(want) + 17 &&
+			    strncmp(c->key, PREFIX, strlen(PREFIX)) == 0 &&
+			    strncmp(c->key + strlen(PREFIX), want,
+			    strlen(want)) == 0 && c->key[klen - 17] == ':' &&
+			    strspn(c->key + klen - 16, "0123456789abcdef") == 16);
 			CHECK(j.cache_key != NULL &&
 			    strcmp(j.cache_key, c->key) == 0);
 			CHECK(!j.has_data);
@@ -110,16 +120,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			part = json_incref(json_object_get(el, "data"));
 			CHECK(part != NULL);
 		}
-		if (prefix != NULL && jdata == NULL) {
-			/* the document itself is the value */
-			CHECK(c->cache_len == size &&
-			    memcmp(c->cache, doc, size) == 0);
-			CHECK(json_object_size(el) == 2);
-		} else {
-			json_t *o = others(el);
-			CHECK(json_equal(o, rest));
-			json_decref(o);
-		}
+		json_t *o = others(el);
+		CHECK(json_equal(o, rest));
+		json_decref(o);
 		if (nrows > (size_t)rows)
 			json_array_extend(got, part);
 		else
