@@ -192,7 +192,7 @@ append(int fd, const struct round *r, const char *path)
 static long long
 trim(redisContext *c, const struct queue_keys *k, struct round *r)
 {
-	int argc = 5 + r->nkeys;
+	int argc = 4 + r->nkeys;
 	const char **argv = xcalloc((size_t)argc, sizeof(*argv));
 	char n[24], sha[41];
 	long long done;
@@ -201,12 +201,11 @@ trim(redisContext *c, const struct queue_keys *k, struct round *r)
 	tail_sha1(r->tail, sha);
 	argv[0] = k->dead;
 	argv[1] = k->protected;
-	argv[2] = k->stats;
-	argv[3] = n;
-	argv[4] = sha;
+	argv[2] = n;
+	argv[3] = sha;
 	for (int i = 0; i < r->nkeys; i++)
-		argv[5 + i] = r->keys[i];
-	redisReply *rep = queue_script(c, LUA_DEAD_TRIM, 3, argc, argv, NULL);
+		argv[4 + i] = r->keys[i];
+	redisReply *rep = queue_script(c, LUA_DEAD_TRIM, 2, argc, argv, NULL);
 	free(argv);
 	if (rep == NULL)
 		return -1;

@@ -174,10 +174,9 @@ sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
     int count, const char *el, size_t len, const char *cache_key)
 {
 	start(a, LUA_DEAD_PURGE, prefix, queue);
-	/* KEYS: dead, protected, stats, [the job's cache key] */
+	/* KEYS: dead, protected, [the job's cache key] */
 	put(a, a->k.dead);
 	put(a, a->k.protected);
-	put(a, a->k.stats);
 	if (cache_key != NULL)
 		put(a, cache_key);
 	a->nkeys = a->argc;

@@ -282,7 +282,7 @@ arg(struct script_args *a, const char *p, size_t len)
 
 /* Jobs [from, to) through enqueue.lua, in one atomic step (the same checks
  * again, the memory check, the cache keys written or protected, the
- * LPUSH). KEYS: ready, [scheduled,] [protected, stats, the cache keys];
+ * LPUSH). KEYS: ready, [scheduled,] [protected, the cache keys];
  * ARGV: max_job_bytes, memory_refuse_percent, the options ("checked", the
  * due marker, a "prefix=P" per cache_key_prefixes item), then per job:
  * element, K (the index of the key it writes, -K of the key it names, 0),
@@ -306,12 +306,11 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	arg(&a, k->ready, strlen(k->ready));
 	if (*due != '\0')
 		arg(&a, k->scheduled, strlen(k->scheduled));
-	size_t first_cache = a.n + 3;    /* 1-based, after protected, stats */
+	size_t first_cache = a.n + 2;    /* 1-based, after protected */
 	for (size_t i = from; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
 		if (j->key != NULL || j->named_key != NULL) {
 			arg(&a, k->protected, strlen(k->protected));
-			arg(&a, k->stats, strlen(k->stats));
 			break;
 		}
 	}
@@ -342,7 +341,7 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	snprintf(num[2], sizeof(num[2]), "%zu", a.n - nopts_at - 1);
 	a.v[nopts_at] = num[2];
 	a.len[nopts_at] = strlen(num[2]);
-	/* the cache keys follow protected and stats in KEYS */
+	/* the cache keys follow protected in KEYS */
 	for (size_t i = from, key = first_cache - 1; i < to; i++) {
 		const struct chunk_job *j = &in->jobs.v[i];
 		char *index = num[3 + i - from];

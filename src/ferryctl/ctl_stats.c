@@ -153,8 +153,8 @@ stats_lengths(struct ctl *c, const struct queue_keys *k,
 	    redisCommand(c->rc, "LLEN %s", k->dead), &st->dead);
 }
 
-/* memory.lua (what the producers' refusal sees), the protected hash's
- * count and the stats hash's protected_bytes. */
+/* memory.lua: what the producers' refusal sees, and the protected keys'
+ * count and bytes (estimated from a sample). */
 static int
 stats_queue_memory(struct ctl *c, const struct queue_keys *k,
     struct queue_memory *m)
@@ -168,24 +168,16 @@ stats_queue_memory(struct ctl *c, const struct queue_keys *k,
 	r = queue_script(c->rc, LUA_MEMORY, 1, 2, argv, NULL);
 	if (r == NULL)
 		return ctl_redis_fail(c, "memory.lua", NULL);
-	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 11) {
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 13) {
 		m->max = r->element[1]->integer;
 		m->unevictable = r->element[5]->integer;
 		m->bytes = r->element[6]->integer;
 		snprintf(m->refusal, sizeof(m->refusal), "%s",
 		    r->element[10]->type == REDIS_REPLY_STRING ?
 		    r->element[10]->str : "");
+		m->protected_bytes = r->element[11]->integer;
+		m->protected_keys = r->element[12]->integer;
 	}
-	freeReplyObject(r);
-	r = redisCommand(c->rc, "HLEN %s", k->protected);
-	if (reply_int(c, "HLEN of the protected hash", r,
-	    &m->protected_keys) != 0)
-		return CTL_EX_UNAVAILABLE;
-	r = redisCommand(c->rc, "HGET %s protected_bytes", k->stats);
-	if (!ctl_reply_ok(r))
-		return ctl_redis_fail(c, "HGET of the stats hash", r);
-	m->protected_bytes = r->type == REDIS_REPLY_STRING ?
-	    strtoll(r->str, NULL, 10) : 0;
 	freeReplyObject(r);
 	return 0;
 }

@@ -188,8 +188,6 @@ figures_counters(struct metrics_figures *v, const redisReply *rep)
 			v->recovered = n;
 		else if (strcmp(f, "cache_missing") == 0)
 			v->cache_missing = n;
-		else if (strcmp(f, "protected_bytes") == 0)
-			v->protected_bytes = n;
 		else if (strcmp(f, "orphans") == 0)
 			v->orphans = n;
 		else if (strcmp(f, "reprotected") == 0)
@@ -200,14 +198,16 @@ figures_counters(struct metrics_figures *v, const redisReply *rep)
 }
 
 /* memory.lua's answer: {used, max, policy, keys, volatile, unevictable,
- * own bytes, own keys, evicted_keys, info, refusal}. */
+ * own bytes, own keys, evicted_keys, info, refusal, protected bytes,
+ * protected keys}. */
 static void
 figures_memory(struct metrics *mt, struct metrics_figures *v,
     const redisReply *rep)
 {
-	if (rep->elements < 11)
+	if (rep->elements < 13)
 		return;
 	v->bytes = rep->element[6]->integer;
+	v->protected_bytes = rep->element[11]->integer;
 	v->refusing = rep->element[10]->type == REDIS_REPLY_STRING &&
 	    rep->element[10]->len > 0;
 	mt->unevictable = rep->element[5]->integer;

@@ -304,33 +304,13 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	return { #back, #buried }
 end
 
--- Protected cache keys. Every cache key that live jobs name (waiting, scheduled, running, retried, recovered or dead) is a field of the queue's hash `protected`, its value "REFS BYTES": how many such jobs, and the bytes counted for it in the stats hash's protected_bytes. A protected key has no TTL, so no volatile-* policy can evict it nor can it expire; it is deleted when the last job naming it is done or purged.
-local PROTECTED_OVERHEAD = 56
+-- Protected cache keys. Every cache key that live jobs name (waiting, scheduled, running, retried, recovered or dead) is a field of the queue's hash `protected`, its value how many such jobs (negative once the sweep found the key lost: sweep.lua). A protected key has no TTL, so no volatile-* policy can evict it nor can it expire; it is deleted when the last job naming it is done or purged. The entries hold counts only, so that a batch's keys cost a few commands and no parsing: their bytes are estimated from a sample (protected_bytes_estimate).
 
--- An entry's text as {refs, bytes, lost}; a malformed one counts one job and no bytes.
-local function entry_of(v)
-	local refs, bytes = string.match(v, '^(%d+) (%d+)')
-	return { refs = tonumber(refs) or 1, bytes = tonumber(bytes) or 0, lost = string.find(v, ' lost$') ~= nil }
-end
-
-local function entry_text(e)
-	return string.format('%d %d', e.refs, e.bytes) .. (e.lost and ' lost' or '')
-end
-
--- The job count and bytes of a protected key's entry (nil: none), and whether the key was found lost (sweep.lua marks such an entry "REFS 0 lost").
+-- How many jobs an entry counts (nil: none), and whether the key was found lost.
 local function protected_entry(protected, key)
-	local v = redis.call('HGET', protected, key)
-	if not v then return nil end
-	local e = entry_of(v)
-	return e.refs, e.bytes, e.lost
-end
-
--- What a key is counted for: its size as Redis reports it when it can, else an estimate from its value.
-local function protected_bytes(key, value)
-	if value then return #key + #value + PROTECTED_OVERHEAD end
-	local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', key)
-	if ok and type(n) == 'number' then return n end
-	return #key + PROTECTED_OVERHEAD
+	local n = tonumber(redis.call('HGET', protected, key))
+	if not n then return nil end
+	return math.abs(n), n < 0
 end
 
 -- A command with a fixed head and a list of arguments, in chunks that unpack() can take.
@@ -342,77 +322,73 @@ local function call_chunked(head, args, per)
 	end
 end
 
--- The entries of keys (a list, names may repeat), read in one HMGET: a table key -> entry or false.
-local function entries_of(protected, keys)
-	local got, out = {}, {}
+-- The counts of keys (a list, names may repeat), read in one HMGET per thousand: a table key -> count (negative: lost) or 0.
+local function counts_of(protected, keys)
+	local out = {}
 	for i = 1, #keys, 1000 do
 		local part = redis.call('HMGET', protected, unpack(keys, i, math.min(i + 999, #keys)))
-		for j, v in ipairs(part) do got[i + j - 1] = v end
-	end
-	for i, k in ipairs(keys) do
-		if out[k] == nil then out[k] = got[i] and entry_of(got[i]) or false end
+		for j, v in ipairs(part) do out[keys[i + j - 1]] = tonumber(v) or 0 end
 	end
 	return out
 end
 
--- Jobs naming keys[i] (bytes[i] each, counted for a new entry) are accepted: each entry counts one job more. A handful of commands whatever the count. Returns the bytes newly counted, for the caller to add to protected_bytes (count_protected).
-local function protect_keys(protected, keys, bytes)
-	if #keys == 0 then return 0 end
-	local entries, fields, counted = entries_of(protected, keys), {}, 0
-	for i, k in ipairs(keys) do
-		local e = entries[k]
-		if not e then
-			e = { refs = 0, bytes = bytes[i], lost = false }
-			counted = counted + bytes[i]
-			entries[k] = e
-		end
-		e.refs = e.refs + 1
-	end
-	for k, e in pairs(entries) do
+-- Jobs naming keys (a list, names may repeat) are accepted: each entry counts one job more. The keys exist now, so none is lost any more. A handful of commands whatever the count.
+local function protect_keys(protected, keys)
+	if #keys == 0 then return end
+	local counts, fields = counts_of(protected, keys), {}
+	for _, k in ipairs(keys) do counts[k] = math.abs(counts[k]) + 1 end
+	for k, n in pairs(counts) do
 		fields[#fields + 1] = k
-		fields[#fields + 1] = entry_text(e)
+		fields[#fields + 1] = n
 	end
 	call_chunked({ 'HSET', protected }, fields, 1000)
-	return counted
 end
 
--- Jobs naming keys are done or purged: a key goes with the last job that names it. A key no entry protects (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count. Returns the bytes no longer counted.
+-- Jobs naming keys are done or purged: a key goes with the last job that names it. A key no entry protects (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count.
 local function release_keys(protected, keys)
-	if #keys == 0 then return 0 end
-	local entries, dels, unprotect, keep, freed = entries_of(protected, keys), {}, {}, {}, 0
-	local gone = {}
+	if #keys == 0 then return end
+	local counts, dels, unprotect, keep, gone = counts_of(protected, keys), {}, {}, {}, {}
 	for _, k in ipairs(keys) do
-		local e = entries[k]
-		if e and e.refs > 1 then
-			e.refs = e.refs - 1
+		local n = counts[k]
+		if n > 1 or n < -1 then
+			counts[k] = n > 0 and n - 1 or n + 1
 		elseif not gone[k] then
 			gone[k] = true
 			dels[#dels + 1] = k
-			if e then
-				unprotect[#unprotect + 1] = k
-				freed = freed + e.bytes
-				entries[k] = false
-			end
+			if n ~= 0 then unprotect[#unprotect + 1] = k end
 		end
 	end
-	for k, e in pairs(entries) do
-		if e and not gone[k] then
+	for k, n in pairs(counts) do
+		if not gone[k] and n ~= 0 then
 			keep[#keep + 1] = k
-			keep[#keep + 1] = entry_text(e)
+			keep[#keep + 1] = n
 		end
 	end
 	call_chunked({ 'DEL' }, dels, 1000)
 	call_chunked({ 'HDEL', protected }, unprotect, 1000)
 	call_chunked({ 'HSET', protected }, keep, 1000)
-	return freed
 end
 
--- Add delta bytes to the stats hash's protected_bytes.
-local function count_protected(stats, delta)
-	if delta ~= 0 then redis.call('HINCRBY', stats, 'protected_bytes', delta) end
+-- The bytes of the protected keys: how many there are, times the mean MEMORY USAGE of a sample of them (HRANDFIELD). 0 where MEMORY USAGE or HRANDFIELD is refused.
+local PROTECTED_SAMPLE = 16
+local function protected_bytes_estimate(protected)
+	local okn, n = pcall(redis.call, 'HLEN', protected)
+	if not okn or type(n) ~= 'number' or n == 0 then return 0, 0 end
+	local oks, sample = pcall(redis.call, 'HRANDFIELD', protected, PROTECTED_SAMPLE)
+	if not oks or type(sample) ~= 'table' or #sample == 0 then return 0, n end
+	local sum, seen = 0, 0
+	for _, k in ipairs(sample) do
+		local ok, b = pcall(redis.call, 'MEMORY', 'USAGE', k)
+		if ok and type(b) == 'number' then
+			sum = sum + b
+			seen = seen + 1
+		end
+	end
+	if seen == 0 then return 0, n end
+	return math.floor(sum / seen * n), n
 end
 
--- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (stats' protected_bytes, the protected hash's count). What MEMORY USAGE is refused on counts 0.
+-- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (estimated: protected_bytes_estimate); then the protected keys' bytes and count alone. What MEMORY USAGE is refused on counts 0.
 local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate' }
 local function queue_bytes(tag)
 	local bytes, keys = 0, 0
@@ -428,11 +404,8 @@ local function queue_bytes(tag)
 	if ok and type(wids) == 'table' then
 		for _, w in ipairs(wids) do usage(tag .. 'proc:' .. w) end
 	end
-	local okb, pb = pcall(redis.call, 'HGET', tag .. 'stats', 'protected_bytes')
-	if okb and pb then bytes = bytes + math.max(0, tonumber(pb) or 0) end
-	local okn, np = pcall(redis.call, 'HLEN', tag .. 'protected')
-	if okn and type(np) == 'number' then keys = keys + np end
-	return bytes, keys
+	local pb, np = protected_bytes_estimate(tag .. 'protected')
+	return bytes + pb, keys + np, pb, np
 end
 
 -- The table entries of a key with a TTL (the main and the expires dict), freed with it.

@@ -5,7 +5,7 @@
 -- protected key behind nor deletes the key of another live job. With an
 -- empty entry, only the keys are released: `dead purge --all` deletes the
 -- whole list first, then releases the keys of the entries it read.
--- KEYS: dead, protected, stats, then the cache keys to release (at most
+-- KEYS: dead, protected, then the cache keys to release (at most
 --       one with an entry)
 -- ARGV: LREM count (1: from the newest end, -1: from the oldest), the
 --       entry's exact bytes or ""
@@ -16,12 +16,12 @@ local count = tonumber(ARGV[1])
 if not count or ARGV[2] == nil then
 	return ferry_error('BADARGS', 'dead_purge: ARGV is an LREM count and an entry')
 end
-local removed = #KEYS - 3
+local removed = #KEYS - 2
 if ARGV[2] ~= '' then
 	removed = redis.call('LREM', KEYS[1], count, ARGV[2])
 	if removed == 0 then return 0 end
 end
 local keys = {}
-for i = 4, #KEYS do keys[#keys + 1] = KEYS[i] end
-count_protected(KEYS[3], -release_keys(KEYS[2], keys))
+for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
+release_keys(KEYS[2], keys)
 return removed

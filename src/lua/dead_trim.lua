@@ -4,7 +4,7 @@
 -- entries it archived: SHA-1 of each entry as "<length>:<bytes>", oldest
 -- last, as LRANGE gives them. Releases the cache keys archived with them
 -- (release_keys, common.lua: each is deleted with the last job naming it).
--- KEYS: dead, protected, stats   ARGV: n, sha1, then the cache keys
+-- KEYS: dead, protected   ARGV: n, sha1, then the cache keys
 -- Returns the entries removed: n, or 0 when the tail changed meanwhile.
 local n = tonumber(ARGV[1])
 local tail = redis.call('LRANGE', KEYS[1], -n, -1)
@@ -15,5 +15,5 @@ if redis.sha1hex(table.concat(parts)) ~= ARGV[2] then return 0 end
 redis.call('LTRIM', KEYS[1], 0, -n - 1)
 local keys = {}
 for i = 3, #ARGV do keys[#keys + 1] = ARGV[i] end
-count_protected(KEYS[3], -release_keys(KEYS[2], keys))
+release_keys(KEYS[2], keys)
 return n

@@ -19,7 +19,7 @@
 -- later job can overwrite it. A key the application wrote itself (in the
 -- cache space, or under one of the queue's cache_key_prefixes) must exist
 -- when its job comes; its TTL is removed.
--- KEYS: ready, [scheduled (with a due marker),] [protected, stats, then
+-- KEYS: ready, [scheduled (with a due marker),] [protected, then
 --       the cache keys the jobs name (when they name any)]. (A producer's
 --       ACL then needs only the keys its calls use.)
 -- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
@@ -63,12 +63,12 @@ for a = 4, opts_ok and 3 + nopts or 3 do
 end
 local scheduled = due_kind and KEYS[2]
 local protected_at = due_kind and 3 or 2
-local protected, stats = KEYS[protected_at], KEYS[protected_at + 1]
-if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) or (protected and not stats) then
-	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, stats, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P"), then three per job')
+local protected = KEYS[protected_at]
+if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) then
+	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P"), then three per job')
 end
 local first_job = 4 + nopts
-local FIRST_CACHE = protected_at + 2
+local FIRST_CACHE = protected_at + 1
 local now = due_kind and now_ms() or 0
 local due = due_kind == 'delay' and now + due_arg or due_arg or 0
 local wait_ms = due > now and due - now or 0
@@ -263,7 +263,7 @@ for a = first_job, #ARGV, 3 do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
 	local key = k and KEYS[math.abs(k)]
-	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key or not stats)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
+	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
 		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0, K in ' .. FIRST_CACHE .. '..' .. #KEYS .. ' naming a key of the queue\'s cache space ' .. cache_space .. ' to write its value under, or -K naming an existing key (value "")')
 	end
 	local why, ck = nil, nil
@@ -294,22 +294,20 @@ end
 
 -- the values in one MSET (no TTL), the application's keys made
 -- persistent, all of them counted in protected in one HMGET and one HSET
-local named, bytes, values = {}, {}, {}
+local named, values = {}, {}
 for a = first_job, #ARGV, 3 do
 	local k = tonumber(ARGV[a + 1])
 	if k > 0 then
 		values[#values + 1] = KEYS[k]
 		values[#values + 1] = ARGV[a + 2]
 		named[#named + 1] = KEYS[k]
-		bytes[#bytes + 1] = protected_bytes(KEYS[k], ARGV[a + 2])
 	elseif k < 0 then
 		redis.call('PERSIST', KEYS[-k])
 		named[#named + 1] = KEYS[-k]
-		bytes[#bytes + 1] = protected_bytes(KEYS[-k])
 	end
 end
 call_chunked({ 'MSET' }, values, 1000)
-if #named > 0 then count_protected(stats, protect_keys(protected, named, bytes)) end
+protect_keys(protected, named)
 if wait_ms > 0 then
 	local t = redis.call('TIME')
 	local us = t[1] .. string.format('%06d', tonumber(t[2]))

@@ -34,7 +34,7 @@ while i <= #ARGV do
 	i = from + n
 end
 
-local made, kept, named, nbytes = 0, 0, {}, {}
+local made, kept, named = 0, 0, {}
 local els = {}
 for j, e in ipairs(jobs) do
 	if e.k > 0 then
@@ -54,11 +54,10 @@ for j, e in ipairs(jobs) do
 			made = made + 1
 		end
 		named[#named + 1] = key
-		nbytes[#nbytes + 1] = protected_bytes(key)
 	end
 	els[j] = e.el
 end
-count_protected(KEYS[2], protect_keys(KEYS[3], named, nbytes))
+protect_keys(KEYS[3], named)
 push_all('LPUSH', KEYS[1], els)
 if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
 return { #els, made, kept }

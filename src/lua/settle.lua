@@ -78,7 +78,7 @@ for b = 4, #ARGV, 6 do
 	end
 end
 
-local counted = -release_keys(KEYS[7], dels)
+release_keys(KEYS[7], dels)
 for _, r in ipairs(retries) do
 	r[2].seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
 	redis.call('ZADD', KEYS[2], r[1], wrap(r[2]))
@@ -86,16 +86,14 @@ end
 push_all('LPUSH', KEYS[3], deads)
 -- keys of failed jobs that no entry protects yet (pushed past the enqueue
 -- script): protected from here on
-local unprotected, ubytes = {}, {}
+local unprotected = {}
 for _, k in ipairs(persists) do redis.call('PERSIST', k) end
-for k, e in pairs(#persists > 0 and entries_of(KEYS[7], persists) or {}) do
-	if not e and redis.call('EXISTS', k) == 1 then
+for k, n in pairs(#persists > 0 and counts_of(KEYS[7], persists) or {}) do
+	if n == 0 and redis.call('EXISTS', k) == 1 then
 		unprotected[#unprotected + 1] = k
-		ubytes[#ubytes + 1] = protected_bytes(k)
 	end
 end
-counted = counted + protect_keys(KEYS[7], unprotected, ubytes)
-count_protected(KEYS[4], counted)
+protect_keys(KEYS[7], unprotected)
 redis.call('DEL', KEYS[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end

@@ -10,10 +10,9 @@
 -- on live keys. Counted in stats `orphans`.
 -- "audit": fields of protected. A protected key that no longer exists was
 -- lost (FLUSHDB, a DEL by hand, an allkeys-* policy set at run time): its
--- entry is marked "REFS 0 lost" (its bytes no longer counted), and counted
--- once in stats `protected_lost`; the jobs that name it are dead "cache key
--- expired or evicted" when they run. A lost key written again is counted
--- again.
+-- count is made negative (marked lost), and counted once in stats
+-- `protected_lost`; the jobs that name it are dead "cache key expired or
+-- evicted" when they run. A lost key written again is counted again.
 -- Both: a protected key found with a TTL (the application set one again)
 -- is made persistent again, counted in `reprotected`.
 -- KEYS: protected, stats
@@ -28,7 +27,7 @@ local orphans, reprotected, lost, first_lost = 0, 0, 0, ''
 for i = 3, #ARGV do
 	local key = ARGV[i]
 	local pttl = redis.call('PTTL', key)
-	local refs, counted, was_lost = protected_entry(KEYS[1], key)
+	local refs, was_lost = protected_entry(KEYS[1], key)
 	if refs and pttl >= 0 then
 		redis.call('PERSIST', key)
 		reprotected = reprotected + 1
@@ -37,14 +36,11 @@ for i = 3, #ARGV do
 		redis.call('PEXPIRE', key, ttl)
 		orphans = orphans + 1
 	elseif mode == 'audit' and refs and pttl == -2 and not was_lost then
-		redis.call('HSET', KEYS[1], key, string.format('%d 0 lost', refs))
-		if counted > 0 then redis.call('HINCRBY', KEYS[2], 'protected_bytes', -counted) end
+		redis.call('HSET', KEYS[1], key, -refs)
 		lost = lost + 1
 		if first_lost == '' then first_lost = key end
 	elseif mode == 'audit' and refs and pttl ~= -2 and was_lost then
-		local bytes = protected_bytes(key)
-		redis.call('HSET', KEYS[1], key, string.format('%d %d', refs, bytes))
-		redis.call('HINCRBY', KEYS[2], 'protected_bytes', bytes)
+		redis.call('HSET', KEYS[1], key, refs)
 	end
 end
 if orphans > 0 then redis.call('HINCRBY', KEYS[2], 'orphans', orphans) end

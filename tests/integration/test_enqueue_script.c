@@ -21,7 +21,7 @@
 
 #define READY "ferry:{q}:ready"
 #define CACHE "ferry:{q}:cache:"
-#define FIXED_KEYS READY, "ferry:{q}:protected", "ferry:{q}:stats"
+#define FIXED_KEYS READY, "ferry:{q}:protected"
 #define BIG (1L << 20)
 
 static struct ferryd d;
@@ -47,7 +47,7 @@ enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
 
 	snprintf(max, sizeof(max), "%ld", max_bytes);
 	snprintf(pct, sizeof(pct), "%d", refuse_pct);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 2; k++)
 		argv[a] = fixed[k], len[a++] = strlen(fixed[k]);
 	argv[a] = max, len[a++] = strlen(max);
 	argv[a] = pct, len[a++] = strlen(pct);
@@ -57,7 +57,7 @@ enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
 		argv[a] = "0", len[a++] = 1;
 		argv[a] = "", len[a++] = 0;
 	}
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, a, argv, len);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 2, a, argv, len);
 	cr_assert_not_null(r, "enqueue.lua: %s", d.rc->errstr);
 	free(argv);
 	free(len);
@@ -293,7 +293,7 @@ Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
 	/* a forged wrapper: refused even so, and nothing pushed */
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n, argv, NULL);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "INVALID 2 it starts with {\"ferry\":1,", 36)
@@ -301,13 +301,13 @@ Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
 	/* the JSON is not looked at: the worker will refuse this one */
-	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 3, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 1);
 	freeReplyObject(r);
 	/* a word other than "checked" there is refused */
-	argv[6] = "trusted";
-	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
+	argv[5] = "trusted";
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 3, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
 	freeReplyObject(r);
@@ -315,16 +315,16 @@ Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 }
 
 /* The cache key is written in the same step as the push, with no TTL,
- * and counted in the protected hash ("REFS BYTES") and protected_bytes. */
+ * and counted in the protected hash (how many live jobs name it). */
 Test(enqueue_script, cache_keys_are_written_protected)
 {
 	const char *argv[] = { FIXED_KEYS, CACHE "j1:0a", "1048576", "90", "0",
-	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1:0a\"}", "4", "[[1,2]]",
+	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1:0a\"}", "3", "[[1,2]]",
 	    "{\"id\":\"j2\"}", "0", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
-	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 2);
 	cr_assert_str_eq(r->element[1]->str, "");
@@ -333,19 +333,12 @@ Test(enqueue_script, cache_keys_are_written_protected)
 	r = h_redis(&d, "GET " CACHE "j1:0a");
 	cr_assert_str_eq(r->str, "[[1,2]]");
 	freeReplyObject(r);
-	r = h_redis(&d, "HGET ferry:{q}:protected " CACHE "j1:0a");
-	long long refs, bytes;
-	cr_assert_eq(sscanf(r->str, "%lld %lld", &refs, &bytes), 2, "%s",
-	    r->str);
-	cr_assert_eq(refs, 1);
-	cr_assert_eq(bytes, (long long)strlen(CACHE "j1:0a") + 7 + 56);
-	freeReplyObject(r);
-	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats protected_bytes"),
-	    bytes);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:protected " CACHE "j1:0a"),
+	    1);
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
 	/* a value may be written only in the queue's cache space */
-	argv[3] = "ferry:{q}:requeue";
-	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	argv[2] = "ferry:{q}:requeue";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
 	freeReplyObject(r);
@@ -362,41 +355,39 @@ Test(enqueue_script, cache_keys_are_written_protected)
 Test(enqueue_script, application_keys_are_protected)
 {
 	const char *argv[] = { FIXED_KEYS, "app:c:1", "0", "0", "1",
-	    "prefix=app:c:", "{\"id\":1,\"cache_key\":\"app:c:1\"}", "-4", "",
-	    "{\"id\":2,\"cache_key\":\"app:c:1\"}", "-4", "" };
+	    "prefix=app:c:", "{\"id\":1,\"cache_key\":\"app:c:1\"}", "-3", "",
+	    "{\"id\":2,\"cache_key\":\"app:c:1\"}", "-3", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
 	redisReply *r;
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
 	/* not there yet: refused, nothing written */
-	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert_str_eq(r->str, "INVALID 1 cache_key \"app:c:1\" does not "
 	    "exist: write the key before the job that names it");
 	freeReplyObject(r);
 	freeReplyObject(h_redis(&d, "SET app:c:1 [{\"a\":1}] PX 60000"));
 	/* outside the prefixes: refused */
-	argv[7] = "prefix=other:";
-	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	argv[6] = "prefix=other:";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "is outside the queue's cache space "
 	    "ferry:{q}:cache: and cache_key_prefixes") != NULL, "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_gt(h_redis_int(&d, "PTTL app:c:1"), 0);
-	argv[7] = "prefix=app:c:";
-	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n, argv, NULL);
+	argv[6] = "prefix=app:c:";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 2);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "PTTL app:c:1"), -1);
-	r = h_redis(&d, "HGET ferry:{q}:protected app:c:1");
-	cr_assert_eq(strncmp(r->str, "2 ", 2), 0, "%s", r->str);
-	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:protected app:c:1"), 2);
 	/* ferry's own keys, whatever the prefixes */
-	argv[3] = "ferry:{q}:stats";
-	argv[7] = "prefix=ferry:";
-	argv[8] = "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}";
-	r = queue_script(d.rc, LUA_ENQUEUE, 4, (int)n - 3, argv, NULL);
+	argv[2] = "ferry:{q}:stats";
+	argv[6] = "prefix=ferry:";
+	argv[7] = "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "INVALID 1 cache_key \"ferry:{q}:stats\" is "
 	    "outside") != NULL, "%s", r->str);
@@ -404,7 +395,7 @@ Test(enqueue_script, application_keys_are_protected)
 	/* a document naming a key the caller did not pass */
 	const char *undeclared[] = { FIXED_KEYS, "0", "0", "0",
 	    "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}", "0", "" };
-	r = queue_script(d.rc, LUA_ENQUEUE, 3, 9, undeclared, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, 8, undeclared, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "INVALID 1 it names cache_key "
 	    "\"ferry:{q}:stats\": the caller must pass that key") != NULL, "%s",
@@ -454,7 +445,7 @@ memory_lua(int refuse_pct)
 	redisReply *r = queue_script(d.rc, LUA_MEMORY, 1, 2, argv, NULL);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
-	cr_assert_eq(r->elements, 11);
+	cr_assert_eq(r->elements, 13);
 	return r;
 }
 

@@ -198,13 +198,13 @@ class Producer {
     return pushed;
   }
 
-  /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, stats,
-   * the cache keys]; ARGV the limits, the options, three per job (K for a
-   * key it writes, -K for a key it names). */
+  /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
+   * cache keys]; ARGV the limits, the options, three per job (K for a key
+   * it writes, -K for a key it names). */
   async _push(tag, call, due, pushed) {
     const keys = due ? [`${tag}ready`, `${tag}scheduled`] : [`${tag}ready`];
     if (call.some((e) => e.key !== null || e.namedKey)) {
-      keys.push(`${tag}protected`, `${tag}stats`);
+      keys.push(`${tag}protected`);
     }
     const opts = (due ? [due] : []).concat(
       this.cacheKeyPrefixes.map((p) => `prefix=${p}`));

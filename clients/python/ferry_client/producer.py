@@ -99,12 +99,12 @@ class Producer:
         return pushed
 
     def _push(self, tag, call, due, pushed):
-        """One call of enqueue.lua: KEYS ready, [scheduled,] [protected,
-        stats, the cache keys]; ARGV the limits, the options, three per job
-        (K for a key it writes, -K for a key it names)."""
+        """One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
+        cache keys]; ARGV the limits, the options, three per job (K for a
+        key it writes, -K for a key it names)."""
         keys = [tag + "ready"] + ([tag + "scheduled"] if due else [])
         if any(e.key or e.named_key for e in call):
-            keys += [tag + "protected", tag + "stats"]
+            keys.append(tag + "protected")
         opts = ([due] if due else []) + \
             ["prefix=" + p for p in self.cache_key_prefixes]
         args = [self.max_job_bytes, self.memory_refuse_percent, len(opts)] \
