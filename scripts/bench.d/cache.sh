@@ -11,8 +11,7 @@
 #            after - before, / N; then the same N jobs with --cache, each
 #            job {"id":"c<n>","data":<the 100-byte document>}: bytes per
 #            job, MEMORY USAGE of ready, of ferry:{bench}:protected (/ N:
-#            what the protection costs per key) and of one cache key, and
-#            the bytes ferry counts for a key (protected_bytes / N). The
+#            what the protection costs per key) and of one cache key. The
 #            script cache is loaded before the first reading (one job
 #            enqueued, FLUSHALL), so it is not in the figures.
 #   rates    jobs/s of `ferryctl enqueue` of N jobs, plain and --cache
@@ -246,9 +245,8 @@ ca_memory_one() {
 	mem[$l.prot_n]=$(rcli hlen "$k_protected")
 	if ((mem[$l.prot_n] > 0)); then
 		mem[$l.prot]=$(per "$(rcli memory usage "$k_protected" samples 0)" "$ca_n")
-		mem[$l.counted]=$(per "$(rcli hget "$k_stats" protected_bytes)" "$ca_n")
 	else
-		mem[$l.prot]=0 mem[$l.counted]=–
+		mem[$l.prot]=0
 	fi
 	# one job's key: its length, MEMORY USAGE, TTL and protected entry
 	key=$(rcli --raw lindex "$k_ready" 0 | sed -E 's/.*"cache_key":"([^"]*)".*/\1/')
@@ -280,10 +278,10 @@ report_cache_memory() {
 	echo "- plain: \`$(head -n 1 "$ca_plain_file")\` ($job_bytes bytes); --cache: \`$(head -n 1 "$ca_cache_file")\`"
 	echo "  ($ca_cache_bytes bytes; its \"data\" goes to a key of its own, the job becomes e.g. \`${mem[now.doc]}\`)"
 	echo
-	echo "| build | plain B/job | MEMORY USAGE ready / job | --cache B/job | ready / job | protected hash / key | counted (protected_bytes / key) | cache keys | keys with a TTL | one key: MEMORY USAGE, PTTL | its protected entry |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+	echo "| build | plain B/job | MEMORY USAGE ready / job | --cache B/job | ready / job | protected hash / key | cache keys | keys with a TTL | one key: MEMORY USAGE, PTTL | its protected entry |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 	for l in $(ca_labels); do
-		echo "| $l | **${mem[$l.plain]}** | ${mem[$l.plain_ready]} | **${mem[$l.cache]}** | ${mem[$l.cache_ready]} | **${mem[$l.prot]}** | ${mem[$l.counted]} | $(commas "${mem[$l.keys]}") | $(commas "${mem[$l.volatile]:-0}") | ${mem[$l.key_usage]} B, ${mem[$l.key_ttl]} | \`${mem[$l.entry]}\` |"
+		echo "| $l | **${mem[$l.plain]}** | ${mem[$l.plain_ready]} | **${mem[$l.cache]}** | ${mem[$l.cache_ready]} | **${mem[$l.prot]}** | $(commas "${mem[$l.keys]}") | $(commas "${mem[$l.volatile]:-0}") | ${mem[$l.key_usage]} B, ${mem[$l.key_ttl]} | \`${mem[$l.entry]}\` |"
 	done
 	echo
 	echo "Per --cache job (now): ready ${mem[now.cache_ready]} B + protected hash ${mem[now.prot]} B + the cache key and its"
@@ -607,7 +605,7 @@ ca_backlog_one() {
 	bl[$l.prot_before]=$(rcli hlen "$k_protected")
 	bl[$l.keys_before]=$(ca_cache_keys)
 	bl[$l.queued]=$(( $(rcli llen "$k_ready") ))
-	bl[$l.protected_bytes]=$(rcli hget "$k_stats" protected_bytes)
+	bl[$l.protected_mem]=$(rcli memory usage "$k_protected" samples 0)
 	say "backlog ($l): ${bl[$l.enq_rows]} rows enqueued in $(secs_of $((bl[$l.t_enq1] - bl[$l.t_enq0]))) s, ${bl[$l.prot_before]} protected keys, ${bl[$l.keys_before]} cache keys"
 
 	if [[ -z $ferryd_pid ]]; then
@@ -701,7 +699,7 @@ report_cache_backlog() {
 		more=
 		[[ -n ${bl[$l.refusal]} ]] && more+="; the first refusal: \`${bl[$l.refusal]}\`"
 		[[ -n ${bl[$l.churn_error]} ]] && more+="; the churn's first refused SET: \`${bl[$l.churn_error]}\`"
-		echo "- $l: $check. At the end of the enqueue: used_memory $(commas "${bl[$l.used]}") B, ready $(commas "${bl[$l.queued]}") jobs, protected_bytes $(commas "${bl[$l.protected_bytes]:-0}")$more."
+		echo "- $l: $check. At the end of the enqueue: used_memory $(commas "${bl[$l.used]}") B, ready $(commas "${bl[$l.queued]}") jobs, the protected hash $(commas "${bl[$l.protected_mem]:-0}") B$more."
 	done
 	echo
 }

@@ -313,12 +313,14 @@ local function protected_entry(protected, key)
 	return math.abs(n), n < 0
 end
 
--- A command with a fixed head and a list of arguments, in chunks that unpack() can take.
-local function call_chunked(head, args, per)
+-- cmd [key] args..., in chunks of at most per arguments (unpack() takes a few thousand at most).
+local function call_chunked(cmd, key, args, per)
 	for i = 1, #args, per do
-		local part = { unpack(head) }
-		for j = i, math.min(i + per - 1, #args) do part[#part + 1] = args[j] end
-		redis.call(unpack(part))
+		if key then
+			redis.call(cmd, key, unpack(args, i, math.min(i + per - 1, #args)))
+		else
+			redis.call(cmd, unpack(args, i, math.min(i + per - 1, #args)))
+		end
 	end
 end
 
@@ -341,32 +343,36 @@ local function protect_keys(protected, keys)
 		fields[#fields + 1] = k
 		fields[#fields + 1] = n
 	end
-	call_chunked({ 'HSET', protected }, fields, 1000)
+	call_chunked('HSET', protected, fields, 1000)
 end
 
 -- Jobs naming keys are done or purged: a key goes with the last job that names it. A key no entry protects (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count.
 local function release_keys(protected, keys)
 	if #keys == 0 then return end
-	local counts, dels, unprotect, keep, gone = counts_of(protected, keys), {}, {}, {}, {}
+	local counts, dels, unprotect, keep = counts_of(protected, keys), {}, {}, nil
 	for _, k in ipairs(keys) do
 		local n = counts[k]
-		if n > 1 or n < -1 then
-			counts[k] = n > 0 and n - 1 or n + 1
-		elseif not gone[k] then
-			gone[k] = true
+		if n == 1 or n == -1 or n == 0 then
 			dels[#dels + 1] = k
 			if n ~= 0 then unprotect[#unprotect + 1] = k end
+			counts[k] = false
+			if keep then keep[k] = nil end
+		elseif n then
+			counts[k] = n > 0 and n - 1 or n + 1
+			keep = keep or {}
+			keep[k] = true
 		end
 	end
-	for k, n in pairs(counts) do
-		if not gone[k] and n ~= 0 then
-			keep[#keep + 1] = k
-			keep[#keep + 1] = n
+	call_chunked('DEL', nil, dels, 1000)
+	call_chunked('HDEL', protected, unprotect, 1000)
+	if keep then
+		local fields = {}
+		for k in pairs(keep) do
+			fields[#fields + 1] = k
+			fields[#fields + 1] = counts[k]
 		end
+		call_chunked('HSET', protected, fields, 1000)
 	end
-	call_chunked({ 'DEL' }, dels, 1000)
-	call_chunked({ 'HDEL', protected }, unprotect, 1000)
-	call_chunked({ 'HSET', protected }, keep, 1000)
 end
 
 -- The bytes of the protected keys: how many there are, times the mean MEMORY USAGE of a sample of them (HRANDFIELD). 0 where MEMORY USAGE or HRANDFIELD is refused.

@@ -306,7 +306,7 @@ for a = first_job, #ARGV, 3 do
 		named[#named + 1] = KEYS[-k]
 	end
 end
-call_chunked({ 'MSET' }, values, 1000)
+call_chunked('MSET', nil, values, 1000)
 protect_keys(protected, named)
 if wait_ms > 0 then
 	local t = redis.call('TIME')
