@@ -377,39 +377,47 @@ end
 
 -- The bytes of the protected keys: how many there are, times the mean MEMORY USAGE of a sample of them (HRANDFIELD). 0 where MEMORY USAGE or HRANDFIELD is refused.
 local PROTECTED_SAMPLE = 16
+
+-- MEMORY USAGE of key k, or nil where it is missing or the command refused.
+local function memory_usage(k)
+	local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k)
+	if ok and type(n) == 'number' then return n end
+	return nil
+end
+
+-- Add what MEMORY USAGE says of each key of list ks to a running {bytes, keys}.
+local function add_usage(total, ks)
+	for _, k in ipairs(ks) do
+		local b = memory_usage(k)
+		if b then
+			total.bytes = total.bytes + b
+			total.keys = total.keys + 1
+		end
+	end
+end
+
 local function protected_bytes_estimate(protected)
 	local okn, n = pcall(redis.call, 'HLEN', protected)
 	if not okn or type(n) ~= 'number' or n == 0 then return 0, 0 end
 	local oks, sample = pcall(redis.call, 'HRANDFIELD', protected, PROTECTED_SAMPLE)
 	if not oks or type(sample) ~= 'table' or #sample == 0 then return 0, n end
-	local sum, seen = 0, 0
-	for _, k in ipairs(sample) do
-		local ok, b = pcall(redis.call, 'MEMORY', 'USAGE', k)
-		if ok and type(b) == 'number' then
-			sum = sum + b
-			seen = seen + 1
-		end
-	end
-	if seen == 0 then return 0, n end
-	return math.floor(sum / seen * n), n
+	local t = { bytes = 0, keys = 0 }
+	add_usage(t, sample)
+	if t.keys == 0 then return 0, n end
+	return math.floor(t.bytes / t.keys * n), n
 end
 
 -- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (estimated: protected_bytes_estimate); then the protected keys' bytes and count alone. What MEMORY USAGE is refused on counts 0.
 local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate' }
 local function queue_bytes(tag)
-	local bytes, keys = 0, 0
-	local function usage(k)
-		local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k)
-		if ok and type(n) == 'number' then
-			bytes = bytes + n
-			keys = keys + 1
-		end
-	end
-	for _, s in ipairs(QUEUE_KEYS) do usage(tag .. s) end
+	local t, names = { bytes = 0, keys = 0 }, {}
+	for _, s in ipairs(QUEUE_KEYS) do names[#names + 1] = tag .. s end
 	local ok, wids = pcall(redis.call, 'HKEYS', tag .. 'owners')
 	if ok and type(wids) == 'table' then
-		for _, w in ipairs(wids) do usage(tag .. 'proc:' .. w) end
+		for _, w in ipairs(wids) do names[#names + 1] = tag .. 'proc:' .. w end
 	end
+	add_usage(t, names)
+	local bytes, keys = t.bytes, t.keys
 	local pb, np = protected_bytes_estimate(tag .. 'protected')
 	return bytes + pb, keys + np, pb, np
 end
