@@ -3,7 +3,8 @@
 # write_config, start_ferryd, make_jobs, run_helper, median, and start_pg of
 # scripts/bench.d/pg.sh): what protected cache keys cost (`ferryctl enqueue
 # --cache` writes each job's "data" to a key of its own without a TTL, and
-# records it in ferry:{q}:protected; settle.lua deletes both). Parts (all
+# counts it in its group's entry of ferry:{q}:protected; settle.lua deletes the
+# key and takes it off the count). Parts (all
 # three without an argument):
 #
 #   memory   Redis bytes per waiting job: N jobs (make_jobs: 100-byte
@@ -53,7 +54,9 @@
 #   BENCH_CACHE_BEFORE_DIR=/tmp/ferry-before/b scripts/bench cache
 #   git worktree remove --force /tmp/ferry-before     # afterwards
 #
-# Environment (defaults in brackets): BENCH_CACHE_JOBS [100000] (memory,
+# Environment (defaults in brackets): BENCH_CACHE_CELLS [all] (rates: a
+# regular expression naming the cells to run, e.g. drain-noop-cache|enq-cache),
+# BENCH_CACHE_JOBS [100000] (memory,
 # rates), BENCH_CACHE_EXEC_JOBS [20000] (the rates' exec drains, at most
 # BENCH_CACHE_JOBS: a handler process a batch is slow), BENCH_CACHE_WORKERS
 # [2], BENCH_CACHE_BATCH [100] (the rates' drains), BENCH_CACHE_ROWS
@@ -248,10 +251,11 @@ ca_memory_one() {
 	else
 		mem[$l.prot]=0
 	fi
-	# one job's key: its length, MEMORY USAGE, TTL and protected entry
+	# one job's key: its length, MEMORY USAGE, TTL and the protected entry
+	# of its group ("<16 hex>.<n>": the key up to its last ".")
 	key=$(rcli --raw lindex "$k_ready" 0 | sed -E 's/.*"cache_key":"([^"]*)".*/\1/')
 	[[ $(rcli exists "$key") == 1 ]] || die "no cache key $key ($l)"
-	entry=$(rcli --raw hget "$k_protected" "$key")
+	entry=$(rcli --raw hget "$k_protected" "${key%.*}")
 	mem[$l.key]=$key
 	mem[$l.key_usage]=$(rcli memory usage "$key" samples 0)
 	mem[$l.key_ttl]=$(rcli pttl "$key")
@@ -278,7 +282,7 @@ report_cache_memory() {
 	echo "- plain: \`$(head -n 1 "$ca_plain_file")\` ($job_bytes bytes); --cache: \`$(head -n 1 "$ca_cache_file")\`"
 	echo "  ($ca_cache_bytes bytes; its \"data\" goes to a key of its own, the job becomes e.g. \`${mem[now.doc]}\`)"
 	echo
-	echo "| build | plain B/job | MEMORY USAGE ready / job | --cache B/job | ready / job | protected hash / key | cache keys | keys with a TTL | one key: MEMORY USAGE, PTTL | its protected entry |"
+	echo "| build | plain B/job | MEMORY USAGE ready / job | --cache B/job | ready / job | protected hash / key | cache keys | keys with a TTL | one key: MEMORY USAGE, PTTL | its group's protected entry |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 	for l in $(ca_labels); do
 		echo "| $l | **${mem[$l.plain]}** | ${mem[$l.plain_ready]} | **${mem[$l.cache]}** | ${mem[$l.cache_ready]} | **${mem[$l.prot]}** | $(commas "${mem[$l.keys]}") | $(commas "${mem[$l.volatile]:-0}") | ${mem[$l.key_usage]} B, ${mem[$l.key_ttl]} | \`${mem[$l.entry]}\` |"
@@ -289,7 +293,7 @@ report_cache_memory() {
 	if [[ -n $ca_before_dir ]]; then
 		echo "Against the build before (key \`${mem[before.key]}\`, with a TTL: an entry in the expires table instead):"
 		echo "--cache $(awk -v a="${mem[now.cache]}" -v b="${mem[before.cache]}" 'BEGIN { printf "%+.1f", a - b }') B/job, plain $(awk -v a="${mem[now.plain]}" -v b="${mem[before.plain]}" 'BEGIN { printf "%+.1f", a - b }') B/job"
-		echo "(the key name is 17 bytes longer now, \`:<16 hex>\`, in the key and in the job's \`cache_key\`)."
+		echo "(key names: now \`<16 hex>.<n>\` after the cache space, before the job's id; in the key and in the job's \`cache_key\`)."
 	fi
 	echo
 }
@@ -307,6 +311,14 @@ ca_rate_cells=(
 	"drain-exec-plain|drain|drain, exec (acking handler)"
 	"drain-exec-cache|drain|drain, exec, --cache jobs (each value read)"
 )
+# BENCH_CACHE_CELLS: a regular expression; only the cells whose name
+# matches it run (e.g. drain-noop-cache)
+if [[ -n ${BENCH_CACHE_CELLS:-} ]]; then
+	for i in "${!ca_rate_cells[@]}"; do
+		[[ ${ca_rate_cells[i]%%|*} =~ $BENCH_CACHE_CELLS ]] || unset 'ca_rate_cells[i]'
+	done
+	ca_rate_cells=("${ca_rate_cells[@]}")
+fi
 declare -A ca_rate=() ca_steady=() ca_pair=() ca_load=() ca_us=()
 ca_rate_checks=ok
 ca_last_rate=

@@ -95,7 +95,7 @@ add(struct chunk_jobs *out, const char *id)
 	return j;
 }
 
-/* The next 64 bits of a key's own part (splitmix64: every seed gives a
+/* The next 64 bits of a key group (splitmix64: every seed gives a
  * sequence without repeats over 2^64 draws). */
 static uint64_t
 next_key_part(uint64_t *seed)
@@ -116,8 +116,11 @@ emit(struct chunk_jobs *out, const struct parts *p, const char *id,
 	struct buf el = { 0 }, tail = { 0 };
 
 	if (cache_prefix != NULL) {
-		j->key = xasprintf("%s%s:%016llx", cache_prefix, id,
-		    (unsigned long long)next_key_part(&out->key_seed));
+		unsigned n = out->key_count++ % CHUNK_KEY_GROUP;
+		if (n == 0)
+			out->key_group = next_key_part(&out->key_seed);
+		j->key = xasprintf("%s%016llx.%u", cache_prefix,
+		    (unsigned long long)out->key_group, n);
 		j->cache = xmalloc(rows_len + 1);
 		memcpy(j->cache, rows, rows_len);
 		j->cache[rows_len] = '\0';

@@ -27,11 +27,18 @@ struct chunk_job {
 struct chunk_jobs {
 	struct chunk_job *v;
 	size_t n, cap;
-	/* where each cache key's own part comes from: the caller seeds it
+	/* where each cache key's group comes from: the caller seeds it
 	 * with random bits (getrandom), so that keys differ across calls
 	 * and processes */
 	uint64_t key_seed;
+	uint64_t key_group;     /* the group of the keys drawn last */
+	unsigned key_count;     /* keys drawn so far */
 };
+
+/* Keys of ferry's own come in groups of at most this many, each group
+ * "<prefix><16 hex>." and its keys' index (src/lua/common.lua counts a
+ * group in one entry of the protected hash). */
+#define CHUNK_KEY_GROUP 1000
 
 /* Why a document without "data" cannot move into a cache key: its members
  * are at once the row and what the sink reads of the job (op, the table
@@ -45,9 +52,10 @@ struct chunk_jobs {
  * - "data" an array of more than chunk_rows rows: one job per chunk_rows
  *   rows, {"id":"<id>:<i>",<the other members>,"data":[<rows>]}, i from 0;
  * - cache_prefix non-NULL ("PREFIX:{QUEUE}:cache:"): each job becomes
- *   {"id":"<id>",<the other members>,"cache_key":"<prefix><id>:<16 hex>"}
- *   and its "data" the key's value. The key is the job's own (its hex
- *   part drawn from out->key_seed): no other job, of the same id or
+ *   {"id":"<id>",<the other members>,"cache_key":"<prefix><16 hex>.<n>"}
+ *   and its "data" the key's value. The key is the job's own (its group,
+ *   the hex part, drawn from out->key_seed every CHUNK_KEY_GROUP keys, n
+ *   its index in the group): no other job, of the same id or
  *   byte-identical, ever writes it. A document without "data" is refused
  *   (CHUNK_BARE_REFUSAL).
  * Otherwise the document is pushed as it is. Returns 0, or -1 with what is

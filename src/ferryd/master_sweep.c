@@ -6,7 +6,9 @@
  * Redis does a bounded amount of work per second however large the cache
  * and the backlog; KEYS is never used. Every master sweeps every queue it
  * serves: the steps are idempotent, so two hosts sweeping one queue only
- * do the work twice.
+ * do the work twice. An audit step bounds its work by the keys of groups it
+ * checks (sweep.lua): the fields it did not get to go first in the next
+ * step.
  * A protected key found lost is logged at error level at once, then at
  * most once a minute with the count since, so that a FLUSHDB reads as one
  * line and a count, not one line per key. */
@@ -32,8 +34,17 @@
 enum pass { PASS_ORPHANS, PASS_AUDIT };
 static const char *const pass_mode[PASSES] = { "orphans", "audit" };
 
+/* Keys (or fields) for sweep.lua, owned. */
+struct key_list {
+	char **k;
+	size_t *len;
+	size_t n;
+};
+
 struct sweep_queue {
 	char name[CONFIG_QUEUE_NAME_MAX + 1];
+	struct key_list sent;     /* what the step in flight sent */
+	struct key_list pending;  /* fields an audit step did not get to */
 	char cursor[PASSES][32];  /* "0": a pass starts (again) */
 	int64_t ended_ms[PASSES]; /* when the last pass ended; 0: running */
 	enum pass turn;           /* the pass whose step comes next */
@@ -50,6 +61,24 @@ static struct {
 	ev_timer timer;
 	struct sweep_queue *queues;
 } sw;
+
+static void
+key_list_free(struct key_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->k[i]);
+	free(l->k);
+	free(l->len);
+	*l = (struct key_list){ 0 };
+}
+
+static void
+sweep_queue_free(struct sweep_queue *sq)
+{
+	key_list_free(&sq->sent);
+	key_list_free(&sq->pending);
+	free(sq);
+}
 
 static struct sweep_queue *
 queue_of(const char *name)
@@ -106,6 +135,26 @@ say_lost(struct sweep_queue *sq, long long lost, const char *first)
 	sq->lost_said_ms = now;
 }
 
+/* sweep.lua stopped at key `stopped` (from 1; 0: it looked at all): the
+ * keys from there on are sent again by the next step. */
+static void
+keep_the_rest(struct sweep_queue *sq, long long stopped)
+{
+	struct key_list *l = &sq->sent;
+
+	if (stopped < 1 || (size_t)stopped > l->n) {
+		key_list_free(l);
+		return;
+	}
+	for (size_t i = 0; i < (size_t)stopped - 1; i++)
+		free(l->k[i]);
+	l->n -= (size_t)stopped - 1;
+	memmove(l->k, l->k + stopped - 1, l->n * sizeof(*l->k));
+	memmove(l->len, l->len + stopped - 1, l->n * sizeof(*l->len));
+	sq->pending = *l;
+	*l = (struct key_list){ 0 };
+}
+
 static void
 on_sweep(struct master *m, redisReply *rep, void *priv)
 {
@@ -115,11 +164,14 @@ on_sweep(struct master *m, redisReply *rep, void *priv)
 
 	sq->busy = false;
 	if (sq->orphaned) {
-		free(sq);
+		sweep_queue_free(sq);
 		return;
 	}
-	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 4)
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 5) {
+		key_list_free(&sq->sent);
 		return;         /* the link logs a lost connection */
+	}
+	keep_the_rest(sq, rep->element[4]->integer);
 	long long reprotected = rep->element[1]->integer;
 	long long lost = rep->element[2]->integer;
 	if (lost > 0)
@@ -136,13 +188,12 @@ on_sweep(struct master *m, redisReply *rep, void *priv)
 	}
 }
 
-/* sweep.lua on the keys of one SCAN (orphans) or fields of one HSCAN. */
+/* sweep.lua on keys (sq->sent, owned by the step until its reply). */
 static void
-send_sweep(struct sweep_queue *sq, enum pass p, const redisReply *items)
+send_sweep(struct sweep_queue *sq, enum pass p)
 {
 	struct queue_keys k;
-	size_t step = p == PASS_AUDIT ? 2 : 1, n = 0;
-	size_t max = 7 + items->elements;
+	size_t max = 7 + sq->sent.n;
 	const char **argv = xcalloc(max, sizeof(*argv));
 	size_t *lens = xcalloc(max, sizeof(*lens));
 	char ttl[24];
@@ -159,19 +210,38 @@ send_sweep(struct sweep_queue *sq, enum pass p, const redisReply *items)
 	argv[argc++] = ttl;
 	for (int i = 0; i < argc; i++)
 		lens[i] = strlen(argv[i]);
+	for (size_t i = 0; i < sq->sent.n; i++) {
+		lens[argc] = sq->sent.len[i];
+		argv[argc++] = sq->sent.k[i];
+	}
+	if (sq->sent.n > 0 && master_redis_commandv(sw.m, sq->name, on_sweep,
+	    sq, argc, argv, lens) == 0)
+		sq->busy = true;
+	else
+		key_list_free(&sq->sent);
+	free(argv);
+	free(lens);
+}
+
+/* The keys of one SCAN (orphans) or the fields of one HSCAN, to sweep.lua. */
+static void
+send_items(struct sweep_queue *sq, enum pass p, const redisReply *items)
+{
+	size_t step = p == PASS_AUDIT ? 2 : 1;
+	struct key_list *l = &sq->sent;
+
+	key_list_free(l);
+	l->k = xcalloc(items->elements + 1, sizeof(*l->k));
+	l->len = xcalloc(items->elements + 1, sizeof(*l->len));
 	for (size_t i = 0; i < items->elements; i += step) {
 		const redisReply *it = items->element[i];
 		if (it->type != REDIS_REPLY_STRING || it->len == 0)
 			continue;
-		lens[argc] = it->len;
-		argv[argc++] = it->str;
-		n++;
+		l->k[l->n] = xmalloc(it->len + 1);
+		memcpy(l->k[l->n], it->str, it->len + 1);
+		l->len[l->n++] = it->len;
 	}
-	if (n > 0 && master_redis_commandv(sw.m, sq->name, on_sweep, sq, argc,
-	    argv, lens) == 0)
-		sq->busy = true;
-	free(argv);
-	free(lens);
+	send_sweep(sq, p);
 }
 
 struct scan_step {
@@ -190,7 +260,7 @@ on_scan(struct master *m, redisReply *rep, void *priv)
 	free(st);
 	sq->busy = false;
 	if (sq->orphaned) {
-		free(sq);
+		sweep_queue_free(sq);
 		return;
 	}
 	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY ||
@@ -201,7 +271,7 @@ on_scan(struct master *m, redisReply *rep, void *priv)
 	    rep->element[0]->str);
 	if (strcmp(sq->cursor[p], "0") == 0)
 		sq->ended_ms[p] = util_monotonic_ms();
-	send_sweep(sq, p, rep->element[1]);
+	send_items(sq, p, rep->element[1]);
 }
 
 /* The pass whose turn it is, unless it rests after its end (then the
@@ -226,9 +296,17 @@ step(struct sweep_queue *sq)
 {
 	struct queue_keys k;
 	char pattern[QUEUE_KEY_MAX * 2 + 2], count[16];
-	int p = pass_due(sq, util_monotonic_ms());
 	struct scan_step *st;
 
+	if (sq->pending.n > 0) {
+		/* what the last audit step did not get to comes first */
+		key_list_free(&sq->sent);
+		sq->sent = sq->pending;
+		sq->pending = (struct key_list){ 0 };
+		send_sweep(sq, PASS_AUDIT);
+		return;
+	}
+	int p = pass_due(sq, util_monotonic_ms());
 	if (p < 0)
 		return;
 	queue_keys_init(&k, sw.m->cfg->redis_prefix, sq->name);
@@ -270,7 +348,7 @@ tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		struct sweep_queue *sq = *pp;
 		if (!sq->busy && master_find_queue(sw.m, sq->name) == NULL) {
 			*pp = sq->next;
-			free(sq);
+			sweep_queue_free(sq);
 		} else {
 			pp = &sq->next;
 		}
@@ -298,6 +376,6 @@ master_sweep_stop(struct master *m)
 		if (sq->busy)
 			sq->orphaned = true;
 		else
-			free(sq);
+			sweep_queue_free(sq);
 	}
 }

@@ -50,7 +50,7 @@ struct metrics {
 };
 
 enum { ASK_READY, ASK_REQUEUED, ASK_DELAYED, ASK_SCHEDULED, ASK_DEAD,
-    ASK_STATS, ASK_OWNERS, ASK_PROC, ASK_PROTECTED, ASK_MEMORY, ASK_COUNT };
+    ASK_STATS, ASK_OWNERS, ASK_PROC, ASK_MEMORY, ASK_COUNT };
 
 struct figures_ask {
 	struct figures_round *round;
@@ -208,6 +208,7 @@ figures_memory(struct metrics *mt, struct metrics_figures *v,
 		return;
 	v->bytes = rep->element[6]->integer;
 	v->protected_bytes = rep->element[11]->integer;
+	v->protected_keys = rep->element[12]->integer;
 	v->refusing = rep->element[10]->type == REDIS_REPLY_STRING &&
 	    rep->element[10]->len > 0;
 	mt->unevictable = rep->element[5]->integer;
@@ -227,7 +228,6 @@ figures_store(struct master *m, struct figures_round *fr, int what,
 	case ASK_REQUEUED: fr->v.requeued = rep->integer; break;
 	case ASK_DEAD: fr->v.dead = rep->integer; break;
 	case ASK_PROC: fr->v.processing += rep->integer; break;
-	case ASK_PROTECTED: fr->v.protected_keys = rep->integer; break;
 	case ASK_STATS: figures_counters(&fr->v, rep); break;
 	case ASK_MEMORY: figures_memory(fr->mt, &fr->v, rep); break;
 	case ASK_OWNERS:
@@ -279,7 +279,6 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 	const char *dead[] = { "LLEN", fr->k.dead };
 	const char *stats[] = { "HGETALL", fr->k.stats };
 	const char *owners[] = { "HKEYS", fr->k.owners };
-	const char *protected[] = { "HLEN", fr->k.protected };
 	const char *memory[] = { "EVAL", lua_script_source[LUA_MEMORY], "1",
 	    fr->k.ready, mt->refuse_percent };
 	fr->outstanding = 1;    /* hold it until every ask is sent */
@@ -290,7 +289,6 @@ figures_queue(struct master *m, struct metrics *mt, const char *prefix,
 	ask(m, fr, ASK_DEAD, 2, dead);
 	ask(m, fr, ASK_STATS, 2, stats);
 	ask(m, fr, ASK_OWNERS, 2, owners);
-	ask(m, fr, ASK_PROTECTED, 2, protected);
 	ask(m, fr, ASK_MEMORY, 5, memory);
 	if (--fr->outstanding == 0)
 		figures_publish(fr);

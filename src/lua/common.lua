@@ -304,9 +304,55 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	return { #back, #buried }
 end
 
--- Protected cache keys. Every cache key that live jobs name (waiting, scheduled, running, retried, recovered or dead) is a field of the queue's hash `protected`, its value how many such jobs (negative once the sweep found the key lost: sweep.lua). A protected key has no TTL, so no volatile-* policy can evict it nor can it expire; it is deleted when the last job naming it is done or purged. The entries hold counts only, so that a batch's keys cost a few commands and no parsing: their bytes are estimated from a sample (protected_bytes_estimate).
+-- Protected cache keys. A cache key that live jobs name (waiting, scheduled, running, retried, recovered or dead) has no TTL, so no volatile-* policy can evict it nor can it expire, and it is counted in the queue's hash `protected` until the last job naming it is done or purged, when it is deleted. Two kinds of entry:
+-- * A key of ferry's own, written by enqueue under "TAG cache:<16 hex digits>.<n>" (n from 0, below 1000, no leading zero), holds one job's data and no other job may name it. It has no entry of its own: the entry of its group "TAG cache:<16 hex digits>" reads "JOBS N BYTES LOST": how many live jobs name keys of the group, that its keys are <group>.0 to <group>.(N-1), their bytes (value, name and OWN_KEY_OVERHEAD each, as MEMORY USAGE counts them), and how many of them the sweep found lost (sweep.lua). A producer starts a group every thousand keys, so a batch costs one or two entries, whatever its size.
+-- * Any other key (an application's, under cache_key_prefixes or in the cache space) has an entry of its own: how many live jobs name it (negative once the sweep found it lost).
+local OWN_KEY_OVERHEAD = 64
+local OWN_GROUP_HEX = 16
 
--- How many jobs an entry counts (nil: none), and whether the key was found lost.
+-- The queue's cache space, from the name of its protected hash ("TAG protected").
+local function cache_space_of(protected)
+	return string.sub(protected, 1, -10) .. 'cache:'
+end
+
+-- The group of a key of ferry's own in cache space `space`; nil for any other key. seen (a table, or nil) keeps the groups checked already, and in seen[1] the last one found: a batch's keys share a few, and this runs once a key.
+local function own_group(space, key, seen)
+	local dot, len = #space + OWN_GROUP_HEX + 1, #key
+	if len <= dot or len > dot + 3 or string.byte(key, dot) ~= 46 or not string.find(key, '^%d+$', dot + 1) or (len > dot + 1 and string.byte(key, dot + 1) == 48) then return nil end
+	local last = seen and seen[1]
+	if last and string.find(key, last, 1, true) == 1 then return last end
+	local g = string.sub(key, 1, dot - 1)
+	local ok = seen and seen[g]
+	if ok == nil then
+		ok = string.sub(g, 1, #space) == space and string.find(g, '^%x+$', #space + 1) ~= nil
+		if seen then seen[g] = ok end
+	end
+	if ok and seen then seen[1] = g end
+	return ok and g or nil
+end
+
+-- The index of a key of ferry's own (own_group) in its group.
+local function own_index(space, key)
+	return tonumber(string.sub(key, #space + OWN_GROUP_HEX + 2))
+end
+
+-- Is field f of protected the entry of a group (own_group)?
+local function is_group_field(space, f)
+	return string.sub(f, 1, #space) == space and #f == #space + OWN_GROUP_HEX and string.find(f, '^%x+$', #space + 1) ~= nil
+end
+
+-- A group's entry, parsed (nil: none, or not a group's).
+local function group_read(v)
+	local c, n, b, l = string.match(v or '', '^(%d+) (%d+) (%d+) (%d+)$')
+	if not c then return nil end
+	return { jobs = tonumber(c), n = tonumber(n), bytes = tonumber(b), lost = tonumber(l) }
+end
+
+local function group_text(g)
+	return string.format('%d %d %d %d', g.jobs, g.n, g.bytes, g.lost)
+end
+
+-- How many jobs an entry of its own counts for key (nil: none), and whether the key was found lost.
 local function protected_entry(protected, key)
 	local n = tonumber(redis.call('HGET', protected, key))
 	if not n then return nil end
@@ -324,7 +370,7 @@ local function call_chunked(cmd, key, args, per)
 	end
 end
 
--- The counts of keys (a list, names may repeat), read in one HMGET per thousand: a table key -> count (negative: lost) or 0.
+-- The counts of keys with entries of their own (a list, names may repeat), read in one HMGET per thousand: a table key -> count (negative: lost) or 0.
 local function counts_of(protected, keys)
 	local out = {}
 	for i = 1, #keys, 1000 do
@@ -334,23 +380,108 @@ local function counts_of(protected, keys)
 	return out
 end
 
--- Jobs naming keys (a list, names may repeat) are accepted: each entry counts one job more. The keys exist now, so none is lost any more. A handful of commands whatever the count.
-local function protect_keys(protected, keys)
+-- Keys (a list) split into ferry's own, by group (group -> {jobs, n (with_index only), keys, entry: its entry now or nil}), and the others (a list, names may repeat). The groups' entries are read in one HMGET.
+local function split_keys(protected, keys, with_index)
+	local space, groups, names, others, seen = cache_space_of(protected), {}, {}, {}, {}
+	for _, k in ipairs(keys) do
+		local g = own_group(space, k, seen)
+		if g then
+			local e = groups[g]
+			if not e then
+				e = { jobs = 0, n = 0, keys = {} }
+				groups[g] = e
+				names[#names + 1] = g
+			end
+			e.jobs = e.jobs + 1
+			if with_index then e.n = math.max(e.n, own_index(space, k) + 1) end
+			e.keys[#e.keys + 1] = k
+		else
+			others[#others + 1] = k
+		end
+	end
+	for i = 1, #names, 1000 do
+		local part = redis.call('HMGET', protected, unpack(names, i, math.min(i + 999, #names)))
+		for j, v in ipairs(part) do groups[names[i + j - 1]].entry = group_read(v) end
+	end
+	return groups, others
+end
+
+-- MEMORY USAGE of key k, or nil where it is missing or the command refused.
+local function memory_usage(k)
+	local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k)
+	if ok and type(n) == 'number' then return n end
+	return nil
+end
+
+-- Jobs naming keys (a list, names may repeat) are accepted: each counts one job more in its entry. value_bytes: key -> bytes of its value, where the caller knows them (else MEMORY USAGE tells). An entry of its own found lost counts as found again (the key exists now). A handful of commands whatever the count.
+local function protect_keys(protected, keys, value_bytes)
 	if #keys == 0 then return end
-	local counts, fields = counts_of(protected, keys), {}
-	for _, k in ipairs(keys) do counts[k] = math.abs(counts[k]) + 1 end
-	for k, n in pairs(counts) do
-		fields[#fields + 1] = k
-		fields[#fields + 1] = n
+	local groups, others = split_keys(protected, keys, true)
+	local fields = {}
+	for g, e in pairs(groups) do
+		local old = e.entry or { jobs = 0, n = 0, bytes = 0, lost = 0 }
+		local bytes = 0
+		for _, k in ipairs(e.keys) do
+			local vb = value_bytes and value_bytes[k]
+			bytes = bytes + (vb and vb + #k + OWN_KEY_OVERHEAD or memory_usage(k) or 0)
+		end
+		fields[#fields + 1] = g
+		fields[#fields + 1] = group_text({ jobs = old.jobs + e.jobs, n = math.max(old.n, e.n), bytes = old.bytes + bytes, lost = old.lost })
+	end
+	if #others > 0 then
+		local counts = counts_of(protected, others)
+		for _, k in ipairs(others) do counts[k] = math.abs(counts[k]) + 1 end
+		for k, n in pairs(counts) do
+			fields[#fields + 1] = k
+			fields[#fields + 1] = n
+		end
 	end
 	call_chunked('HSET', protected, fields, 1000)
 end
 
--- Jobs naming keys are done or purged: a key goes with the last job that names it. A key no entry protects (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count.
+-- Of keys (a list) that failed jobs name, those that exist and that no entry counts (their jobs were pushed without the enqueue script, or by an older ferryd).
+local function unprotected_of(protected, keys)
+	local groups, others = split_keys(protected, keys)
+	local out = {}
+	for _, e in pairs(groups) do
+		if not e.entry then
+			for _, k in ipairs(e.keys) do out[#out + 1] = k end
+		end
+	end
+	for k, n in pairs(#others > 0 and counts_of(protected, others) or {}) do
+		if n == 0 then out[#out + 1] = k end
+	end
+	local present = {}
+	for _, k in ipairs(out) do
+		if redis.call('EXISTS', k) == 1 then present[#present + 1] = k end
+	end
+	return present
+end
+
+-- Jobs naming keys (a list, names may repeat) are done or purged. A key of ferry's own goes with its job; a group's entry goes with its last job. Any other key goes with the last job that names it. A key no entry counts (a job pushed without the enqueue script, or by an older ferryd) goes with its job, as it always did. A handful of commands whatever the count.
 local function release_keys(protected, keys)
 	if #keys == 0 then return end
-	local counts, dels, unprotect, keep = counts_of(protected, keys), {}, {}, nil
-	for _, k in ipairs(keys) do
+	local groups, others = split_keys(protected, keys)
+	local dels, unprotect, fields, keep = {}, {}, {}, nil
+	for g, e in pairs(groups) do
+		local deleted = 0
+		for i = 1, #e.keys, 1000 do
+			deleted = deleted + redis.call('DEL', unpack(e.keys, i, math.min(i + 999, #e.keys)))
+		end
+		local o = e.entry
+		if o and o.jobs <= e.jobs then
+			unprotect[#unprotect + 1] = g
+		elseif o then
+			local left = o.jobs - e.jobs
+			o.bytes = o.bytes - math.floor(o.bytes * e.jobs / o.jobs)
+			o.lost = math.max(0, math.min(o.lost - (e.jobs - deleted), left))
+			o.jobs = left
+			fields[#fields + 1] = g
+			fields[#fields + 1] = group_text(o)
+		end
+	end
+	local counts = #others > 0 and counts_of(protected, others) or {}
+	for _, k in ipairs(others) do
 		local n = counts[k]
 		if n == 1 or n == -1 or n == 0 then
 			dels[#dels + 1] = k
@@ -363,27 +494,17 @@ local function release_keys(protected, keys)
 			keep[k] = true
 		end
 	end
+	for k in pairs(keep or {}) do
+		fields[#fields + 1] = k
+		fields[#fields + 1] = counts[k]
+	end
 	call_chunked('DEL', nil, dels, 1000)
 	call_chunked('HDEL', protected, unprotect, 1000)
-	if keep then
-		local fields = {}
-		for k in pairs(keep) do
-			fields[#fields + 1] = k
-			fields[#fields + 1] = counts[k]
-		end
-		call_chunked('HSET', protected, fields, 1000)
-	end
+	call_chunked('HSET', protected, fields, 1000)
 end
 
--- The bytes of the protected keys: how many there are, times the mean MEMORY USAGE of a sample of them (HRANDFIELD). 0 where MEMORY USAGE or HRANDFIELD is refused.
+-- The bytes and the number of the protected keys: exact from every entry while there are at most PROTECTED_SAMPLE, else the mean of a sample of entries (HRANDFIELD) times their number. A group's entry counts its bytes and its keys not lost; an entry of its own, the key's MEMORY USAGE. 0 where HRANDFIELD is refused.
 local PROTECTED_SAMPLE = 16
-
--- MEMORY USAGE of key k, or nil where it is missing or the command refused.
-local function memory_usage(k)
-	local ok, n = pcall(redis.call, 'MEMORY', 'USAGE', k)
-	if ok and type(n) == 'number' then return n end
-	return nil
-end
 
 -- Add what MEMORY USAGE says of each key of list ks to a running {bytes, keys}.
 local function add_usage(total, ks)
@@ -399,12 +520,25 @@ end
 local function protected_bytes_estimate(protected)
 	local okn, n = pcall(redis.call, 'HLEN', protected)
 	if not okn or type(n) ~= 'number' or n == 0 then return 0, 0 end
-	local oks, sample = pcall(redis.call, 'HRANDFIELD', protected, PROTECTED_SAMPLE)
-	if not oks or type(sample) ~= 'table' or #sample == 0 then return 0, n end
-	local t = { bytes = 0, keys = 0 }
-	add_usage(t, sample)
-	if t.keys == 0 then return 0, n end
-	return math.floor(t.bytes / t.keys * n), n
+	local ok, fv
+	if n <= PROTECTED_SAMPLE then
+		ok, fv = pcall(redis.call, 'HGETALL', protected)
+	else
+		ok, fv = pcall(redis.call, 'HRANDFIELD', protected, PROTECTED_SAMPLE, 'WITHVALUES')
+	end
+	if not ok or type(fv) ~= 'table' or #fv == 0 then return 0, n end
+	local bytes, keys, entries = 0, 0, 0
+	for i = 1, #fv - 1, 2 do
+		local g = group_read(fv[i + 1])
+		local b = g and g.bytes or memory_usage(fv[i])
+		if b then
+			bytes = bytes + b
+			keys = keys + (g and g.jobs - g.lost or 1)
+			entries = entries + 1
+		end
+	end
+	if entries == 0 then return 0, 0 end
+	return math.floor(bytes / entries * n), math.floor(keys / entries * n + 0.5)
 end
 
 -- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (estimated: protected_bytes_estimate); then the protected keys' bytes and count alone. What MEMORY USAGE is refused on counts 0.

@@ -15,10 +15,12 @@
 -- (protect_keys, common.lua): it carries no TTL, so no volatile-* policy
 -- can evict it and no outage expires it. A value the caller hands over is
 -- written under a key of the queue's own cache space, a key of its own
--- per job (the caller names it: its id and a random part), so that no
--- later job can overwrite it. A key the application wrote itself (in the
--- cache space, or under one of the queue's cache_key_prefixes) must exist
--- when its job comes; its TTL is removed.
+-- per job (the caller names it), so that no
+-- later job can overwrite it: "<cache space><16 random hex digits>.<n>",
+-- a new random part every thousand keys (own_group, common.lua); no job
+-- may name such a key but the one that writes it. A key the application
+-- wrote itself (in the cache space, or under one of the queue's
+-- cache_key_prefixes) must exist when its job comes; its TTL is removed.
 -- KEYS: ready, [scheduled (with a due marker),] [protected, then
 --       the cache keys the jobs name (when they name any)]. (A producer's
 --       ACL then needs only the keys its calls use.)
@@ -250,6 +252,9 @@ local function foreign_refusal(key, written)
 	if not allowed then
 		return 'cache_key ' .. shown_key(key) .. ' is outside the queue\'s cache space ' .. cache_space .. ' and cache_key_prefixes'
 	end
+	if own_group(cache_space, key) then
+		return 'cache_key ' .. shown_key(key) .. ' is a key of ferry\'s own (written with the job that names it, deleted with it): no other job may name it'
+	end
 	if not written[key] and redis.call('EXISTS', key) == 0 then
 		return 'cache_key ' .. shown_key(key) .. ' does not exist: write the key before the job that names it'
 	end
@@ -275,6 +280,9 @@ for a = first_job, #ARGV, 3 do
 		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
 	end
 	if not why and k < 0 then why = foreign_refusal(key, written) end
+	if not why and k > 0 and written[key] and own_group(cache_space, key) then
+		why = 'its cache key ' .. shown_key(key) .. ' is written by another job of this call: a key of ferry\'s own holds one job\'s data'
+	end
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
 	if k > 0 then written[key] = true end
 	jobs[index] = doc
@@ -294,20 +302,22 @@ end
 
 -- the values in one MSET (no TTL), the application's keys made
 -- persistent, all of them counted in protected in one HMGET and one HSET
-local named, values = {}, {}
+-- (ferry's own keys in the entries of their groups: common.lua)
+local named, values, value_bytes = {}, {}, {}
 for a = first_job, #ARGV, 3 do
 	local k = tonumber(ARGV[a + 1])
 	if k > 0 then
 		values[#values + 1] = KEYS[k]
 		values[#values + 1] = ARGV[a + 2]
 		named[#named + 1] = KEYS[k]
+		value_bytes[KEYS[k]] = #ARGV[a + 2]
 	elseif k < 0 then
 		redis.call('PERSIST', KEYS[-k])
 		named[#named + 1] = KEYS[-k]
 	end
 end
 call_chunked('MSET', nil, values, 1000)
-protect_keys(protected, named)
+protect_keys(protected, named, value_bytes)
 if wait_ms > 0 then
 	local t = redis.call('TIME')
 	local us = t[1] .. string.format('%06d', tonumber(t[2]))

@@ -34,7 +34,7 @@ while i <= #ARGV do
 	i = from + n
 end
 
-local made, kept, named = 0, 0, {}
+local made, kept, named, value_bytes = 0, 0, {}, {}
 local els = {}
 for j, e in ipairs(jobs) do
 	if e.k > 0 then
@@ -44,6 +44,7 @@ for j, e in ipairs(jobs) do
 			redis.call('PERSIST', key)
 		elseif e.kind == 'string' then
 			redis.call('SET', key, ARGV[e.from])
+			value_bytes[key] = #ARGV[e.from]
 			made = made + 1
 		else
 			local cmd = e.kind == 'hash' and 'HSET' or 'RPUSH'
@@ -57,7 +58,7 @@ for j, e in ipairs(jobs) do
 	end
 	els[j] = e.el
 end
-protect_keys(KEYS[3], named)
+protect_keys(KEYS[3], named, value_bytes)
 push_all('LPUSH', KEYS[1], els)
 if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
 return { #els, made, kept }

@@ -34,13 +34,6 @@ if held ~= tonumber(ARGV[3]) then
 	return ferry_error('BADCOUNT', 'processing list of ' .. ARGV[1] .. ' holds ' .. held .. ' jobs, the worker settles ' .. tostring(ARGV[3]))
 end
 local outcomes = { ok = true, retry = true, dead = true, missing = true }
-for b = 4, #ARGV, 6 do
-	local pos = tonumber(ARGV[b])
-	if not pos or pos < 1 or pos > held or pos ~= math.floor(pos) or not outcomes[ARGV[b + 1]] or ARGV[b + 5] == nil or (ARGV[b + 1] == 'retry' and not tonumber(ARGV[b + 3])) then
-		return ferry_error('BADARGS', 'settle: job argument ' .. ((b - 4) / 6 + 1) .. ' is malformed')
-	end
-end
-
 local kind = batch_of(KEYS[5], ARGV[1])
 local now = now_ms()
 local jobs = nil
@@ -49,6 +42,9 @@ local done, missing = held, 0
 for b = 4, #ARGV, 6 do
 	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
 		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+	if not pos or pos < 1 or pos > held or pos ~= math.floor(pos) or not outcomes[outcome] or ck == nil or (outcome == 'retry' and not tonumber(p)) then
+		return ferry_error('BADARGS', 'settle: job argument ' .. ((b - 4) / 6 + 1) .. ' is malformed')
+	end
 	jobs = jobs or (outcome ~= 'ok' or kind == 'w') and redis.call('LRANGE', KEYS[1], 0, -1) or nil
 	local m = jobs and held_job(kind, jobs[pos])
 	if jobs and not m then
@@ -84,16 +80,10 @@ for _, r in ipairs(retries) do
 	redis.call('ZADD', KEYS[2], r[1], wrap(r[2]))
 end
 push_all('LPUSH', KEYS[3], deads)
--- keys of failed jobs that no entry protects yet (pushed past the enqueue
+-- keys of failed jobs that no entry counts yet (pushed past the enqueue
 -- script): protected from here on
-local unprotected = {}
 for _, k in ipairs(persists) do redis.call('PERSIST', k) end
-for k, n in pairs(#persists > 0 and counts_of(KEYS[7], persists) or {}) do
-	if n == 0 and redis.call('EXISTS', k) == 1 then
-		unprotected[#unprotected + 1] = k
-	end
-end
-protect_keys(KEYS[7], unprotected)
+if #persists > 0 then protect_keys(KEYS[7], unprotected_of(KEYS[7], persists)) end
 redis.call('DEL', KEYS[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end

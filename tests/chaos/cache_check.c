@@ -54,6 +54,35 @@ keyset_has(const struct keyset *s, const char *k)
 	return 0;
 }
 
+/* How many keys of `named` lie in group g ("<g>.<n>": a group of ferry's
+ * own keys, src/lua/common.lua). */
+static long long
+keyset_in_group(const struct keyset *s, const char *g)
+{
+	size_t len = strlen(g);
+	long long n = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (strncmp(s->k[i], g, len) == 0 && s->k[i][len] == '.')
+			n++;
+	return n;
+}
+
+/* Is entry (field f, value v) of a protected hash named by the dead jobs:
+ * a group's ("JOBS N BYTES LOST") counts as many of their keys as it has
+ * jobs, an entry of its own names one of them. */
+static int
+entry_named(const struct keyset *named, const char *f, const char *v)
+{
+	long long jobs, n, bytes, lost;
+	char end;
+
+	if (sscanf(v, "%lld %lld %lld %lld%c", &jobs, &n, &bytes, &lost,
+	    &end) == 4)
+		return keyset_in_group(named, f) == jobs;
+	return keyset_has(named, f);
+}
+
 /* The cache keys queue q's dead jobs name, into `named`; the number of its
  * dead entries of the reason "cache key expired or evicted". */
 static long long
@@ -142,12 +171,15 @@ chaos_cache_check(redisContext *c, const char *prefix,
 	for (int q = 0; q < nq; q++) {
 		snprintf(pat, sizeof(pat), "%s:{%s}:cache:*", prefix, queues[q]);
 		stray += stray_keys(c, pat, 0, &named, &keys);
-		redisReply *r = redisCommand(c, "HKEYS %s:{%s}:protected", prefix,
-		    queues[q]);
-		for (size_t i = 0; r != NULL && i < r->elements; i++, prot++)
-			if (!keyset_has(&named, r->element[i]->str) && prot_stray++ < 10)
-				printf("  protected entry of no dead job: %.120s\n",
-				    r->element[i]->str);
+		redisReply *r = redisCommand(c, "HGETALL %s:{%s}:protected",
+		    prefix, queues[q]);
+		for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		    i + 1 < r->elements; i += 2, prot++)
+			if (!entry_named(&named, r->element[i]->str,
+			    r->element[i + 1]->str) && prot_stray++ < 10)
+				printf("  protected entry not of dead jobs: %.120s "
+				    "%.40s\n", r->element[i]->str,
+				    r->element[i + 1]->str);
 		if (r != NULL)
 			freeReplyObject(r);
 	}

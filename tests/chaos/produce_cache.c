@@ -23,7 +23,7 @@
  * enqueue` as an application sends them, a call a second of each kind (up
  * to CP_BATCH jobs):
  *   pc-N: {"id":"pc-N","data":[ROWS]} with --cache (ferryctl writes the
- *         rows to a key ferry:{Q}:cache:pc-N:<hex> of its own, no TTL);
+ *         rows to a key ferry:{Q}:cache:<16 hex>.<n> of its own, no TTL);
  *   pk-N: {"id":"pk-N","cache_key":"<P>pk-N"}, a key written first with a
  *         TTL (ttl_ms): a JSON array of the rows (SET), or one row as a
  *         hash; the job follows 0..hold_ms later (seeded), so the churn's

@@ -2,7 +2,8 @@
  * for a document job_parse accepts: every job it makes is valid and named
  * as it says, the jobs' rows (or cache values) are the document's "data"
  * rows in order, and every other member survives; with --cache each job
- * names a key of its own (its id and 16 hex digits), and a document without
+ * names a key of its own (16 hex digits, a group's, and its index in the
+ * group), and a document without
  * "data" is refused; the members it finds ("data", "cache_key") are those
  * jansson finds, escaped keys included.
  * The first input byte picks chunk_rows (1-4) and --cache. */
@@ -103,13 +104,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		job_parse(&j, c->el, c->el_len, 0);
 		CHECK(j.invalid == NULL && strcmp(j.id, want) == 0);
 		if (prefix != NULL) {
-			/* PREFIX want ":" 16 hex digits */
+			/* PREFIX, 16 hex digits (its group), "." and its
+			 * index in the group */
+			char tail[32];
 			size_t klen = c->key != NULL ? strlen(c->key) : 0;
-			CHECK(klen == strlen(PREFIX) + strlen(want) + 17 &&
-			    strncmp(c->key, PREFIX, strlen(PREFIX)) == 0 &&
-			    strncmp(c->key + strlen(PREFIX), want,
-			    strlen(want)) == 0 && c->key[klen - 17] == ':' &&
-			    strspn(c->key + klen - 16, "0123456789abcdef") == 16);
+			size_t plen = strlen(PREFIX);
+			snprintf(tail, sizeof(tail), ".%zu", i % CHUNK_KEY_GROUP);
+			CHECK(klen == plen + 16 + strlen(tail) &&
+			    strncmp(c->key, PREFIX, plen) == 0 &&
+			    strspn(c->key + plen, "0123456789abcdef") == 16 &&
+			    strcmp(c->key + plen + 16, tail) == 0 &&
+			    strncmp(c->key, out.v[i - i % CHUNK_KEY_GROUP].key,
+			    plen + 16) == 0);
 			CHECK(j.cache_key != NULL &&
 			    strcmp(j.cache_key, c->key) == 0);
 			CHECK(!j.has_data);

@@ -121,6 +121,12 @@ void h_assert_queue_empty(struct ferryd *f, const char *q);
 int h_live_owners(struct ferryd *f, const char *q);
 /* The dead-letter entries of q, parsed (a json array to json_decref). */
 struct json_t *h_dead_entries(struct ferryd *f, const char *q);
+/* The cache keys q's protected hash counts, expanded: KEY, COUNT, ...
+ * (a group's keys one by one, a lost one as "<group>.?"), to
+ * freeReplyObject. */
+redisReply *h_protected(struct ferryd *f, const char *q);
+/* How many jobs q's protected hash counts for cache key `key` (0: none). */
+long long h_protected_count(struct ferryd *f, const char *q, const char *key);
 /* The string member `key` of a JSON object, or "(none)". */
 const char *h_jstr(struct json_t *o, const char *key);
 /* Start a private PostgreSQL for d; returns the [ferryd] lines pointing

@@ -138,3 +138,63 @@ h_jstr(json_t *o, const char *key)
 	const char *s = json_string_value(json_object_get(o, key));
 	return s != NULL ? s : "(none)";
 }
+
+/* Each cache key queue q's protected hash counts (src/lua/common.lua),
+ * read in one step: an entry of its own gives its key and count; a
+ * group's entry ("JOBS N BYTES LOST") gives each key of the group that
+ * exists, counted 1, and "<group>.?" once for each job more than that (a
+ * key lost). */
+static const char protected_lua[] =
+	"local out = {}\n"
+	"local all = redis.call('HGETALL', KEYS[1])\n"
+	"for i = 1, #all, 2 do\n"
+	"  local f, v = all[i], all[i + 1]\n"
+	"  local c, n = string.match(v, '^(%d+) (%d+) %d+ %d+$')\n"
+	"  if c then\n"
+	"    local seen = 0\n"
+	"    for j = 0, tonumber(n) - 1 do\n"
+	"      local k = f .. '.' .. j\n"
+	"      if redis.call('EXISTS', k) == 1 then\n"
+	"        out[#out + 1] = k\n"
+	"        out[#out + 1] = 1\n"
+	"        seen = seen + 1\n"
+	"      end\n"
+	"    end\n"
+	"    for j = seen + 1, tonumber(c) do\n"
+	"      out[#out + 1] = f .. '.?'\n"
+	"      out[#out + 1] = 1\n"
+	"    end\n"
+	"  else\n"
+	"    out[#out + 1] = f\n"
+	"    out[#out + 1] = tonumber(v)\n"
+	"  end\n"
+	"end\n"
+	"return out\n";
+
+redisReply *
+h_protected(struct ferryd *f, const char *q)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "ferry:{%s}:protected", q);
+	redisReply *r = redisCommand(f->rc, "EVAL %s 1 %s", protected_lua, key);
+	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY,
+	    "reading %s failed: %s", key, r != NULL && r->str != NULL ? r->str :
+	    "no reply");
+	return r;
+}
+
+/* How many jobs the protected hash of q counts for cache key `key` (0:
+ * none). */
+long long
+h_protected_count(struct ferryd *f, const char *q, const char *key)
+{
+	redisReply *r = h_protected(f, q);
+	long long n = 0;
+
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		if (strcmp(r->element[i]->str, key) == 0)
+			n = r->element[i + 1]->integer;
+	freeReplyObject(r);
+	return n;
+}

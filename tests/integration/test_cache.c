@@ -17,11 +17,13 @@
 #include "harness.h"
 
 static struct ferryd d;
+static int nknown;      /* cache keys learnt (learn) */
 
 static void
 teardown(void)
 {
 	h_teardown(&d);
+	nknown = 0;
 }
 
 TestSuite(cache, .fini = teardown, .timeout = 600);
@@ -82,16 +84,66 @@ dead_reason(const char *id)
 	return reason;
 }
 
-/* How many cache keys ferryctl enqueue --cache made for job `id` exist
- * (each job's key is ferry:{q}:cache:ID:<16 hex>). */
+/* The cache keys of ferryctl enqueue --cache ("ferry:{q}:cache:<16
+ * hex>.<n>") name no job: the keys each job named, found in the jobs
+ * waiting in ready, requeue, delayed, scheduled or dead, are remembered
+ * (a key deleted with its job is still asked about later). */
+#define KNOWN_MAX 64
+static struct known_key {
+	char id[64];
+	char key[128];
+} known[KNOWN_MAX];
+
+static void
+learn_doc(const char *text)
+{
+	json_t *root = json_loads(text, JSON_DECODE_ANY, NULL);
+	json_t *o = json_object_get(root, "job");   /* a wrapper, an entry */
+
+	if (!json_is_object(o))
+		o = root;
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *key = json_string_value(json_object_get(o, "cache_key"));
+	bool seen = false;
+	for (int i = 0; id != NULL && key != NULL && i < nknown; i++)
+		seen = seen || strcmp(known[i].key, key) == 0;
+	if (id != NULL && key != NULL && !seen && nknown < KNOWN_MAX) {
+		snprintf(known[nknown].id, sizeof(known[0].id), "%s", id);
+		snprintf(known[nknown].key, sizeof(known[0].key), "%s", key);
+		nknown++;
+	}
+	json_decref(root);
+}
+
+static void
+learn(void)
+{
+	const char *lists[] = { "LRANGE ferry:{q}:ready 0 -1",
+	    "LRANGE ferry:{q}:requeue 0 -1", "LRANGE ferry:{q}:dead 0 -1",
+	    "ZRANGE ferry:{q}:delayed 0 -1", "ZRANGE ferry:{q}:scheduled 0 -1" };
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		redisReply *r = h_redis(&d, lists[l]);
+		for (size_t i = 0; i < r->elements; i++) {
+			const char *text = r->element[i]->str;
+			const char *colon = strchr(text, ':');
+			/* scheduled: "<us>-<n>:<document>" */
+			learn_doc(l == 4 && colon != NULL ? colon + 1 : text);
+		}
+		freeReplyObject(r);
+	}
+}
+
+/* How many of the cache keys job `id` named exist. */
 static long long
 keys_of(const char *id)
 {
-	redisReply *r = h_redis(&d, "KEYS ferry:{q}:cache:%s:????????????????",
-	    id);
-	long long n = (long long)r->elements;
+	long long n = 0;
 
-	freeReplyObject(r);
+	learn();
+	for (int i = 0; i < nknown; i++)
+		if (strcmp(known[i].id, id) == 0)
+			n += h_redis_int(&d, "EXISTS %s", known[i].key);
 	return n;
 }
 
@@ -99,15 +151,28 @@ keys_of(const char *id)
 static const char *
 key_of(const char *id)
 {
-	static char key[256];
-	redisReply *r = h_redis(&d, "KEYS ferry:{q}:cache:%s:????????????????",
-	    id);
+	const char *key = NULL;
+	int n = 0;
 
-	cr_assert_eq(r->elements, 1, "job %s has %zu cache keys", id,
-	    r->elements);
-	snprintf(key, sizeof(key), "%s", r->element[0]->str);
-	freeReplyObject(r);
+	learn();
+	for (int i = 0; i < nknown; i++)
+		if (strcmp(known[i].id, id) == 0) {
+			key = known[i].key;
+			n++;
+		}
+	cr_assert_eq(n, 1, "job %s named %d cache keys", id, n);
 	return key;
+}
+
+/* How many cache keys the protected hash counts. */
+static long long
+protected_keys(void)
+{
+	redisReply *r = h_protected(&d, "q");
+	long long n = (long long)r->elements / 2;
+
+	freeReplyObject(r);
+	return n;
 }
 
 static void
@@ -135,8 +200,7 @@ Test(cache, deleted_on_success_persisted_on_death_deleted_on_replay)
 	free(out);
 	/* protected while the job lives: no TTL, whatever --cache-ttl says */
 	cr_assert_eq(h_redis_int(&d, "PTTL %s", key_of("a")), -1);
-	cr_assert_eq(h_redis_int(&d, "HEXISTS ferry:{q}:protected %s",
-	    key_of("a")), 1);
+	cr_assert_eq(h_protected_count(&d, "q", key_of("a")), 1);
 	cr_assert_eq(ctl(NULL, NULL, "enqueue", "--cache-ttl", "600", "q",
 	    "{\"id\":\"b\",\"data\":{\"fail-me\":1}}", NULL), 0);
 	cr_assert_eq(h_redis_int(&d, "PTTL %s", key_of("b")), -1);
@@ -373,7 +437,7 @@ Test(cache, dead_entries_archived_beyond_dead_max)
 	cr_assert_eq(keys_of("j0") + keys_of("j6"), 0);
 	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("j7")), -1);
 	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("j11")), -1);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 5);
+	cr_assert_eq(protected_keys(), 5);
 	h_stop(&d);
 }
 
@@ -474,16 +538,33 @@ Test(cache, purge_deletes_cache_keys)
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
 	cr_assert_eq(h_redis_int(&d, "TTL %s", key_of("p0")), -1);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 3);
+	cr_assert_eq(protected_keys(), 3);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "p0", NULL), 0);
 	cr_assert_eq(keys_of("p0"), 0);
 	cr_assert_eq(keys_of("p1") + keys_of("p2"), 2);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 2);
+	cr_assert_eq(protected_keys(), 2);
 	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "--all", NULL), 0);
 	cr_assert_eq(keys_of("p1") + keys_of("p2"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 0);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:protected"), 0);
 	h_stop(&d);
+}
+
+/* The cache key job `id` names in an archive's text (its "job" is a
+ * JSON string: \"id\":\"ID\",\"cache_key\":\"KEY\"). */
+static void
+archived_key(const char *text, const char *id, char *key, size_t size)
+{
+	char needle[128];
+
+	snprintf(needle, sizeof(needle), "\\\"id\\\":\\\"%s\\\",\\\"cache_key\\\":"
+	    "\\\"", id);
+	const char *at = strstr(text, needle);
+	cr_assert_not_null(at, "%s in %s", needle, text);
+	at += strlen(needle);
+	size_t n = strcspn(at, "\\");
+	cr_assert_lt(n, size);
+	snprintf(key, size, "%.*s", (int)n, at);
 }
 
 /* A cache value the worker would refuse is refused at enqueue. */
@@ -540,11 +621,10 @@ Test(cache, archived_entries_are_restored)
 	/* lines that are not entries: nothing is restored */
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	char *text = h_read_file(path);
-	/* j1's own key, as the archive names it */
-	char j1_key[80];
-	const char *at_key = strstr(text, "ferry:{q}:cache:j1:");
-	cr_assert_not_null(at_key, "%s", text);
-	snprintf(j1_key, sizeof(j1_key), "%.35s", at_key);
+	/* j0's and j1's own keys, as the archive names them */
+	char j0_key[80], j1_key[80];
+	archived_key(text, "j0", j0_key, sizeof(j0_key));
+	archived_key(text, "j1", j1_key, sizeof(j1_key));
 	h_write_file(bad, "%snot json\n{\"queue\":\"q\",\"job\":"
 	    "\"{\\\"cache_key\\\":\\\"ferry:{q}:cache:z\\\"}\",\"cache\":5}\n",
 	    text);
@@ -582,11 +662,11 @@ Test(cache, archived_entries_are_restored)
 	    2);
 	cr_assert_eq(h_count_in_file(path, "\"cache\":[\"a\",\"b\"]}"), 2);
 	/* done jobs took their keys with them */
-	cr_assert_eq(keys_of("j0") + keys_of("j1") + h_redis_int(&d,
-	    "EXISTS ferry:{q}:cache:h ferry:{q}:cache:l"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS %s %s ferry:{q}:cache:h "
+	    "ferry:{q}:cache:l", j0_key, j1_key), 0);
 	/* only the keys of the two jobs still dead stay protected */
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:dead"), 2);
-	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 2);
+	cr_assert_eq(protected_keys(), 2);
 	h_assert_queue_empty(&d, "q");
 	h_stop(&d);
 }

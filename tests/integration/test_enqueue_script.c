@@ -347,6 +347,57 @@ Test(enqueue_script, cache_keys_are_written_protected)
 	h_stop(&d);
 }
 
+/* Keys of ferry's own ("<cache space><16 hex>.<n>") are counted by
+ * group, one entry "JOBS N BYTES LOST" (src/lua/common.lua): a call's
+ * keys cost one field, not one each. Such a key is its job's alone: no
+ * other job of the call may write it, no job may name it (-K). */
+Test(enqueue_script, own_keys_are_counted_by_group)
+{
+#define G CACHE "0123456789abcdef"
+	const char *argv[] = { FIXED_KEYS, G ".0", G ".1", G ".7", "0", "0",
+	    "0", "{\"id\":1,\"cache_key\":\"" G ".0\"}", "3", "[1]",
+	    "{\"id\":1,\"cache_key\":\"" G ".1\"}", "4", "[2]",
+	    "{\"id\":2,\"cache_key\":\"" G ".7\"}", "5", "[3]" };
+	size_t n = sizeof(argv) / sizeof(*argv);
+	long long per_key = 3 + (long long)strlen(G ".0") + 64;
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 5, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->element[0]->integer, 3);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "HLEN ferry:{q}:protected"), 1);
+	r = h_redis(&d, "HGET ferry:{q}:protected " G);
+	char want[64];
+	snprintf(want, sizeof(want), "3 8 %lld 0", 3 * per_key);
+	cr_assert_str_eq(r->str, want);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "PTTL " G ".7"), -1);
+	/* the same key written twice in one call */
+	argv[4] = G ".0";
+	argv[14] = "{\"id\":2,\"cache_key\":\"" G ".0\"}";
+	r = queue_script(d.rc, LUA_ENQUEUE, 5, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 3 its cache key \"" G ".0\" is "
+	    "written by another job of this call") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	/* named by another job */
+	const char *named[] = { FIXED_KEYS, G ".1", "0", "0", "0",
+	    "{\"id\":3,\"cache_key\":\"" G ".1\"}", "-3", "" };
+	r = queue_script(d.rc, LUA_ENQUEUE, 3,
+	    (int)(sizeof(named) / sizeof(*named)), named, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 1 cache_key \"" G ".1\" is a key "
+	    "of ferry's own") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 3);
+	r = h_redis(&d, "HGET ferry:{q}:protected " G);
+	cr_assert_str_eq(r->str, want);
+	freeReplyObject(r);
+	h_stop(&d);
+#undef G
+}
+
 /* An application's key that a job names (-K) is protected as it is: its
  * TTL removed, counted once however many jobs name it. It must exist, and
  * lie in the queue's cache space or under a "prefix=" option; ferry's own

@@ -93,23 +93,39 @@ Test(chunk, keys_escaped_in_full)
 	cr_assert(strstr(err, "cache_key") != NULL, "%s", err);
 }
 
-/* The element with its cache key's own part (16 hex digits) cut out,
- * checked: "...:cache:ID:<hex>" reads "...:cache:ID:*". */
+/* The length of a key of ferry's own past the prefix, "<16 hex>.<n>",
+ * checked; its index in *index. */
+static size_t
+own_part(const char *key, unsigned *index)
+{
+	size_t plen = strlen(PREFIX), k = plen;
+
+	cr_assert_eq(strncmp(key, PREFIX, plen), 0, "%s", key);
+	for (; k < plen + 16; k++)
+		cr_assert(key[k] != '\0' && strchr("0123456789abcdef", key[k]) !=
+		    NULL, "%s", key);
+	cr_assert_eq(key[k], '.', "%s", key);
+	char *end;
+	*index = (unsigned)strtoul(key + k + 1, &end, 10);
+	cr_assert(end > key + k + 1 && *end == '\0', "%s", key);
+	return strlen(key) - plen;
+}
+
+/* The element with its cache key's own part cut out, checked:
+ * "...:cache:<16 hex>.<n>" reads "...:cache:*". */
 static void
 expect_keyed(size_t i, const char *id, const char *el)
 {
 	char got[512];
 	const char *key = out.v[i].key;
-	size_t klen = strlen(key), n = out.v[i].el_len;
+	unsigned index;
+	size_t own = own_part(key, &index), klen = strlen(key),
+	    n = out.v[i].el_len;
 	const char *at = strstr(out.v[i].el, key);
 
-	cr_assert_gt(klen, 17);
-	cr_assert_eq(key[klen - 17], ':', "%s", key);
-	for (size_t k = klen - 16; k < klen; k++)
-		cr_assert(strchr("0123456789abcdef", key[k]) != NULL, "%s", key);
 	cr_assert_not_null(at, "%.*s names %s", (int)n, out.v[i].el, key);
 	snprintf(got, sizeof(got), "%.*s*%.*s", (int)(at - out.v[i].el + klen -
-	    16), out.v[i].el, (int)(n - (size_t)(at - out.v[i].el) - klen),
+	    own), out.v[i].el, (int)(n - (size_t)(at - out.v[i].el) - klen),
 	    at + klen);
 	cr_assert_str_eq(got, el);
 	cr_assert_str_eq(out.v[i].id, id);
@@ -123,7 +139,7 @@ Test(chunk, cache_moves_the_data)
 	    1000, PREFIX, err), 0);
 	cr_assert_eq(out.n, 1);
 	expect_keyed(0, "a", "{\"id\":\"a\",\"v\":1,\"cache_key\":"
-	    "\"ferry:{q}:cache:a:*\"}");
+	    "\"ferry:{q}:cache:*\"}");
 	cr_assert_str_eq(out.v[0].cache, "{\"x\":[1, 2]}");
 	cr_assert_eq(out.v[0].cache_len, 12);
 }
@@ -138,7 +154,7 @@ Test(chunk, cache_keeps_the_job_members)
 	cr_assert_eq(run("{\"op\":\"delete\",\"table\":\"lines\",\"id\":42,"
 	    "\"data\":[{\"id\":42}]}", "42", 1000, PREFIX, err), 0);
 	expect_keyed(0, "42", "{\"id\":\"42\",\"op\":\"delete\",\"table\":"
-	    "\"lines\",\"cache_key\":\"ferry:{q}:cache:42:*\"}");
+	    "\"lines\",\"cache_key\":\"ferry:{q}:cache:*\"}");
 	cr_assert_eq(run("{\"op\":\"delete\",\"id\":42}", "42", 1000, PREFIX,
 	    err), -1);
 	cr_assert_str_eq(err, CHUNK_BARE_REFUSAL);
@@ -163,6 +179,28 @@ Test(chunk, every_job_has_a_key_of_its_own)
 			cr_assert_str_neq(out.v[i].key, out.v[j].key);
 }
 
+/* Keys come in groups of CHUNK_KEY_GROUP, indexed from 0: the protected
+ * hash counts a group in one entry (src/lua/common.lua). */
+Test(chunk, keys_come_in_groups)
+{
+	char err[256];
+	unsigned index;
+
+	for (int i = 0; i < CHUNK_KEY_GROUP + 2; i++)
+		cr_assert_eq(run("{\"data\":[1]}", "x", 1000, PREFIX, err), 0);
+	cr_assert_eq(out.n, CHUNK_KEY_GROUP + 2);
+	for (size_t i = 0; i < out.n; i++) {
+		own_part(out.v[i].key, &index);
+		cr_assert_eq(index, i % CHUNK_KEY_GROUP, "%s", out.v[i].key);
+		size_t first = i < CHUNK_KEY_GROUP ? 0 : CHUNK_KEY_GROUP;
+		cr_assert_eq(strncmp(out.v[i].key, out.v[first].key,
+		    strlen(PREFIX) + 16) == 0, true, "%s, %s", out.v[i].key,
+		    out.v[first].key);
+	}
+	cr_assert_neq(strncmp(out.v[0].key, out.v[CHUNK_KEY_GROUP].key,
+	    strlen(PREFIX) + 16), 0);
+}
+
 Test(chunk, cache_and_split)
 {
 	char err[256];
@@ -171,7 +209,7 @@ Test(chunk, cache_and_split)
 	    0);
 	cr_assert_eq(out.n, 2);
 	expect_keyed(1, "b:1", "{\"id\":\"b:1\",\"cache_key\":"
-	    "\"ferry:{q}:cache:b:1:*\"}");
+	    "\"ferry:{q}:cache:*\"}");
 	cr_assert_str_eq(out.v[0].cache, "[1,2]");
 	cr_assert_str_eq(out.v[1].cache, "[3]");
 }

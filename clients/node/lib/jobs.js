@@ -4,7 +4,7 @@
 // array of more than chunkRows rows is split into jobs
 // {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a cache, each
 // job's "data" becomes the value of a key of its own,
-// PREFIX:{QUEUE}:cache:ID:<16 hex digits, random>, and the job names it (a
+// PREFIX:{QUEUE}:cache:<16 hex digits, random>.<n>, and the job names it (a
 // job without "data" is refused: its members are its row and what ferry
 // reads of the job). Built from the caller's objects; a job given as JSON
 // text (a string or a Buffer) is pushed byte for byte. ID is the job's
@@ -101,21 +101,40 @@ function textJob(doc, index, cachePrefix, givenId, chunkRows) {
     value: '', namedKey: isObject ? namedKey(parsed) : null }];
 }
 
-function element(index, jobId, others, rows, cachePrefix) {
-  if (!cachePrefix) {
+/** The keys of ferry's own of one call: "<prefix><16 hex>.<n>", a new
+ * random group every KEY_GROUP keys (src/common/chunk.h CHUNK_KEY_GROUP;
+ * enqueue.lua counts a group in one entry of the protected hash). */
+const KEY_GROUP = 1000;
+class CacheKeys {
+  constructor(prefix) {
+    this.prefix = prefix;
+    this.count = 0;
+    this.group = '';
+  }
+
+  next() {
+    const n = this.count++ % KEY_GROUP;
+    if (n === 0) this.group = crypto.randomBytes(8).toString('hex');
+    return `${this.prefix}${this.group}.${n}`;
+  }
+}
+
+function element(index, jobId, others, rows, cacheKeys) {
+  if (!cacheKeys) {
     return { element: encode({ id: jobId, ...others, data: rows }),
       id: jobId, index, key: null, value: '', namedKey: null };
   }
   // a key of its own: no later job (of this id, byte-identical) writes it
-  const key = `${cachePrefix}${jobId}:${crypto.randomBytes(8).toString('hex')}`;
+  const key = cacheKeys.next();
   return { element: encode({ id: jobId, ...others, cache_key: key }),
     id: jobId, index, key, value: encode(rows), namedKey: null };
 }
 
 /** The elements ({element, id, index, key, value}) of job `doc` (the
- * caller's `index`). cachePrefix is "PREFIX:{QUEUE}:cache:" with a cache,
- * else null. */
-function build(doc, index, cachePrefix, chunkRows, givenId) {
+ * caller's `index`). cacheKeys is the call's CacheKeys with a cache, else
+ * null. */
+function build(doc, index, cacheKeys, chunkRows, givenId) {
+  const cachePrefix = cacheKeys;
   if (isText(doc)) return textJob(doc, index, cachePrefix, givenId, chunkRows);
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new InvalidJobError(index, 'job is not a JSON object');
@@ -172,4 +191,4 @@ function build(doc, index, cachePrefix, chunkRows, givenId) {
     namedKey: namedKey(doc) }];
 }
 
-module.exports = { build, encode, sha1, ID_MAX };
+module.exports = { build, encode, sha1, CacheKeys, ID_MAX };

@@ -183,8 +183,9 @@ class Producer {
     const due = dueMarker(delay, runAt);
     const tag = `${this.prefix}:{${queue}}:`;
     const elements = [];
+    const cacheKeys = cached ? new jobs.CacheKeys(`${tag}cache:`) : null;
     docs.forEach((doc, i) => {
-      for (const e of jobs.build(doc, i, cached ? `${tag}cache:` : null, rows,
+      for (const e of jobs.build(doc, i, cacheKeys, rows,
         single ? id : undefined)) {
         elements.push(e);
       }

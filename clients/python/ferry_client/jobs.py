@@ -2,7 +2,7 @@
 builds them (src/common/chunk.c): a "data" array of more than chunk_rows rows is
 split into jobs {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a
 cache, each job's "data" becomes the value of a key of its own,
-PREFIX:{QUEUE}:cache:ID:<16 hex digits, random>, and the job names it (a job
+PREFIX:{QUEUE}:cache:<16 hex digits, random>.<n>, and the job names it (a job
 without "data" is refused: its members are its row and what ferry reads of
 the job). Built from the caller's objects; a job given as JSON text is
 pushed byte for byte. ID is the job's "id", else the SHA-1 of its document
@@ -71,9 +71,30 @@ def _text_job(text, index, cache, given_id, chunk_rows):
                     named_key=named if isinstance(named, str) else None)]
 
 
+KEY_GROUP = 1000       # src/common/chunk.h CHUNK_KEY_GROUP
+
+
+class CacheKeys:
+    """The keys of ferry's own of one call: "<prefix><16 hex>.<n>", a new
+    random group every KEY_GROUP keys (enqueue.lua counts a group in one
+    entry of the protected hash)."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.count = 0
+        self.group = ""
+
+    def next(self):
+        n = self.count % KEY_GROUP
+        self.count += 1
+        if n == 0:
+            self.group = os.urandom(8).hex()
+        return "%s%s.%d" % (self.prefix, self.group, n)
+
+
 def build(doc, index, cache_prefix, chunk_rows, given_id=None):
     """The elements of job `doc` (the caller's `index`). cache_prefix is
-    "PREFIX:{QUEUE}:cache:" with a cache, else None."""
+    the call's CacheKeys with a cache, else None."""
     if isinstance(doc, (str, bytes, bytearray)):
         return _text_job(doc, index, cache_prefix, given_id, chunk_rows)
     if not isinstance(doc, dict):
@@ -125,6 +146,6 @@ def _element(index, job_id, others, rows, cache_prefix):
         job["data"] = rows
         return Element(encode(job), job_id, index)
     # a key of its own: no later job (of this id, byte-identical) writes it
-    key = "%s%s:%s" % (cache_prefix, job_id, os.urandom(8).hex())
+    key = cache_prefix.next()
     job["cache_key"] = key
     return Element(encode(job), job_id, index, key, encode(rows))

@@ -87,9 +87,9 @@ class Producer:
         due = _due_marker(delay, run_at)
         tag = "%s:{%s}:" % (self.prefix, queue)
         elements = []
+        keys = jobs_mod.CacheKeys(tag + "cache:") if cached else None
         for i, doc in enumerate(docs):
-            elements += jobs_mod.build(doc, i, tag + "cache:" if cached
-                                       else None, rows,
+            elements += jobs_mod.build(doc, i, keys, rows,
                                        id if single else None)
         pushed = []
         for call in _calls(elements):

@@ -68,10 +68,13 @@ def test_cache_keys_are_the_jobs_own_and_protected(r):
     jobs = ready(r)
     keys = [j.pop("cache_key") for j in jobs]
     assert jobs == [{"id": "c:0", "op": "delete"}, {"id": "c:1", "op": "delete"}]
+    # one group of keys a call ("<16 hex>.<n>"), counted in one entry
+    group = keys[0][:-2]
     for i, key in enumerate(keys):
-        assert re.fullmatch(r"ferry:\{py\}:cache:c:%d:[0-9a-f]{16}" % i, key)
+        assert re.fullmatch(r"ferry:\{py\}:cache:[0-9a-f]{16}\.[01]", key)
+        assert key == "%s.%d" % (group, i)
         assert r.pttl(key) == -1             # no TTL while the job lives
-        assert r.hget("ferry:{py}:protected", key) == b"1"
+    assert re.fullmatch(rb"2 2 \d+ 0", r.hget("ferry:{py}:protected", group))
     assert r.get(keys[1]) == b"[[3]]"
     # the same id again: a key of its own; the first job's data stays
     p.enqueue("py", {"id": "c:1", "data": [[9]]}, cache=True)
