@@ -66,13 +66,17 @@ export class Producer {
    * options (chunkRows, cacheTtl, delay, runAt) reject with a RangeError
    * before anything is pushed. */
   enqueue(queue: string, jobOrJobs: Job | Job[],
-    options?: EnqueueOptions): Promise<string[]>;
+    options?: EnqueueOptions): Promise<EnqueueResult>;
 }
+
+/** The ids of an enqueue, in order; already: those the queue had accepted
+ * already (a queue with an idempotency_window), not pushed again. */
+export type EnqueueResult = string[] & { readonly already: string[] };
 
 /** Producer#enqueue on options.producer, else on a shared client to
  * $FERRY_REDIS_URL (default redis://localhost:6379/0). */
 export function enqueue(queue: string, jobOrJobs: Job | Job[],
-  options?: EnqueueOptions & { producer?: Producer }): Promise<string[]>;
+  options?: EnqueueOptions & { producer?: Producer }): Promise<EnqueueResult>;
 
 /** Closes the shared client enqueue() opened, if any. */
 export function close(): Promise<void>;

@@ -618,7 +618,7 @@ ca_backlog_one() {
 	bl[$l.keys_before]=$(ca_cache_keys)
 	bl[$l.queued]=$(( $(rcli llen "$k_ready") ))
 	bl[$l.protected_mem]=$(rcli memory usage "$k_protected" samples 0)
-	say "backlog ($l): ${bl[$l.enq_rows]} rows enqueued in $(secs_of $((bl[$l.t_enq1] - bl[$l.t_enq0]))) s, ${bl[$l.prot_before]} protected keys, ${bl[$l.keys_before]} cache keys"
+	say "backlog ($l): ${bl[$l.enq_rows]} rows enqueued in $(secs_of $((bl[$l.t_enq1] - bl[$l.t_enq0]))) s, ${bl[$l.prot_before]} protected fields, ${bl[$l.keys_before]} cache keys"
 
 	if [[ -z $ferryd_pid ]]; then
 		bl[$l.ev_wait0]=$(ca_evicted)
@@ -687,7 +687,7 @@ report_cache_backlog() {
 	echo "  private PostgreSQL $("$pg_bindir/postgres" -V | awk '{ print $3 }'), $pg_settings_str) held off for $ca_wait s after the"
 	echo "  last enqueue, then drains until done + dead = the jobs; the clock from ferryd's start."
 	echo
-	echo "| build | rows enqueued | jobs | enqueue s | refused calls (exit 75) | refused s | evicted keys during enqueue | during the wait | during the drain | protected keys before / after | cache keys before / after wait / after | drain s | rows/s | rows written | distinct n | lost | duplicated | cache_missing | dead | churn SETs/s (refused) |"
+	echo "| build | rows enqueued | jobs | enqueue s | refused calls (exit 75) | refused s | evicted keys during enqueue | during the wait | during the drain | protected fields before / after | cache keys before / after wait / after | drain s | rows/s | rows written | distinct n | lost | duplicated | cache_missing | dead | churn SETs/s (refused) |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	for l in now $([[ $ca_backlog_before == yes ]] && echo before); do
 		lost=$((bl[$l.enq_rows] - bl[$l.distinct]))

@@ -22,6 +22,8 @@ struct chunk_job {
 	                         * or NULL */
 	size_t cache_len;
 	char id[JOB_ID_MAX + 1];
+	bool has_id;            /* the element has an "id" of its own (set
+	                         * by the caller), else id is its SHA-1 */
 };
 
 struct chunk_jobs {

@@ -70,6 +70,9 @@ struct queue_config {
 	long max_job_bytes;
 	int chunk_rows;          /* ferryctl enqueue: rows per job, at most */
 	long dead_max;           /* dead entries kept; 0: no bound */
+	long idempotency_window_ms; /* > 0: an enqueue of an id the queue
+	                          * holds is "already accepted"; a done job's
+	                          * id is held this long (src/lua/common.lua) */
 	char *dead_archive;      /* JSON-lines file for trimmed dead entries;
 	                          * "" = never trim (warn instead) */
 	/* Key prefixes outside redis_prefix that a job's cache_key may name

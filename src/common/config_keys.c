@@ -187,6 +187,8 @@ static const struct config_key config_keys[] = {
 	    "1048576", 16, 536870912),
 	NUM(S_QUEUE, "chunk_rows", T_INT, Q(chunk_rows), "1000", 1, 1000000),
 	NUM(S_QUEUE, "dead_max", T_LONG, Q(dead_max), "100000", 0, 1000000000),
+	NUM(S_QUEUE, "idempotency_window", T_DURATION,
+	    Q(idempotency_window_ms), "0", 0, 30 * MS_DAY),
 	STR(S_QUEUE, "dead_archive", Q(dead_archive), "", config_check_abs_path),
 	STR(S_QUEUE, "cache_key_prefixes", Q(cache_key_prefixes), "",
 	    config_check_cache_prefixes),

@@ -19,11 +19,12 @@ enum lua_script {
 	LUA_DEAD_PURGE,
 	LUA_SWEEP,
 	LUA_MEMORY,
+	LUA_IDS,
 	LUA_SCRIPT_COUNT,
 };
 
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
-	dead_trim heartbeat restore enqueue dead_page dead_purge sweep memory
+	dead_trim heartbeat restore enqueue dead_page dead_purge sweep memory ids
 
 /* common.lua as joined into every script: one line */
 extern const char lua_common_source[];

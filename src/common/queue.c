@@ -27,6 +27,8 @@ queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 	snprintf(k->bkeys, sizeof(k->bkeys), "%s:{%s}:bkeys", prefix, queue);
 	snprintf(k->protected, sizeof(k->protected), "%s:{%s}:protected", prefix,
 	    queue);
+	snprintf(k->config, sizeof(k->config), "%s:{%s}:config", prefix, queue);
+	snprintf(k->ids, sizeof(k->ids), "%s:{%s}:ids", prefix, queue);
 	snprintf(k->cache_prefix, sizeof(k->cache_prefix), "%s:{%s}:cache:",
 	    prefix, queue);
 	snprintf(k->proc_prefix, sizeof(k->proc_prefix), "%s:{%s}:proc:", prefix,

@@ -33,13 +33,17 @@ struct queue_keys {
 	char stats[QUEUE_KEY_MAX];
 	char owners[QUEUE_KEY_MAX];
 	char bkeys[QUEUE_KEY_MAX];     /* worker id -> key of its current batch */
-	/* cache key -> "REFS BYTES" for every cache key live jobs name
-	 * (src/lua/common.lua protect_key) */
+	/* the cache keys live jobs name, counted (src/lua/common.lua,
+	 * doc/formats.md) */
 	char protected[QUEUE_KEY_MAX];
 	char cache_prefix[QUEUE_KEY_MAX]; /* the queue's own cache space */
 	char proc_prefix[QUEUE_KEY_MAX]; /* + worker id = processing list */
 	char clock[QUEUE_KEY_MAX];     /* heartbeat.lua's service clock */
 	char masters[QUEUE_KEY_MAX];   /* master id -> "TOKEN DEADLINE" */
+	char config[QUEUE_KEY_MAX];    /* settings producers read
+	                                * (idempotency_window) */
+	char ids[QUEUE_KEY_MAX];       /* job id -> 0 live, -1 dead, or when
+	                                * to forget it (src/lua/common.lua) */
 };
 
 void queue_keys_init(struct queue_keys *k, const char *prefix,

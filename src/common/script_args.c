@@ -184,3 +184,11 @@ sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
 	a->argv[a->argc] = el;
 	a->lens[a->argc++] = len;
 }
+
+void
+sargs_dead_purged(struct sargs *a, const char *prefix, const char *queue,
+    const char *id, const char *cache_key)
+{
+	sargs_dead_purge(a, prefix, queue, 1, "", 0, cache_key);
+	put(a, id);                     /* ARGV[3]: the job's id */
+}

@@ -58,6 +58,10 @@ void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
  * release its job's cache key (NULL: none). */
 void sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
     int count, const char *el, size_t len, const char *cache_key);
+/* dead_purge.lua after an entry went with the whole list (`--all`):
+ * release its job's cache key (NULL: none) and forget its job's id. */
+void sargs_dead_purged(struct sargs *a, const char *prefix, const char *queue,
+    const char *id, const char *cache_key);
 /* dead_retry.lua: replay the dead entry el (len bytes). */
 void sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
     const char *el, size_t len);

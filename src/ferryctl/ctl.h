@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "exit_codes.h"
+#include "lua_scripts.h"
 #include "queue.h"
 
 #define CTL_CONNECT_TIMEOUT_MS 10000
@@ -51,6 +52,20 @@ int ctl_memory_allows(struct ctl *c, const char *queue);
  * enqueue.lua. */
 int ctl_memory_full(struct ctl *c, const char *text);
 void ctl_memory_unchecked(struct ctl *c, const char *why);
+
+/* A script call sent again while its outcome is unknown (no reply: the
+ * connection failed; LOADING, READONLY, MASTERDOWN, TRYAGAIN,
+ * CLUSTERDOWN), on a new connection, after CTL_RESEND_FIRST_MS doubling
+ * up to CTL_RESEND_MAX_MS, for CTL_RESEND_FOR_MS at most; only when
+ * may_resend (the call is safe to repeat). Each try is said on stderr
+ * (what: what the call does). The last reply, or NULL
+ * (src/ferryctl/ctl_resend.c). */
+#define CTL_RESEND_FOR_MS 60000
+#define CTL_RESEND_FIRST_MS 100
+#define CTL_RESEND_MAX_MS 2000
+redisReply *ctl_script_resent(struct ctl *c, const char *queue,
+    bool may_resend, enum lua_script s, int nkeys, int argc,
+    const char **argv, const size_t *lens, const char *what);
 
 /* Many jobs pushed in chunks (src/ferryctl/ctl_push.c): enqueue and dead restore
  * add their jobs one by one and send each chunk their own way. */

@@ -36,6 +36,7 @@ struct match {
 	size_t el_len;
 	bool ok;
 	char *cache_key;        /* of the queue's cache space, or NULL */
+	char id[JOB_ID_MAX + 1]; /* its job's */
 };
 
 struct dead_cmd {
@@ -259,6 +260,7 @@ collect_one(struct dead_cmd *d, const struct entry *e)
 		m->el_len = e->d.len;
 	}
 	m->ok = e->d.ok;
+	snprintf(m->id, sizeof(m->id), "%s", e->id);
 	m->cache_key = entry_cache_key(d, e);
 	d->found++;
 	return 0;
@@ -397,6 +399,25 @@ purge_one(struct dead_cmd *d, const struct match *m, long long *purged)
 	return 0;
 }
 
+/* After `--all` deleted the list: an entry's cache key released and its
+ * id forgotten (dead_purge.lua with the entry gone). */
+static int
+purged_one(struct dead_cmd *d, const struct match *m)
+{
+	struct sargs a;
+	redisReply *r;
+
+	if (m->cache_key == NULL && d->q->idempotency_window_ms == 0)
+		return 0;
+	sargs_dead_purged(&a, d->c->cfg->redis_prefix, d->q->name, m->id,
+	    m->cache_key);
+	r = queue_script(d->c->rc, a.script, a.nkeys, a.argc, a.argv, a.lens);
+	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
+		return ctl_redis_fail(d->c, "release of a purged entry's key", r);
+	freeReplyObject(r);
+	return 0;
+}
+
 static int
 purge_matches(struct dead_cmd *d, long long *purged)
 {
@@ -435,11 +456,8 @@ purge_all(struct dead_cmd *d, long long *purged)
 			*purged = r->element[0]->integer;
 		freeReplyObject(r);
 	}
-	for (size_t i = 0; i < d->nmatches && rc == 0; i++) {
-		struct match keys_only = d->matches[i];
-		keys_only.el = NULL;
-		rc = purge_one(d, &keys_only, purged);
-	}
+	for (size_t i = 0; i < d->nmatches && rc == 0; i++)
+		rc = purged_one(d, &d->matches[i]);
 	return rc;
 }
 

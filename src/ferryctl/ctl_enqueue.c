@@ -159,6 +159,8 @@ expand(struct input *in, const struct line *l, const char *id,
 	for (size_t i = first; i < in->jobs.n; i++) {
 		struct chunk_job *cj = &in->jobs.v[i];
 		job_parse(&j, cj->el, cj->el_len, q->max_job_bytes);
+		/* a job without an id of its own is named by its digest */
+		cj->has_id = strcmp(j.id, j.digest) != 0;
 		if (cj->key == NULL && j.cache_key != NULL)
 			cj->named_key = xstrdup(j.cache_key);
 		snprintf(why, sizeof(why), "%s", j.invalid ? j.invalid : "");
@@ -225,7 +227,8 @@ validate(struct input *in, const struct ctl *c, const struct queue_config *q,
  * script at maxmemory (OOM, before it could look): memory.lua says how
  * full, naming the queue's bytes, as the script would have. */
 static int
-chunk_result(struct ctl *c, const char *queue, redisReply *r, bool *lost)
+chunk_result(struct ctl *c, const char *queue, redisReply *r, bool *lost,
+    bool *already, size_t n)
 {
 	int pct, limit, at = 0;
 
@@ -233,10 +236,17 @@ chunk_result(struct ctl *c, const char *queue, redisReply *r, bool *lost)
 		*lost = true;
 		return ctl_redis_fail(c, "LPUSH of the jobs", NULL);
 	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
 	    r->element[1]->type == REDIS_REPLY_STRING) {
 		if (r->element[1]->len > 0)
 			ctl_memory_unchecked(c, r->element[1]->str);
+		/* the jobs already accepted (from 1): not pushed again */
+		for (size_t i = 0; r->elements >= 3 && r->element[2]->type ==
+		    REDIS_REPLY_ARRAY && i < r->element[2]->elements; i++) {
+			long long at = r->element[2]->element[i]->integer;
+			if (at >= 1 && (size_t)at <= n)
+				already[at - 1] = true;
+		}
 		freeReplyObject(r);
 		return 0;
 	}
@@ -284,16 +294,19 @@ arg(struct script_args *a, const char *p, size_t len)
  * again, the memory check, the cache keys written or protected, the
  * LPUSH). KEYS: ready, [scheduled,] [protected, the cache keys];
  * ARGV: max_job_bytes, memory_refuse_percent, the options ("checked", the
- * due marker, a "prefix=P" per cache_key_prefixes item), then per job:
- * element, K (the index of the key it writes, -K of the key it names, 0),
- * value. */
+ * due marker, a "prefix=P" per cache_key_prefixes item, "ids" when the
+ * queue keeps ids), then per job: element, K (the index of the key it
+ * writes, -K of the key it names, 0), value[, id]. On a queue that keeps
+ * ids, a call whose reply was lost is sent again (ctl_script_resent): the
+ * jobs it had pushed come back as already accepted (already[i - from]). */
 static int
 push_chunk(struct ctl *c, const struct queue_config *q,
     const struct queue_keys *k, const struct input *in, size_t from,
-    size_t to, const char *due, bool *lost)
+    size_t to, const char *due, bool *lost, bool *already)
 {
 	size_t n = to - from, nkeys, nopts;
-	size_t cap = 4 * n + 8 + CONFIG_CACHE_PREFIXES;
+	bool ids = q->idempotency_window_ms > 0;
+	size_t cap = 5 * n + 9 + CONFIG_CACHE_PREFIXES;
 	struct script_args a = { xmalloc(cap * sizeof(*a.v)),
 	    xmalloc(cap * sizeof(*a.len)), 0 };
 	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
@@ -332,6 +345,8 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	arg(&a, "checked", 7);
 	if (*due != '\0')
 		arg(&a, due, strlen(due));
+	if (ids)
+		arg(&a, "ids", 3);
 	for (nopts = 0; cur != NULL && config_list_next(&cur, &item, &len) &&
 	    nopts < CONFIG_CACHE_PREFIXES; nopts++) {
 		snprintf(opt[nopts], sizeof(opt[nopts]), "prefix=%.*s", (int)len,
@@ -354,15 +369,18 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 		arg(&a, j->el, j->el_len);
 		arg(&a, index, strlen(index));
 		arg(&a, j->cache != NULL ? j->cache : "", j->cache_len);
+		if (ids)        /* only a job's own id makes it the same job */
+			arg(&a, j->has_id ? j->id : "", j->has_id ?
+			    strlen(j->id) : 0);
 	}
 	/* no counter here: fetch.lua counts `enqueued` for every producer */
-	r = queue_script(c->rc, LUA_ENQUEUE, (int)nkeys, (int)a.n,
-	    a.v, a.len);
+	r = ctl_script_resent(c, q->name, ids, LUA_ENQUEUE, (int)nkeys,
+	    (int)a.n, a.v, a.len, "the push of the jobs");
 	free(a.v);
 	free(a.len);
 	free(num);
 	free(opt);
-	return chunk_result(c, q->name, r, lost);
+	return chunk_result(c, q->name, r, lost, already, n);
 }
 
 /* With redis_wait_replicas: WAIT until that many replicas have the jobs.
@@ -405,6 +423,7 @@ struct enqueue_chunk {
 	const struct options *o;
 	size_t from;
 	bool lost;              /* the connection failed: the last one maybe */
+	size_t already;         /* jobs the queue had accepted already */
 };
 
 /* ctl_push_send_fn: the next n jobs in one transaction, then their ids. */
@@ -413,16 +432,38 @@ send_chunk(void *arg, size_t n, long long *went)
 {
 	struct enqueue_chunk *s = arg;
 	size_t from = s->from, to = from + n;
+	bool *already = xcalloc(n + 1, sizeof(*already));
 	int rc = push_chunk(s->c, s->q, s->k, s->in, from, to, s->o->due,
-	    &s->lost);
+	    &s->lost, already);
 
-	if (rc != 0)
+	if (rc != 0) {
+		free(already);
 		return rc;
+	}
 	*went = (long long)n;
 	s->from = to;
-	for (size_t i = from; i < to && !s->o->quiet; i++)
-		printf("%s\n", s->in->jobs.v[i].id);
+	for (size_t i = from; i < to; i++) {
+		s->already += already[i - from];
+		if (!s->o->quiet)
+			printf("%s%s\n", s->in->jobs.v[i].id, already[i - from] ?
+			    " already accepted" : "");
+	}
+	free(already);
 	return 0;
+}
+
+/* The queue keeps ids (idempotency_window) from its first job on, also
+ * before any ferryd has published the setting (ids.lua, which owns it;
+ * an ACL that refuses the write leaves that to ferryd). */
+static void
+publish_window(struct ctl *c, const struct queue_keys *k,
+    const struct queue_config *q)
+{
+	redisReply *r = redisCommand(c->rc, "HSETNX %s idempotency_window %ld",
+	    k->config, q->idempotency_window_ms);
+
+	if (r != NULL)
+		freeReplyObject(r);
 }
 
 static int
@@ -431,13 +472,15 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 {
 	size_t total = in->jobs.n;
 	struct queue_keys k;
-	struct enqueue_chunk s = { c, q, &k, in, o, 0, false };
+	struct enqueue_chunk s = { c, q, &k, in, o, 0, false, 0 };
 	struct ctl_push p = { .c = c, .queue = q->name, .script_checks = true,
 	    .verb = "pushed", .total = (long long)total,
 	    .progress = total > CTL_CHUNK && ctl_progress_wanted(o->quiet) };
 	int rc = 0;
 
 	queue_keys_init(&k, c->cfg->redis_prefix, q->name);
+	if (q->idempotency_window_ms > 0 && c->rc != NULL)
+		publish_window(c, &k, q);
 	for (size_t i = 0; i < total && rc == 0; i++) {
 		size_t bytes = in->jobs.v[i].el_len + in->jobs.v[i].cache_len;
 		if (ctl_push_full(&p, bytes))
@@ -447,6 +490,11 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 	if (rc == 0)
 		rc = ctl_push_flush(&p, send_chunk, &s);
 	ctl_push_end(&p);
+	if (s.already > 0)
+		fprintf(stderr, "ferryctl: %zu of %zu jobs were accepted by queue %s "
+		    "already (idempotency_window: their ids are held while they "
+		    "live and for %ld ms after): not pushed again\n", s.already,
+		    total, q->name, q->idempotency_window_ms);
 	if (rc == 0)
 		return replicated(c, q, total);
 	if (p.done == 0 && !s.lost)

@@ -17,6 +17,15 @@
 #include "script_args.h"
 #include "util.h"
 
+/* Does settle.lua mark this job's id when it is done (a queue that keeps
+ * ids, a job with an id of its own: src/lua/common.lua, idempotency)? */
+static bool
+keeps_id(const struct consumer *c, const struct job *j)
+{
+	return c->q->idempotency_window_ms > 0 && j->id[0] != '\0' &&
+	    strcmp(j->id, j->digest) != 0;
+}
+
 /* The settle.lua arguments of a job that is not simply done. */
 static void
 outcome_args(struct consumer *c, struct job *j,
@@ -29,7 +38,7 @@ outcome_args(struct consumer *c, struct job *j,
 
 	util_utf8_fix(res->message);
 	argv[1] = "ok";
-	argv[2] = "";
+	argv[2] = keeps_id(c, j) ? j->id : "";
 	argv[3] = "";
 	argv[4] = res->message;
 	argv[5] = j->cache_key != NULL ? j->cache_key : "";
@@ -64,7 +73,16 @@ outcome_args(struct consumer *c, struct job *j,
 	}
 }
 
-/* One settle.lua call: jobs done without a cache key are not named. */
+static bool
+listed_in_settle(const struct consumer *c, const struct job *j,
+    const struct handler_result *res)
+{
+	return res->outcome != HANDLER_OK || j->cache_key != NULL ||
+	    keeps_id(c, j);
+}
+
+/* One settle.lua call: jobs done without a cache key (or an id the queue
+ * keeps) are not named. */
 static redisReply *
 settle_once(struct consumer *c, struct consumer_lane *ln)
 {
@@ -75,8 +93,7 @@ settle_once(struct consumer *c, struct consumer_lane *ln)
 	int listed = 0;
 
 	for (int i = 0; i < b->n; i++)
-		listed += b->results[i].outcome != HANDLER_OK ||
-		    b->jobs[i].cache_key != NULL;
+		listed += listed_in_settle(c, &b->jobs[i], &b->results[i]);
 	struct sargs fixed;
 	sargs_settle(&fixed, c->cfg->redis_prefix, c->q->name, ln->id,
 	    c->master_id, b->n);
@@ -85,8 +102,7 @@ settle_once(struct consumer *c, struct consumer_lane *ln)
 	named = listed > 0 ? xcalloc((size_t)listed, sizeof(*named)) : NULL;
 	memcpy(argv, fixed.argv, SARGS_SETTLE_FIXED * sizeof(*argv));
 	for (int i = 0, k = 0; i < b->n; i++) {
-		if (b->results[i].outcome == HANDLER_OK &&
-		    b->jobs[i].cache_key == NULL)
+		if (!listed_in_settle(c, &b->jobs[i], &b->results[i]))
 			continue;
 		const char **a = argv + SARGS_SETTLE_FIXED +
 		    SARGS_SETTLE_PER_JOB * k;

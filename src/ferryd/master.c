@@ -31,6 +31,7 @@
 #include "metrics_http.h"
 #include "master_events.h"
 #include "master_series.h"
+#include "master_ids.h"
 #include "master_sweep.h"
 #include "log.h"
 #include "master_control.h"
@@ -576,6 +577,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	m->metrics = metrics_start(m->loop, m, master_control_view);
 	master_series_start(m);
 	master_sweep_start(m);
+	master_ids_start(m);
 	control_start(m->control, m->loop, m);
 	metrics_http_start(m->http, m->loop, m);
 
@@ -591,6 +593,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_sentinel_stop(m);
 	master_memory_stop(m);
 	master_sweep_stop(m);
+	master_ids_stop(m);
 	master_redis_finish(m);
 	master_series_stop(m);
 	metrics_stop(m->metrics);

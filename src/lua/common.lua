@@ -263,6 +263,44 @@ end
 
 -- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever.
 local BURY_MARGIN = 3
+-- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: score 0 while the job waits, is scheduled, runs or is retried; -1 while it is dead; once it is done or purged, the Redis time (ms) at which to forget it, the window later. The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
+local IDS_LIVE, IDS_DEAD = 0, -1
+
+-- The queue's idempotency_window in ms (0: it keeps no ids), from its tag "PREFIX:{QUEUE}:". A caller whose ACL may not read the config hash reads 0.
+local function ids_window(tag)
+	local v = redis.pcall('HGET', tag .. 'config', 'idempotency_window')
+	return type(v) == 'string' and tonumber(v) or 0
+end
+
+-- Mark ids (a list; "" skipped) with score, or, score nil, as done: forgotten a window from now. Nothing when the queue keeps no ids.
+local function ids_mark(tag, ids, score)
+	if #ids == 0 then return end
+	local window = ids_window(tag)
+	if window <= 0 then return end
+	score = score or now_ms() + window
+	local args = {}
+	for _, id in ipairs(ids) do
+		if id ~= '' then
+			args[#args + 1] = score
+			args[#args + 1] = id
+		end
+	end
+	for i = 1, #args, 1000 do
+		redis.call('ZADD', tag .. 'ids', 'XX', unpack(args, i, math.min(i + 999, #args)))
+	end
+end
+
+-- The id a dead entry's job goes by: the entry's "id", else its document's "id" (a string, or an integer as written), else "".
+local function dead_id(d)
+	local ok, v = pcall(cjson.decode, d.id or '')
+	if ok and type(v) == 'string' then return v end
+	ok, v = pcall(cjson.decode, d.doc)
+	if not ok or type(v) ~= 'table' then return '' end
+	if type(v.id) == 'string' then return v.id end
+	if type(v.id) == 'number' and v.id == math.floor(v.id) and math.abs(v.id) < 2 ^ 53 then return string.format('%d', v.id) end
+	return ''
+end
+
 
 -- Hand a processing list back to requeue, stamped with the batch key and, when bump, one more recovery. Everything is computed before the first write. A job past max_recoveries goes back too: the worker that takes it fences its stamps and buries it (it is dead only if it was never written).
 local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump)
@@ -272,11 +310,12 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	local uncounted = 0
 	if not batch then uncounted = #jobs end
 	local now = now_ms()
-	local back, buried = {}, {}
+	local back, buried, buried_ids = {}, {}, {}
 	for i = #jobs, 1, -1 do
 		local m = held_job(kind, jobs[i])
 		if not m then
 			buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now)
+			buried_ids[#buried_ids + 1] = dead_id({ doc = jobs[i] })
 		else
 			if batch then add_stamp(m, batch) end
 			if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end
@@ -284,6 +323,7 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 				m.last_error = str_token('worker died while processing')
 				m.first_error = m.first_error or m.last_error
 				buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now)
+				buried_ids[#buried_ids + 1] = dead_id({ doc = m.doc })
 			else
 				back[#back + 1] = wrap(m)
 			end
@@ -291,6 +331,7 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	end
 	push_all('RPUSH', requeue, back)
 	push_all('LPUSH', dead, buried)
+	ids_mark(string.sub(stats, 1, -6), buried_ids, IDS_DEAD)
 	redis.call('DEL', proc)
 	-- a tombstone, not a deletion: a command the dead worker sent before
 	-- dying (a BLMOVE still blocked, a fetch in Redis' input buffer) may
@@ -542,7 +583,7 @@ local function protected_bytes_estimate(protected)
 end
 
 -- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (estimated: protected_bytes_estimate); then the protected keys' bytes and count alone. What MEMORY USAGE is refused on counts 0.
-local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate' }
+local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate', 'ids', 'config' }
 local function queue_bytes(tag)
 	local t, names = { bytes = 0, keys = 0 }, {}
 	for _, s in ipairs(QUEUE_KEYS) do names[#names + 1] = tag .. s end
@@ -608,3 +649,4 @@ local function memory_refusal(m, tag, refuse)
 	end
 	return pct, what .. ', queue ' .. queue .. ' holds ' .. fmt_bytes(own) .. ' of it (its jobs and protected cache keys); memory_refuse_percent ' .. refuse .. ': not enqueueing; drain the queue (is ferryd running, its sink up?) or raise maxmemory'
 end
+

@@ -8,7 +8,10 @@
 -- KEYS: dead, protected, then the cache keys to release (at most
 --       one with an entry)
 -- ARGV: LREM count (1: from the newest end, -1: from the oldest), the
---       entry's exact bytes or ""
+--       entry's exact bytes or "", [with "": the id of the job of an
+--       entry `--all` deleted]
+-- On a queue that keeps ids, the job's id is forgotten a window from now
+-- (common.lua: idempotency).
 -- Returns the entries removed (0: the entry was gone, nothing released);
 -- the number of keys released when the entry is "".
 -- allow-oom: it only deletes.
@@ -24,4 +27,7 @@ end
 local keys = {}
 for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
 release_keys(KEYS[2], keys)
+local d = parse_dead(ARGV[2])
+local id = d and dead_id(d) or ARGV[3] or ''
+ids_mark(string.sub(KEYS[2], 1, -10), { id }, nil)
 return removed

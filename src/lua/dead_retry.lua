@@ -5,7 +5,8 @@
 -- and recoveries 0) that keeps the entry's stamps, so the sink fences
 -- those batches again before it writes the job. The entry is read and the
 -- wrapper built before the first write; a malformed entry is refused
--- (BADENTRY) and stays where it is.
+-- (BADENTRY) and stays where it is. On a queue that keeps ids, the job's
+-- id is live again (common.lua: idempotency).
 -- KEYS: dead, requeue, stats   ARGV: entry bytes
 -- Returns 1 when replayed, 0 when the entry was gone.
 local d = parse_dead(ARGV[1] or '')
@@ -18,4 +19,5 @@ local el = wrap(m)
 if redis.call('LREM', KEYS[1], -1, ARGV[1]) == 0 then return 0 end
 redis.call('LPUSH', KEYS[2], el)
 redis.call('HINCRBY', KEYS[3], 'replayed', 1)
+ids_mark(string.sub(KEYS[3], 1, -6), { dead_id(d) }, IDS_LIVE)
 return 1

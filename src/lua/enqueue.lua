@@ -45,16 +45,27 @@
 --       already: pushed onto ready at once.
 --       "prefix=P", any number of them: the queue's cache_key_prefixes,
 --       under which a job may name an application's key.
--- Returns {jobs pushed, "" or why the memory was not checked}.
+--       "ids": each job has a fourth value, its id as a worker reads it
+--       (its "id" member, an integer as written; "" without one). On a
+--       queue with an idempotency_window (its config hash: ids_window,
+--       common.lua), a job whose id the queue holds already (waiting,
+--       scheduled, running, retried, dead, or done within the window), or
+--       that an earlier job of the call has, is not pushed again nor its
+--       cache value written: "already accepted". The others' ids are held
+--       from here on. Without "checked", each id must be the document's.
+-- Returns {jobs pushed, "" or why the memory was not checked, the indexes
+-- (from 1) of the jobs already accepted}.
 -- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
 local max_bytes, refuse, nopts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local checked, due_kind, due_arg = false, nil, nil
+local checked, with_ids, due_kind, due_arg = false, false, nil, nil
 local prefixes = {}
-local opts_ok = nopts ~= nil and nopts >= 0 and nopts == math.floor(nopts) and 3 + nopts <= #ARGV and (#ARGV - 3 - nopts) % 3 == 0
+local opts_ok = nopts ~= nil and nopts >= 0 and nopts == math.floor(nopts) and 3 + nopts <= #ARGV
 for a = 4, opts_ok and 3 + nopts or 3 do
 	local kind, v = string.match(ARGV[a], '^(%a+)=(%d+)$')
 	if ARGV[a] == 'checked' and not checked then
 		checked = true
+	elseif ARGV[a] == 'ids' and not with_ids then
+		with_ids = true
 	elseif (kind == 'delay' or kind == 'at') and not due_kind and #v <= 15 then
 		due_kind, due_arg = kind, tonumber(v)
 	elseif string.sub(ARGV[a], 1, 7) == 'prefix=' and #ARGV[a] > 7 then
@@ -63,11 +74,13 @@ for a = 4, opts_ok and 3 + nopts or 3 do
 		opts_ok = false
 	end
 end
+local STRIDE = with_ids and 4 or 3
+opts_ok = opts_ok and (#ARGV - 3 - nopts) % STRIDE == 0
 local scheduled = due_kind and KEYS[2]
 local protected_at = due_kind and 3 or 2
 local protected = KEYS[protected_at]
 if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) then
-	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P"), then three per job')
+	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P", "ids"), then three per job (four with "ids")')
 end
 local first_job = 4 + nopts
 local FIRST_CACHE = protected_at + 1
@@ -203,7 +216,8 @@ local function cheap_refusal(doc)
 	return nil
 end
 
--- Why the document can never be processed, or nil and its cache_key.
+-- Why the document can never be processed, or nil, its cache_key and its
+-- id as a worker reads it ("" without one).
 local function refusal(doc)
 	local cheap = cheap_refusal(doc)
 	if cheap then return cheap end
@@ -226,7 +240,10 @@ local function refusal(doc)
 	elseif ck ~= nil and #ck > CACHE_KEY_MAX then
 		return 'cache_key is longer than ' .. CACHE_KEY_MAX .. ' bytes'
 	end
-	return nil, ck
+	if type(id) == 'number' then id = id_text(doc) end
+	-- jansson reads -0 as the integer 0
+	if id == '-0' then id = '0' end
+	return nil, ck, id or ''
 end
 
 -- The size of a cache value as the worker hands it on: a JSON string.
@@ -263,16 +280,20 @@ end
 
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
-local jobs, written = {}, {}
-for a = first_job, #ARGV, 3 do
+local jobs, written, ids = {}, {}, {}
+for a = first_job, #ARGV, STRIDE do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
+	local id = with_ids and ARGV[a + 3] or ''
 	local key = k and KEYS[math.abs(k)]
 	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
 		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0, K in ' .. FIRST_CACHE .. '..' .. #KEYS .. ' naming a key of the queue\'s cache space ' .. cache_space .. ' to write its value under, or -K naming an existing key (value "")')
 	end
-	local why, ck = nil, nil
-	if checked then why = cheap_refusal(doc) else why, ck = refusal(doc) end
+	local why, ck, doc_id = nil, nil, nil
+	if checked then why = cheap_refusal(doc) else why, ck, doc_id = refusal(doc) end
+	if not why and with_ids and not checked and id ~= doc_id then
+		why = 'the caller passed id ' .. shown_key(id) .. ', the job\'s is ' .. shown_key(doc_id)
+	end
 	if not why and not checked and ck ~= key then
 		why = ck and 'it names cache_key ' .. shown_key(ck) .. ': the caller must pass that key (KEYS, index -K) so that it is protected' or 'the caller passed a cache key the job does not name'
 	end
@@ -286,6 +307,7 @@ for a = first_job, #ARGV, 3 do
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
 	if k > 0 then written[key] = true end
 	jobs[index] = doc
+	ids[index] = id
 end
 
 -- Backpressure: refused only when what Redis cannot evict (memory_view:
@@ -300,12 +322,52 @@ if refuse > 0 then
 	if pct then return ferry_error('FULL', pct .. ' ' .. refuse .. ' ' .. text) end
 end
 
+-- Idempotency (common.lua): a job whose id the queue holds already, or
+-- that an earlier job of this call has, is not pushed again; the others'
+-- ids are held from now on (score 0).
+local tag = string.gsub(KEYS[1], 'ready$', '')
+local already, fresh_ids = {}, {}
+if with_ids and ids_window(tag) > 0 then
+	local named_ids, at = {}, {}
+	for i, id in ipairs(ids) do
+		if id ~= '' then
+			named_ids[#named_ids + 1] = id
+			at[#named_ids] = i
+		end
+	end
+	local seen = {}
+	for from = 1, #named_ids, 1000 do
+		local scores = redis.call('ZMSCORE', tag .. 'ids', unpack(named_ids, from, math.min(from + 999, #named_ids)))
+		for j, score in ipairs(scores) do
+			local n = from + j - 1
+			local id = named_ids[n]
+			if score or seen[id] then
+				already[at[n]] = true
+			else
+				seen[id] = true
+				fresh_ids[#fresh_ids + 1] = IDS_LIVE
+				fresh_ids[#fresh_ids + 1] = id
+			end
+		end
+	end
+end
+for from = 1, #fresh_ids, 1000 do
+	redis.call('ZADD', tag .. 'ids', unpack(fresh_ids, from, math.min(from + 999, #fresh_ids)))
+end
+local pushing, already_list = {}, {}
+for i, doc in ipairs(jobs) do
+	if already[i] then already_list[#already_list + 1] = i else pushing[#pushing + 1] = doc end
+end
+
 -- the values in one MSET (no TTL), the application's keys made
 -- persistent, all of them counted in protected in one HMGET and one HSET
 -- (ferry's own keys in the entries of their groups: common.lua)
 local named, values, value_bytes = {}, {}, {}
-for a = first_job, #ARGV, 3 do
+for a = first_job, #ARGV, STRIDE do
 	local k = tonumber(ARGV[a + 1])
+	if already[(a - first_job) / STRIDE + 1] then
+		k = 0
+	end
 	if k > 0 then
 		values[#values + 1] = KEYS[k]
 		values[#values + 1] = ARGV[a + 2]
@@ -321,15 +383,15 @@ protect_keys(protected, named, value_bytes)
 if wait_ms > 0 then
 	local t = redis.call('TIME')
 	local us = t[1] .. string.format('%06d', tonumber(t[2]))
-	for i, doc in ipairs(jobs) do
+	for i, doc in ipairs(pushing) do
 		local n = i
 		while redis.call('ZADD', scheduled, 'NX', due, us .. '-' .. n .. ':' .. doc) == 0 do
-			n = n + #jobs
+			n = n + #pushing
 		end
 	end
-	return { #jobs, unchecked }
+	return { #pushing, unchecked, already_list }
 end
-for from = 1, #jobs, 1000 do
-	redis.call('LPUSH', KEYS[1], unpack(jobs, from, math.min(from + 999, #jobs)))
+for from = 1, #pushing, 1000 do
+	redis.call('LPUSH', KEYS[1], unpack(pushing, from, math.min(from + 999, #pushing)))
 end
-return { #jobs, unchecked }
+return { #pushing, unchecked, already_list }

@@ -30,7 +30,7 @@ while i <= #ARGV do
 	if not k or k < 0 or k ~= math.floor(k) or (k >= 1 and k <= 3) or k > #KEYS or not n or n < 0 or n ~= math.floor(n) or from + n - 1 > #ARGV or (k > 0 and (not kinds[kind] or n < 1 or n % kinds[kind] ~= 0 or (kind == 'string' and n ~= 1))) then
 		return ferry_error('BADARGS', 'restore: job argument ' .. (#jobs + 1) .. ' is malformed')
 	end
-	jobs[#jobs + 1] = { el = wrap(m), k = k, kind = kind, from = from, n = n }
+	jobs[#jobs + 1] = { el = wrap(m), doc = ARGV[i], k = k, kind = kind, from = from, n = n }
 	i = from + n
 end
 
@@ -60,5 +60,18 @@ for j, e in ipairs(jobs) do
 end
 protect_keys(KEYS[3], named, value_bytes)
 push_all('LPUSH', KEYS[1], els)
+-- the jobs' ids are held again (common.lua: idempotency)
+local tag = string.sub(KEYS[3], 1, -10)
+if ids_window(tag) > 0 then
+	local live = {}
+	for _, e in ipairs(jobs) do
+		local id = dead_id({ doc = e.doc })
+		if id ~= '' then
+			live[#live + 1] = IDS_LIVE
+			live[#live + 1] = id
+		end
+	end
+	call_chunked('ZADD', tag .. 'ids', live, 1000)
+end
 if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
 return { #els, made, kept }

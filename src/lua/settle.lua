@@ -10,12 +10,15 @@
 -- KEYS: proc, delayed, dead, stats, bkeys, owners, protected
 -- ARGV: worker id, master id, job count, then for each job that is not
 --       simply done
---       (failed, or done with a cache key): its position in the processing
+--       (failed, done with a cache key, or done with an id on a queue
+--       that keeps ids): its position in the processing
 --       list (1 = the left end), outcome (ok|retry|dead|missing), id, delay
 --       ms (retry) or reason (dead, missing), error message, cache key.
 --       missing = dead because its cache key was gone. Jobs not named are
 --       done, so a batch that went well costs a few commands, not one per
 --       job.
+-- On a queue that keeps ids (common.lua: idempotency), a done job's id is
+-- forgotten a window from now, a dead one's is marked dead.
 -- Returns 0 when the list is already empty (a settle repeated after a lost
 -- reply), else {done, retried, dead}. A worker the master has handed back
 -- (owners holds its tombstone, or another master) gets HANDEDBACK and
@@ -38,6 +41,7 @@ local kind = batch_of(KEYS[5], ARGV[1])
 local now = now_ms()
 local jobs = nil
 local dels, persists, retries, deads = {}, {}, {}, {}
+local done_ids, dead_ids = {}, {}
 local done, missing = held, 0
 for b = 4, #ARGV, 6 do
 	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
@@ -53,6 +57,7 @@ for b = 4, #ARGV, 6 do
 	end
 	if outcome == 'ok' then
 		if ck ~= '' then dels[#dels + 1] = ck end
+		if id ~= '' then done_ids[#done_ids + 1] = id end
 	else
 		done = done - 1
 		m.attempts = math.min(m.attempts + 1, 999999999)
@@ -65,6 +70,7 @@ for b = 4, #ARGV, 6 do
 			if ck ~= '' then persists[#persists + 1] = ck end
 		else
 			deads[#deads + 1] = dead_entry(m, p, id, ARGV[1], now)
+			dead_ids[#dead_ids + 1] = id
 			if outcome == 'missing' then
 				missing = missing + 1
 			elseif ck ~= '' then
@@ -84,6 +90,9 @@ push_all('LPUSH', KEYS[3], deads)
 -- script): protected from here on
 for _, k in ipairs(persists) do redis.call('PERSIST', k) end
 if #persists > 0 then protect_keys(KEYS[7], unprotected_of(KEYS[7], persists)) end
+local tag = string.sub(KEYS[4], 1, -6)
+ids_mark(tag, done_ids, nil)
+ids_mark(tag, dead_ids, IDS_DEAD)
 redis.call('DEL', KEYS[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end

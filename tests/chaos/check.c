@@ -150,6 +150,8 @@ chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
 			freeReplyObject(t);
 			size_t kl = strlen(k);
 			int dead = kl > 5 && strcmp(k + kl - 5, ":dead") == 0;
+			/* the ids an idempotent queue holds are not jobs */
+			int ids = kl > 4 && strcmp(k + kl - 4, ":ids") == 0;
 			if (dead && list && dead_cb != NULL) {
 				redisReply *d = redisCommand(c, "LRANGE %s 0 -1", k);
 				for (size_t j = 0; d && j < d->elements; j++)
@@ -157,7 +159,7 @@ chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
 				if (d)
 					freeReplyObject(d);
 			}
-			if (dead || (!list && !zset))
+			if (dead || ids || (!list && !zset))
 				continue;
 			redisReply *n = redisCommand(c, list ? "LLEN %s" : "ZCARD %s", k);
 			if (n != NULL && n->integer > 0) {
@@ -199,6 +201,28 @@ chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
 		    kinds[i].kind, strcmp(kinds[i].kind, "proc") == 0 ? ":*" : "",
 		    kinds[i].n, kinds[i].keys);
 	return left;
+}
+
+/* The ids queue q holds as live (score 0: src/lua/common.lua, idempotency)
+ * once nothing waits or runs: every job is done (a time) or dead (-1). The
+ * ids held as dead and as done are printed. -1 when Redis failed. */
+static long long
+ids_still_live(redisContext *c, const char *prefix, const char *q)
+{
+	long long n[3] = { -1, -1, -1 };
+	const char *range[3][2] = { { "0", "0" }, { "-1", "-1" }, { "(0", "+inf" } };
+
+	for (int i = 0; i < 3; i++) {
+		redisReply *r = redisCommand(c, "ZCOUNT %s:{%s}:ids %s %s", prefix,
+		    q, range[i][0], range[i][1]);
+		if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+			n[i] = r->integer;
+		if (r != NULL)
+			freeReplyObject(r);
+	}
+	printf("chaos: %s: ids held %lld done, %lld dead, %lld live\n", q, n[2],
+	    n[1], n[0]);
+	return n[0];
 }
 
 /* Sum of the counters of queue q's stats hash that move when work is done. */
@@ -632,6 +656,7 @@ chaos_check_main(int argc, char **argv)
 	print_reasons(1);
 	printf("chaos: redis: %lld jobs left outside dead, %d foreign keys "
 	    "changed\n", left, foreign);
+	long long live_ids = ids_still_live(c, prefix, queue_names[0]);
 	int cache_fails = cledger == NULL ? 0 : chaos_cache_check(c, prefix,
 	    queue_names, 2, chaos_arg(argc, argv, "keyprefix", NULL),
 	    chaos_arg(argc, argv, "cache_stats", NULL), chaos_arg(argc, argv,
@@ -649,8 +674,13 @@ chaos_check_main(int argc, char **argv)
 		    "lists\n", left);
 	if (foreign > 0)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
+	if (live_ids != 0)
+		printf("chaos: FAIL %lld ids of %s still held as live (score 0) "
+		    "after the drain: a job done or dead that settle, the reaper "
+		    "or a dead-letter tool did not mark\n", live_ids,
+		    queue_names[0]);
 	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
-	    part.n || left != 0 || foreign || cache_fails;
+	    part.n || left != 0 || foreign || cache_fails || live_ids != 0;
 	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck,
 		&part };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

@@ -19,7 +19,7 @@
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
 #define EXAMPLE NODE_CLIENT "/examples/bullmq-migration"
-#define NODE_TESTS 37
+#define NODE_TESTS 39
 
 static struct ferryd d;
 
@@ -49,6 +49,7 @@ Test(node_client, node_test_suite_and_rows_in_postgres)
 	    "%s/ferryd.ini: no [queue page_views]", EXAMPLE);
 	snprintf(queues, sizeof(queues), "[queue node]\nworkers = 0\n"
 	    "[queue later]\nworkers = 0\n"
+	    "[queue nodei]\nworkers = 0\nidempotency_window = 1m\n"
 	    "[queue pglater]\nhandler = postgres\ntable = events\n"
 	    "columns = n\nworkers = 1\n%s", example);
 	h_client_start(&d, queues, schema, 5);
@@ -60,7 +61,8 @@ Test(node_client, node_test_suite_and_rows_in_postgres)
 	snprintf(line, sizeof(line), "cd %s && FERRY_TEST_REDIS_PORT=%d "
 	    "FERRY_BUILT_ENQUEUE_LUA=%s %s --test --test-reporter=tap "
 	    "test/enqueue.test.js test/delayed.test.js "
-	    "test/bullmq-migration.test.js", NODE_CLIENT, d.redis.port,
+	    "test/bullmq-migration.test.js test/idempotent.test.js",
+	    NODE_CLIENT, d.redis.port,
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", node);
 	char *text = h_shell(&d, line, "node-test.out");
 	snprintf(want, sizeof(want), "# pass %d\n", NODE_TESTS);

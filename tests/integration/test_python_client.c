@@ -33,14 +33,15 @@ Test(python_client, pytest_suite_and_rows_in_postgres)
 	    "/usr/bin/python3";
 	char line[2048];
 
-	h_client_start(&d, "[queue py]\nworkers = 0\n", NULL, 2);
+	h_client_start(&d, "[queue py]\nworkers = 0\n[queue pyi]\n"
+	    "workers = 0\nidempotency_window = 1m\n", NULL, 2);
 	snprintf(line, sizeof(line), "cd %s && FERRY_TEST_REDIS_PORT=%d "
 	    "FERRY_BUILT_ENQUEUE_LUA=%s PYTHONPATH=%s PYTHONDONTWRITEBYTECODE=1 "
 	    "%s -m pytest -p no:cacheprovider -q %s", d.dir, d.redis.port,
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", TEST_SRCDIR "/clients/python",
 	    python, TEST_SRCDIR "/clients/python/tests");
 	char *text = h_shell(&d, line, "pytest.out");
-	cr_assert(strstr(text, "26 passed") != NULL, "%s", text);
+	cr_assert(strstr(text, "28 passed") != NULL, "%s", text);
 	free(text);
 	h_assert_rows(&d, "events", 4400, rows, 3);
 	h_stop(&d);

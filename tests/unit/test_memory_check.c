@@ -164,7 +164,7 @@ Test(lua_scripts, names_follow_the_enum)
 		[LUA_HEARTBEAT] = "heartbeat", [LUA_RESTORE] = "restore",
 		[LUA_ENQUEUE] = "enqueue", [LUA_DEAD_PAGE] = "dead_page",
 		[LUA_DEAD_PURGE] = "dead_purge", [LUA_SWEEP] = "sweep",
-		[LUA_MEMORY] = "memory",
+		[LUA_MEMORY] = "memory", [LUA_IDS] = "ids",
 	};
 
 	for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {

@@ -10,7 +10,9 @@
 // text (a string or a Buffer) is pushed byte for byte. ID is the job's
 // "id", else the SHA-1 of its document (as ferryctl prints it). A job that
 // names a cache_key itself (the application's key) carries it as namedKey,
-// so that enqueue.lua protects it.
+// so that enqueue.lua protects it; ownId is the element's own "id" as a
+// worker reads it ("" without one), by which a queue that keeps ids
+// deduplicates.
 
 const crypto = require('node:crypto');
 const { InvalidJobError } = require('./errors');
@@ -98,7 +100,8 @@ function textJob(doc, index, cachePrefix, givenId, chunkRows) {
       `over chunk_rows ${chunkRows}: pass it as an object to split it`);
   }
   return [{ element: raw, id: name(docId, raw), index, key: null,
-    value: '', namedKey: isObject ? namedKey(parsed) : null }];
+    value: '', namedKey: isObject ? namedKey(parsed) : null,
+    ownId: docId === undefined ? '' : String(docId) }];
 }
 
 /** The keys of ferry's own of one call: "<prefix><16 hex>.<n>", a new
@@ -122,12 +125,13 @@ class CacheKeys {
 function element(index, jobId, others, rows, cacheKeys) {
   if (!cacheKeys) {
     return { element: encode({ id: jobId, ...others, data: rows }),
-      id: jobId, index, key: null, value: '', namedKey: null };
+      id: jobId, index, key: null, value: '', namedKey: null, ownId: jobId };
   }
   // a key of its own: no later job (of this id, byte-identical) writes it
   const key = cacheKeys.next();
   return { element: encode({ id: jobId, ...others, cache_key: key }),
-    id: jobId, index, key, value: encode(rows), namedKey: null };
+    id: jobId, index, key, value: encode(rows), namedKey: null,
+    ownId: jobId };
 }
 
 /** The elements ({element, id, index, key, value}) of job `doc` (the
@@ -188,7 +192,8 @@ function build(doc, index, cacheKeys, chunkRows, givenId) {
     return [element(index, jobName, others, data, cachePrefix)];
   }
   return [{ element: raw, id: jobName, index, key: null, value: '',
-    namedKey: namedKey(doc) }];
+    namedKey: namedKey(doc),
+    ownId: docId === undefined || docId === null ? '' : String(docId) }];
 }
 
 module.exports = { build, encode, sha1, CacheKeys, ID_MAX };

@@ -8,7 +8,10 @@
 // Redis does not have the script yet. The script is the copy shipped in
 // this package (enqueue.lua, kept equal to the build's by make check), or
 // the installed one (scriptPath, FERRY_ENQUEUE_LUA:
-// $(pkgdatadir)/lua/enqueue.lua).
+// $(pkgdatadir)/lua/enqueue.lua). Each job goes with its own id: on a queue
+// with an idempotency_window, a job whose id the queue holds is "already
+// accepted" (the result's `already`), and a call whose reply was lost is
+// sent again, as ferryctl does (RESEND_FOR_MS).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -22,6 +25,10 @@ const CALL_BYTES = 16 << 20;     // src/ferryctl/ctl.h CTL_CHUNK_BYTES
 const TTL_MAX_S = 365 * 86400;   // as ferryctl enqueue --cache-ttl
 const DELAY_MAX_MS = 3650 * 86400 * 1000;  // as ferryctl --delay (due_time.h)
 const CHUNK_ROWS_MAX = 1000000;
+// a call whose reply was lost, sent again (src/ferryctl/ctl.h CTL_RESEND_*)
+const RESEND_FOR_MS = 60000;
+const RESEND_FIRST_MS = 100;
+const RESEND_MAX_MS = 2000;
 
 /** The text of enqueue.lua: scriptPath, $FERRY_ENQUEUE_LUA, else this
  * package's copy. */
@@ -156,7 +163,8 @@ class Producer {
 
   /** Push one job (an object, or JSON text pushed as it is) or an array of
    * them onto `queue`; resolves to the ids, as ferryctl enqueue prints
-   * them. cache: true (or a cacheTtl, unused otherwise) moves each job's
+   * them (`already`, a property of that array: those the queue had
+   * accepted already and did not take again). cache: true (or a cacheTtl, unused otherwise) moves each job's
    * "data" into a cache key of its own, protected (no TTL) until the job is
    * done; a job naming an application's key (cache_key, under
    * cacheKeyPrefixes) must find it there, and it is protected the same
@@ -191,23 +199,28 @@ class Producer {
       }
     });
     const pushed = [];
+    // the jobs the queue had accepted already (an idempotency_window)
+    const already = [];
+    Object.defineProperty(pushed, 'already', { value: already });
     for (const call of calls(elements)) {
-      await this._push(tag, call, due, pushed);
+      const again = await this._push(tag, call, due, pushed);
       for (const e of call) pushed.push(e.id);
+      for (const i of again) already.push(call[i - 1].id);
     }
     await this._replicated(queue, pushed);
     return pushed;
   }
 
   /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
-   * cache keys]; ARGV the limits, the options, three per job (K for a key
-   * it writes, -K for a key it names). */
+   * cache keys]; ARGV the limits, the options, four per job (K for a key
+   * it writes, -K for a key it names; its own id). Resolves to the indexes
+   * (from 1) of the jobs already accepted. */
   async _push(tag, call, due, pushed) {
     const keys = due ? [`${tag}ready`, `${tag}scheduled`] : [`${tag}ready`];
     if (call.some((e) => e.key !== null || e.namedKey)) {
       keys.push(`${tag}protected`);
     }
-    const opts = (due ? [due] : []).concat(
+    const opts = (due ? [due] : []).concat(['ids'],
       this.cacheKeyPrefixes.map((p) => `prefix=${p}`));
     const args = [String(this.maxJobBytes), String(this.memoryRefusePercent),
       String(opts.length), ...opts];
@@ -217,11 +230,11 @@ class Producer {
         keys.push(e.key ?? e.namedKey);
         k = String(e.key !== null ? keys.length : -keys.length);
       }
-      args.push(e.element, k, e.value);
+      args.push(e.element, k, e.value, e.ownId);
     }
     let reply;
     try {
-      reply = await this._run(keys, args);
+      reply = await this._resent(tag, keys, args);
     } catch (err) {
       if (err instanceof ErrorReply) {
         throw scriptError(err.message, call, pushed);
@@ -233,6 +246,47 @@ class Producer {
       process.emitWarning(`ferry-client: ${reply[1]}; memory_refuse_percent ` +
         'not checked (Redis still refuses at maxmemory)',
       { type: 'FerryWarning', code: 'FERRY_MEMORY_UNCHECKED' });
+    }
+    return (reply[2] || []).map(Number);
+  }
+
+  /** The call, sent again while its outcome is unknown (no reply: the
+   * connection failed, Redis was killed, restarted or failed over) if the
+   * queue keeps ids, which makes that safe; else the error, as it came. */
+  async _resent(tag, keys, args) {
+    const deadline = Date.now() + RESEND_FOR_MS;
+    let delay = RESEND_FIRST_MS;
+    for (;;) {
+      try {
+        return await this._run(keys, args);
+      } catch (err) {
+        if (err instanceof ErrorReply || Date.now() + delay > deadline ||
+            !await this._keepsIds(tag, deadline)) {
+          throw err;
+        }
+        process.emitWarning(`ferry-client: ${err.message}; the queue keeps ` +
+          'ids (idempotency_window), so it is safe to send again: in ' +
+          `${delay} ms`, { type: 'FerryWarning', code: 'FERRY_RESENT' });
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, RESEND_MAX_MS);
+      }
+    }
+  }
+
+  /** Does the queue keep ids (its config hash, published by ferryd)? Asked
+   * again while Redis does not answer, until the deadline. */
+  async _keepsIds(tag, deadline) {
+    for (;;) {
+      try {
+        return Number(await this.redis.hGet(`${tag}config`,
+          'idempotency_window') || 0) > 0;
+      } catch (err) {
+        if (err instanceof ErrorReply || Date.now() + RESEND_FIRST_MS >
+            deadline) {
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RESEND_FIRST_MS));
+      }
     }
   }
 

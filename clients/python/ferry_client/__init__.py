@@ -8,9 +8,9 @@ import redis
 
 from .errors import FerryError, InvalidJobError, NotReplicatedError, \
     QueueFullError
-from .producer import Producer, load_script
+from .producer import EnqueueResult, Producer, load_script
 
-__all__ = ["Producer", "enqueue", "load_script", "FerryError",
+__all__ = ["Producer", "EnqueueResult", "enqueue", "load_script", "FerryError",
            "InvalidJobError", "QueueFullError", "NotReplicatedError"]
 
 _default = None

@@ -28,13 +28,16 @@ BARE_REFUSAL = ("a job without \"data\" cannot be cached: its members are "
 @dataclass
 class Element:
     """One list element, the caller's job it came from, the cache key it
-    writes (key, value) or the application's key it names (named_key)."""
+    writes (key, value) or the application's key it names (named_key), and
+    the element's own "id" as a worker reads it ("" without one: a queue
+    that keeps ids deduplicates by it)."""
     element: bytes
     id: str
     index: int
     key: str = None
     value: bytes = b""
     named_key: str = None
+    own_id: str = ""
 
 
 def encode(obj):
@@ -68,7 +71,8 @@ def _text_job(text, index, cache, given_id, chunk_rows):
                               % (len(data), chunk_rows))
     named = doc.get("cache_key") if isinstance(doc, dict) else None
     return [Element(raw, _name(doc_id, raw), index,
-                    named_key=named if isinstance(named, str) else None)]
+                    named_key=named if isinstance(named, str) else None,
+                    own_id="" if doc_id is None else str(doc_id))]
 
 
 KEY_GROUP = 1000       # src/common/chunk.h CHUNK_KEY_GROUP
@@ -137,15 +141,18 @@ def build(doc, index, cache_prefix, chunk_rows, given_id=None):
         return [_element(index, name, others, data, cache_prefix)]
     named = doc.get("cache_key")
     return [Element(raw, name, index,
-                    named_key=named if isinstance(named, str) else None)]
+                    named_key=named if isinstance(named, str) else None,
+                    own_id="" if doc_id is None or doc_id == "" else
+                    str(doc_id))]
 
 
 def _element(index, job_id, others, rows, cache_prefix):
     job = dict({"id": job_id}, **others)
     if not cache_prefix:
         job["data"] = rows
-        return Element(encode(job), job_id, index)
+        return Element(encode(job), job_id, index, own_id=job_id)
     # a key of its own: no later job (of this id, byte-identical) writes it
     key = cache_prefix.next()
     job["cache_key"] = key
-    return Element(encode(job), job_id, index, key, encode(rows))
+    return Element(encode(job), job_id, index, key, encode(rows),
+                   own_id=job_id)

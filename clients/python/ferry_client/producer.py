@@ -3,11 +3,16 @@ enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs), in calls
 of at most CALL_JOBS jobs and CALL_BYTES bytes, each all or nothing, then
 WAIT for replicas when asked (after the script, as ferryctl does). The
 script is the copy shipped in this package, or the installed one
-(script_path, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua)."""
+(script_path, FERRY_ENQUEUE_LUA: $(pkgdatadir)/lua/enqueue.lua).
+Each job goes with its own id: on a queue with an idempotency_window, a
+job whose id the queue holds is "already accepted" (EnqueueResult.already),
+and a call whose reply was lost is sent again, as ferryctl does
+(RESEND_FOR_S)."""
 
 import datetime
 import hashlib
 import os
+import time
 import warnings
 from importlib import resources
 
@@ -21,6 +26,20 @@ CALL_JOBS = 1000               # src/ferryctl/ctl.h CTL_CHUNK
 CALL_BYTES = 16 << 20          # src/ferryctl/ctl.h CTL_CHUNK_BYTES
 TTL_MAX_S = 365 * 86400        # as ferryctl enqueue --cache-ttl
 DELAY_MAX_MS = 3650 * 86400 * 1000   # as ferryctl enqueue --delay (due_time.h)
+# a call whose reply was lost, sent again (src/ferryctl/ctl.h CTL_RESEND_*)
+RESEND_FOR_S = 60.0
+RESEND_FIRST_S = 0.1
+RESEND_MAX_S = 2.0
+
+
+class EnqueueResult(list):
+    """The ids of the jobs of an enqueue, in order (a list, as ferryctl
+    prints them); already: those the queue had accepted already (an
+    idempotency_window), not pushed again."""
+
+    def __init__(self, ids=(), already=()):
+        super().__init__(ids)
+        self.already = list(already)
 
 
 def load_script(path=None):
@@ -91,21 +110,23 @@ class Producer:
         for i, doc in enumerate(docs):
             elements += jobs_mod.build(doc, i, keys, rows,
                                        id if single else None)
-        pushed = []
+        pushed = EnqueueResult()
         for call in _calls(elements):
-            self._push(tag, call, due, pushed)
+            already = self._push(tag, call, due, pushed)
             pushed += [e.id for e in call]
+            pushed.already += [call[i - 1].id for i in already]
         self._replicated(queue, pushed)
         return pushed
 
     def _push(self, tag, call, due, pushed):
         """One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
-        cache keys]; ARGV the limits, the options, three per job (K for a
-        key it writes, -K for a key it names)."""
+        cache keys]; ARGV the limits, the options, four per job (K for a
+        key it writes, -K for a key it names; its own id). The indexes
+        (from 1) of the jobs already accepted."""
         keys = [tag + "ready"] + ([tag + "scheduled"] if due else [])
         if any(e.key or e.named_key for e in call):
             keys.append(tag + "protected")
-        opts = ([due] if due else []) + \
+        opts = ([due] if due else []) + ["ids"] + \
             ["prefix=" + p for p in self.cache_key_prefixes]
         args = [self.max_job_bytes, self.memory_refuse_percent, len(opts)] \
             + opts
@@ -114,10 +135,10 @@ class Producer:
             if e.key or e.named_key:
                 keys.append(e.key or e.named_key)
             k = len(keys) if e.key else -len(keys) if e.named_key else 0
-            triples += [e.element, k, e.value]
+            triples += [e.element, k, e.value, e.own_id]
         args += triples
         try:
-            reply = self._run(keys, args)
+            reply = self._resent(tag, keys, args)
         except redis.exceptions.ResponseError as err:
             raise _error(str(err), call, pushed) from None
         if reply[1] and not self._said_unchecked:
@@ -126,6 +147,42 @@ class Producer:
             warnings.warn("ferry_client: %s; memory_refuse_percent not "
                           "checked (Redis still refuses at maxmemory)" % why,
                           RuntimeWarning, stacklevel=3)
+        return [int(i) for i in reply[2]] if len(reply) > 2 else []
+
+    def _resent(self, tag, keys, args):
+        """The call, sent again while its outcome is unknown (the
+        connection failed: Redis killed, restarted, failed over, the network
+        cut) if the queue keeps ids, which makes that safe; else the
+        error, as it came."""
+        deadline = time.monotonic() + RESEND_FOR_S
+        delay = RESEND_FIRST_S
+        while True:
+            try:
+                return self._run(keys, args)
+            except (redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError) as err:
+                if time.monotonic() + delay > deadline or \
+                        not self._keeps_ids(tag, deadline):
+                    raise
+                warnings.warn("ferry_client: %s; the queue keeps ids "
+                              "(idempotency_window), so it is safe to send "
+                              "again: in %.1f s" % (err, delay),
+                              RuntimeWarning, stacklevel=4)
+                time.sleep(delay)
+                delay = min(delay * 2, RESEND_MAX_S)
+
+    def _keeps_ids(self, tag, deadline):
+        """Does the queue keep ids (its config hash, published by ferryd)?
+        Asked again while Redis does not answer, until the deadline."""
+        while True:
+            try:
+                return int(self.redis.hget(tag + "config",
+                                           "idempotency_window") or 0) > 0
+            except (redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError):
+                if time.monotonic() + RESEND_FIRST_S > deadline:
+                    raise
+                time.sleep(RESEND_FIRST_S)
 
     def _run(self, keys, args):
         try:

@@ -1,0 +1,107 @@
+'use strict';
+// idempotent.test.js - ferry-client on a queue that keeps ids (queue nodei,
+// idempotency_window 1m in the driver's ferryd.ini, as clients/python's
+// test_idempotent.py): a job whose id the queue holds is already accepted
+// and not pushed again, and a call whose reply was lost (a proxy in front
+// of Redis closes the connection after the command ran, before its reply)
+// is sent again; on a queue that keeps no ids the error comes through.
+
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { createClient } = require('redis');
+const { Producer } = require('..');
+const { port, connect, waitFor } = require('./helpers');
+
+const READY = 'ferry:{nodei}:ready';
+const IDS = 'ferry:{nodei}:ids';
+let r = null;
+
+async function redis() {
+  if (r === null) r = await connect();
+  await waitFor(async () => await r.hGet('ferry:{nodei}:config',
+    'idempotency_window') !== null, 10000);
+  await r.del([READY, IDS]);
+  return r;
+}
+
+after(async () => {
+  if (r !== null) await r.quit();
+});
+
+/** 127.0.0.1:port in front of Redis. With loseNext set, the next request
+ * is forwarded, its reply dropped and the connection closed: the command
+ * ran, the client never hears of it. */
+function replyLosingProxy() {
+  const proxy = { loseNext: false, lost: 0 };
+  proxy.server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), '127.0.0.1');
+    client.on('data', (data) => upstream.write(data));
+    upstream.on('data', (data) => {
+      if (proxy.loseNext) {
+        proxy.loseNext = false;
+        proxy.lost += 1;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      client.write(data);
+    });
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+  });
+  return new Promise((resolve) => proxy.server.listen(0, '127.0.0.1',
+    () => resolve(proxy)));
+}
+
+test('ids held are already accepted', async () => {
+  await redis();
+  const p = new Producer(r);
+  let ids = await p.enqueue('nodei', [{ id: 'a' }, { id: 7 },
+    { id: 'a', v: 2 }, { v: 1 }]);
+  assert.deepEqual([...ids], ['a', '7', 'a',
+    '05386f28d1614fecb1c7e329bd82417fb48dd452']);
+  assert.deepEqual(ids.already, ['a']);
+  ids = await p.enqueue('nodei', [{ id: 7 }, { id: 'b' }]);
+  assert.deepEqual(ids.already, ['7']);
+  assert.equal(await r.lLen(READY), 4);
+  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['7', 'a', 'b']);
+  const doc = { id: 'big', data: [[0], [1], [2], [3], [4]] };
+  assert.deepEqual((await p.enqueue('nodei', doc, { chunkRows: 2 })).already,
+    []);
+  assert.deepEqual((await p.enqueue('nodei', doc, { chunkRows: 2 })).already,
+    ['big:0', 'big:1', 'big:2']);
+  assert.equal(await r.lLen(READY), 7);
+});
+
+test('a lost reply is sent again', async () => {
+  await redis();
+  const proxy = await replyLosingProxy();
+  const client = createClient({
+    url: `redis://127.0.0.1:${proxy.server.address().port}`,
+  });
+  client.on('error', () => {});
+  await client.connect();
+  const p = new Producer(client);
+  await r.scriptLoad(p.script.toString('utf8'));  // EVALSHA runs
+  const warned = [];
+  const onWarning = (w) => warned.push(w.message);
+  process.on('warning', onWarning);
+  proxy.loseNext = true;
+  const ids = await p.enqueue('nodei', [{ id: 'l1' }, { id: 'l2' }]);
+  assert.equal(proxy.lost, 1);
+  assert.deepEqual([...ids], ['l1', 'l2']);
+  assert.deepEqual(ids.already, ['l1', 'l2']);
+  assert.equal(await r.lLen(READY), 2);
+  // a queue that keeps no ids: the outcome stays the caller's to judge
+  proxy.loseNext = true;
+  await assert.rejects(p.enqueue('node', { id: 'l3' }));
+  assert.equal(JSON.parse(await r.lIndex('ferry:{node}:ready', 0)).id, 'l3');
+  await r.lPop('ferry:{node}:ready');
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.ok(warned.some((m) => m.includes('safe to send again')), warned);
+  await client.disconnect();
+  proxy.server.close();
+});

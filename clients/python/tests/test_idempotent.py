@@ -1,0 +1,117 @@
+"""test_idempotent.py - ferry_client on a queue that keeps ids (queue "pyi",
+idempotency_window 1m in the driver's ferryd.ini): a job whose id the queue
+holds is already accepted and not pushed again, and a call whose reply was
+lost (a proxy in front of Redis closes the connection after the command
+ran, before its reply) is sent again by the client; on a queue that keeps
+no ids, the error comes through as it came."""
+
+import json
+import os
+import socket
+import threading
+import time
+import warnings
+
+import pytest
+import redis
+
+from ferry_client import Producer
+
+READY = "ferry:{pyi}:ready"
+IDS = "ferry:{pyi}:ids"
+
+
+def wait_published(r, queue, want):
+    """ferryd publishes a queue's idempotency_window within a second."""
+    for _ in range(100):
+        got = r.hget("ferry:{%s}:config" % queue, "idempotency_window")
+        if (got is not None) == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError("idempotency_window of %s not as expected" % queue)
+
+
+class ReplyLosingProxy:
+    """127.0.0.1:port in front of Redis, forwarding both ways. With
+    lose_next set, the next request is forwarded, its reply read and
+    dropped, and the connection closed: the command ran, the client never
+    hears of it."""
+
+    def __init__(self, redis_port):
+        self.redis_port = redis_port
+        self.lose_next = False
+        self.lost = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            server = socket.create_connection(("127.0.0.1", self.redis_port))
+            threading.Thread(target=self._pump, args=(client, server),
+                             daemon=True).start()
+
+    def _pump(self, client, server):
+        try:
+            while True:
+                data = client.recv(1 << 16)
+                if not data:
+                    break
+                server.sendall(data)
+                reply = server.recv(1 << 16)
+                if self.lose_next:
+                    self.lose_next = False
+                    self.lost += 1
+                    break
+                client.sendall(reply)
+        except OSError:
+            pass
+        client.close()
+        server.close()
+
+
+def test_ids_held_are_already_accepted(r):
+    wait_published(r, "pyi", True)
+    r.delete(READY, IDS)
+    p = Producer(r)
+    ids = p.enqueue("pyi", [{"id": "a"}, {"id": 7}, {"id": "a", "v": 2},
+                            {"v": 1}])
+    assert list(ids) == ["a", "7", "a",
+                         "05386f28d1614fecb1c7e329bd82417fb48dd452"]
+    assert ids.already == ["a"]
+    ids = p.enqueue("pyi", [{"id": 7}, {"id": "b"}])
+    assert ids.already == ["7"]
+    assert r.llen(READY) == 4
+    assert sorted(r.zrange(IDS, 0, -1)) == [b"7", b"a", b"b"]
+    # chunks go by their ids, so a document sent again adds nothing
+    doc = {"id": "big", "data": [[i] for i in range(5)]}
+    assert p.enqueue("pyi", doc, chunk_rows=2).already == []
+    assert p.enqueue("pyi", doc, chunk_rows=2).already == \
+        ["big:0", "big:1", "big:2"]
+    assert r.llen(READY) == 7
+
+
+def test_a_lost_reply_is_sent_again(r):
+    wait_published(r, "pyi", True)
+    r.delete(READY, IDS)
+    port = int(os.environ["FERRY_TEST_REDIS_PORT"])
+    proxy = ReplyLosingProxy(port)
+    p = Producer(redis.Redis(host="127.0.0.1", port=proxy.port))
+    r.script_load(p.script)          # EVALSHA runs: its reply is the one lost
+    proxy.lose_next = True
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ids = p.enqueue("pyi", [{"id": "l1"}, {"id": "l2"}])
+    assert proxy.lost == 1
+    assert list(ids) == ["l1", "l2"] and ids.already == ["l1", "l2"]
+    assert r.llen(READY) == 2
+    assert any("safe to send again" in str(w.message) for w in said)
+    # a queue that keeps no ids: the outcome stays the caller's to judge
+    proxy.lose_next = True
+    with pytest.raises(redis.exceptions.ConnectionError):
+        p.enqueue("py", {"id": "l3"})
+    assert json.loads(r.lindex("ferry:{py}:ready", 0))["id"] == "l3"
+    r.lpop("ferry:{py}:ready")

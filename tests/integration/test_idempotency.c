@@ -1,0 +1,311 @@
+/* test_idempotency.c - a queue with an idempotency_window through real
+ * ferryd workers, ferryctl and Redis: an enqueue of an id the queue holds
+ * (waiting, running, dead, or done within the window) is answered
+ * "already accepted" and pushes nothing; the ids go after the window; a
+ * ferryctl whose Redis was killed during its calls sends them again, and
+ * every job lands in PostgreSQL exactly once. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lua_scripts.h"
+#include "queue.h"
+
+#define READY "ferry:{q}:ready"
+#define IDS "ferry:{q}:ids"
+
+static struct ferryd d;
+
+static void
+teardown(void)
+{
+	h_teardown(&d);
+}
+
+TestSuite(idempotency, .fini = teardown, .timeout = 300);
+
+/* `ferryctl -c d.config ARGS...` with `input` on stdin: its exit status
+ * and stdout (static, overwritten by the next call); stderr goes to ours. */
+static int
+ctl(const char *input, const char **out, ...)
+{
+	static char *last;
+	struct h_run r;
+	va_list ap;
+
+	va_start(ap, out);
+	h_ctl_v(&r, d.config, input, ap);
+	va_end(ap);
+	fputs(r.err, stderr);
+	free(last);
+	last = r.out;
+	r.out = NULL;
+	if (out != NULL)
+		*out = last;
+	h_run_free(&r);
+	return r.status;
+}
+
+/* enqueue.lua itself, with "ids": the same call twice, as a producer whose
+ * first reply was lost sends it; jobs without an id are taken each time;
+ * a job's cache value is not written again for a job already accepted. */
+Test(idempotency, the_script_answers_already_accepted)
+{
+	const char *argv[] = { READY, "ferry:{q}:protected",
+	    "ferry:{q}:cache:0123456789abcdef.0", "0", "0", "1", "ids",
+	    "{\"id\":\"a\",\"cache_key\":\"ferry:{q}:cache:0123456789abcdef.0\"}",
+	    "3", "[1]", "a",
+	    "{\"id\":\"b\"}", "0", "", "b",
+	    "{\"id\":\"a\",\"v\":2}", "0", "", "a",
+	    "{\"v\":3}", "0", "", "" };
+	int n = (int)(sizeof(argv) / sizeof(*argv));
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	/* a queue that keeps no ids takes every job */
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 3, n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+	cr_assert_eq(r->element[0]->integer, 4);
+	cr_assert_eq(r->element[2]->elements, 0);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " IDS), 0);
+	freeReplyObject(h_redis(&d, "DEL " READY " ferry:{q}:protected "
+	    "ferry:{q}:cache:0123456789abcdef.0"));
+	freeReplyObject(h_redis(&d, "HSET ferry:{q}:config idempotency_window "
+	    "60000"));
+	for (int call = 0; call < 2; call++) {
+		r = queue_script(d.rc, LUA_ENQUEUE, 3, n, argv, NULL);
+		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+		/* first: a, b, the anonymous one; the second a is the first's */
+		cr_assert_eq(r->element[0]->integer, call == 0 ? 3 : 1);
+		cr_assert_eq(r->element[2]->elements, call == 0 ? 1 : 3);
+		cr_assert_eq(r->element[2]->element[0]->integer, call == 0 ? 3 : 1);
+		freeReplyObject(r);
+		if (call == 0)  /* the value written once: not again below */
+			freeReplyObject(h_redis(&d, "SET "
+			    "ferry:{q}:cache:0123456789abcdef.0 [1]changed"));
+	}
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 4);
+	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 2);
+	cr_assert_eq(h_redis_int(&d, "ZSCORE " IDS " a"), 0);
+	r = h_redis(&d, "GET ferry:{q}:cache:0123456789abcdef.0");
+	cr_assert_str_eq(r->str, "[1]changed");
+	freeReplyObject(r);
+	r = h_redis(&d, "HGET ferry:{q}:protected ferry:{q}:cache:"
+	    "0123456789abcdef");
+	cr_assert_eq(strncmp(r->str, "1 1 ", 4), 0, "%s", r->str);
+	freeReplyObject(r);
+	/* without "checked", each id must be the document's */
+	argv[10] = "A";
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 1 the caller passed id \"A\", the "
+	    "job's is \"a\"") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	h_stop(&d);
+}
+
+/* Through ferryctl and a worker: held while waiting (in the same call
+ * too), while done within the window; forgotten after it by the master. */
+Test(idempotency, ids_are_held_while_jobs_live_and_for_the_window)
+{
+	const char *out;
+
+	h_setup(&d, NULL, "[queue q]\nworkers = 0\nidempotency_window = 2s\n");
+	cr_assert_eq(ctl("{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\"}\n"
+	    "{\"id\":\"a\",\"v\":2}\n{\"v\":3}\n{\"v\":3}\n", &out, "enqueue", "q",
+	    "-", NULL), 0);
+	cr_assert_str_eq(out, "a\nb\na already accepted\n"
+	    "8ca201b5be4035e9d47d070f3cc7e5ccc014d3e9\n"
+	    "8ca201b5be4035e9d47d070f3cc7e5ccc014d3e9\n");
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
+	cr_assert_str_eq(out, "a already accepted\n");
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 4);
+	h_config(&d, NULL, "[queue q]\nworkers = 1\nidempotency_window = 2s\n");
+	h_start(&d, 1);
+	h_wait_redis_int(&d, 4, "HGET ferry:{q}:stats done");
+	/* done: held for the window, then forgotten */
+	cr_assert_gt(h_redis_int(&d, "ZSCORE " IDS " a"), 0);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
+	cr_assert_str_eq(out, "a already accepted\n");
+	h_wait_redis_int(&d, 0, "ZCARD " IDS);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
+	cr_assert_str_eq(out, "a\n");
+	h_wait_redis_int(&d, 5, "HGET ferry:{q}:stats done");
+	/* the master publishes the window; 0 takes it back */
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:config "
+	    "idempotency_window"), 2000);
+	h_config(&d, NULL, "[queue q]\nworkers = 1\n");
+	kill(d.pid, SIGHUP);
+	h_wait_redis_int(&d, 0, "HEXISTS ferry:{q}:config idempotency_window");
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
+	h_wait_redis_int(&d, 7, "HGET ferry:{q}:stats done");
+	h_stop(&d);
+}
+
+/* A dead job's id is held (-1) until it is purged, then for the window;
+ * a dead retry makes it live again. Purged one by one and with --all. */
+Test(idempotency, dead_ids_are_held_until_purged)
+{
+	char cmd[400], queues[600];
+	const char *out;
+
+	h_setup(&d, NULL, "");
+	snprintf(cmd, sizeof(cmd), "%s/handler.sh", d.dir);
+	h_write_file(cmd, "#!/bin/sh\nwhile IFS= read -r line; do\n"
+	    "  echo \"fail boom\"\ndone\n");
+	chmod(cmd, 0755);
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "handler = exec\ncommand = %s\nmax_attempts = 1\n"
+	    "idempotency_window = 1s\n", cmd);
+	h_config(&d, NULL, queues);
+	h_start(&d, 1);
+	cr_assert_eq(ctl("{\"id\":\"x\"}\n{\"id\":\"y\"}\n{\"id\":\"z\"}\n",
+	    NULL, "enqueue", "q", "-", NULL), 0);
+	h_wait_redis_int(&d, 3, "LLEN ferry:{q}:dead");
+	cr_assert_eq(h_redis_int(&d, "ZSCORE " IDS " x"), -1);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"x\"}", NULL), 0);
+	cr_assert_str_eq(out, "x already accepted\n");
+	cr_assert_eq(ctl(NULL, NULL, "dead", "retry", "q", "x", NULL), 0);
+	h_wait_redis_int(&d, 4, "HGET ferry:{q}:stats dead");
+	cr_assert_eq(h_redis_int(&d, "ZSCORE " IDS " x"), -1);
+	h_sleep_ms(2500);       /* dead ids outlive the window */
+	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 3);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "x", NULL), 0);
+	cr_assert_gt(h_redis_int(&d, "ZSCORE " IDS " x"), 0);
+	h_wait_redis_int(&d, 0, "ZSCORE " IDS " x");
+	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 2);
+	cr_assert_eq(ctl(NULL, NULL, "dead", "purge", "q", "--all", NULL), 0);
+	h_wait_redis_int(&d, 0, "ZCARD " IDS);
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"y\"}", NULL), 0);
+	cr_assert_str_eq(out, "y\n");
+	h_stop(&d);
+}
+
+/* ferryctl enqueue q - of the file input, in the background; its stdout
+ * and stderr into files of d.dir named after `tag`. */
+static pid_t
+spawn_enqueue(const char *input, const char *tag)
+{
+	char outp[300], errp[300];
+
+	snprintf(outp, sizeof(outp), "%s/%s.out", d.dir, tag);
+	snprintf(errp, sizeof(errp), "%s/%s.err", d.dir, tag);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int in = open(input, O_RDONLY), out = open(outp, O_WRONLY |
+		    O_CREAT | O_TRUNC, 0644), err = open(errp, O_WRONLY |
+		    O_CREAT | O_TRUNC, 0644);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		const char *ferryctl = getenv("FERRYCTL");
+		execl(ferryctl != NULL ? ferryctl : TEST_BUILDDIR "/ferryctl",
+		    "ferryctl", "-c", d.config, "enqueue", "q", "-", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* A postgres queue keeping ids for 10 minutes, and a file of `total` jobs
+ * r0.. for it (its path into input). */
+static void
+setup_rows(const char *const *redis_args, int total, char *input,
+    size_t size)
+{
+	h_setup_redis(&d, NULL, "", redis_args);
+	h_config(&d, h_pg_start(&d), "[queue q]\nworkers = 2\n"
+	    "handler = postgres\ntable = rows\nidempotency_window = 10m\n");
+	h_pg_exec(&d, "CREATE TABLE rows (n int)");
+	struct h_run init;
+	h_ctl(&init, d.config, NULL, "init-db", NULL);
+	h_run_expect(&init, 0);
+	h_run_free(&init);
+	snprintf(input, size, "%s/jobs.jsonl", d.dir);
+	FILE *f = fopen(input, "w");
+	cr_assert_not_null(f);
+	for (int i = 0; i < total; i++)
+		fprintf(f, "{\"id\":\"r%d\",\"data\":[{\"n\":%d}]}\n", i, i);
+	fclose(f);
+}
+
+/* Every one of `total` jobs written once, each id held. */
+static void
+assert_rows_once(int total)
+{
+	h_start(&d, 2);
+	h_wait_pg_int(&d, total, "SELECT count(*) FROM rows");
+	h_wait_redis_int(&d, 0, "LLEN " READY);
+	h_sleep_ms(1000);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM rows"), total);
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM rows"), total);
+	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), total);
+}
+
+/* ferryctl SIGKILLed half way through 50,000 jobs, then run again with
+ * the same input: the jobs it had pushed are already accepted, the others
+ * go in; every job written once. */
+Test(idempotency, a_producer_killed_and_run_again)
+{
+	char input[300];
+	int total = 50000, status;
+
+	setup_rows(NULL, total, input, sizeof(input));
+	pid_t pid = spawn_enqueue(input, "first");
+	while (h_redis_int(&d, "LLEN " READY) < 3000)
+		h_sleep_ms(1);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	h_sleep_ms(300);        /* a call it sent is run all the same */
+	long long before = h_redis_int(&d, "LLEN " READY);
+	cr_assert_lt(before, total, "killed before the end");
+	pid = spawn_enqueue(input, "again");
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/again.out", d.dir);
+	cr_assert_eq(h_count_in_file(path, " already accepted"), before);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), total);
+	assert_rows_once(total);
+	h_stop(&d);
+}
+
+/* Redis SIGKILLed while ferryctl pushes 50,000 jobs in 50 calls (AOF with
+ * appendfsync always: what Redis answered is on disk), restarted 1.5 s
+ * later: ferryctl sends the call whose reply it lost again, and the next
+ * ones; every job is written to PostgreSQL exactly once. */
+Test(idempotency, a_call_whose_reply_was_lost_is_sent_again)
+{
+	static const char *const aof[] = { "--appendonly", "yes",
+	    "--appendfsync", "always", NULL };
+	char input[300], errp[400];
+	int total = 50000, status;
+
+	setup_rows(aof, total, input, sizeof(input));
+	pid_t pid = spawn_enqueue(input, "enqueue");
+	/* a few calls in: kill Redis, bring it back */
+	while (h_redis_int(&d, "LLEN " READY) < 3000)
+		h_sleep_ms(1);
+	test_redis_kill9(&d.redis);
+	h_sleep_ms(1500);
+	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	snprintf(errp, sizeof(errp), "%s/enqueue.err", d.dir);
+	char *err = h_read_file(errp);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
+	    status, err);
+	cr_assert_not_null(strstr(err, "so it is safe to send again"), "%s",
+	    err);
+	free(err);
+	assert_rows_once(total);
+	h_stop(&d);
+}
