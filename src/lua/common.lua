@@ -263,8 +263,8 @@ end
 
 -- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever.
 local BURY_MARGIN = 3
--- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: score 0 while the job waits, is scheduled, runs or is retried; -1 while it is dead; once it is done or purged, the Redis time (ms) at which to forget it, the window later. The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
-local IDS_LIVE, IDS_DEAD = 0, -1
+-- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: score 0 while the job waits, is scheduled, runs or is retried; -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
+local IDS_LIVE, IDS_DEAD, IDS_GONE = 0, -1, 'gone'
 
 -- The queue's idempotency_window in ms (0: it keeps no ids), from its tag "PREFIX:{QUEUE}:". A caller whose ACL may not read the config hash reads 0.
 local function ids_window(tag)
@@ -272,12 +272,16 @@ local function ids_window(tag)
 	return type(v) == 'string' and tonumber(v) or 0
 end
 
--- Mark ids (a list; "" skipped) with score, or, score nil, as done: forgotten a window from now. Nothing when the queue keeps no ids.
+-- Mark ids (a list; "" skipped) with score; score nil: done, forgotten a window from now; IDS_GONE: purged from the dead list, the same time negated. Nothing when the queue keeps no ids.
 local function ids_mark(tag, ids, score)
 	if #ids == 0 then return end
 	local window = ids_window(tag)
 	if window <= 0 then return end
-	score = score or now_ms() + window
+	if score == nil then
+		score = now_ms() + window
+	elseif score == IDS_GONE then
+		score = -(now_ms() + window)
+	end
 	local args = {}
 	for _, id in ipairs(ids) do
 		if id ~= '' then

@@ -29,5 +29,5 @@ for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
 release_keys(KEYS[2], keys)
 local d = parse_dead(ARGV[2])
 local id = d and dead_id(d) or ARGV[3] or ''
-ids_mark(string.sub(KEYS[2], 1, -10), { id }, nil)
+ids_mark(string.sub(KEYS[2], 1, -10), { id }, IDS_GONE)
 return removed

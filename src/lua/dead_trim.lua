@@ -22,5 +22,5 @@ for _, e in ipairs(tail) do
 	local d = parse_dead(e)
 	if d then ids[#ids + 1] = dead_id(d) end
 end
-ids_mark(string.sub(KEYS[2], 1, -10), ids, nil)
+ids_mark(string.sub(KEYS[2], 1, -10), ids, IDS_GONE)
 return n

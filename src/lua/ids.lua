@@ -3,7 +3,8 @@
 -- publishes its idempotency_window in the queue's config hash, where the
 -- enqueue script reads it (HDEL at 0: the queue takes every job), and
 -- forgets the ids of jobs done or purged longer ago than the window (their
--- score in ids is the Redis time to forget them at: ids_mark, common.lua),
+-- score in ids is the Redis time to forget them at, negated for a purged
+-- dead job: ids_mark, common.lua),
 -- at most ARGV[2] a call, so that Redis is held a bounded time; the master
 -- calls again at once while a call forgot that many.
 -- KEYS: config, ids
@@ -20,6 +21,12 @@ if window == 0 and published then
 elseif window > 0 and published ~= tostring(window) then
 	redis.call('HSET', KEYS[1], 'idempotency_window', window)
 end
-local old = redis.call('ZRANGEBYSCORE', KEYS[2], '(0', now_ms(), 'LIMIT', 0, limit)
+local now = now_ms()
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '(0', now, 'LIMIT', 0, limit)
+if #old < limit then
+	-- purged from the dead list: minus the time to forget them at
+	local gone = redis.call('ZRANGEBYSCORE', KEYS[2], -now, '(-1', 'LIMIT', 0, limit - #old)
+	for _, id in ipairs(gone) do old[#old + 1] = id end
+end
 call_chunked('ZREM', KEYS[2], old, 1000)
 return #old
