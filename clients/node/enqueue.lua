@@ -327,7 +327,8 @@ end
 -- ids are held from now on (score 0).
 local tag = string.gsub(KEYS[1], 'ready$', '')
 local already, fresh_ids = {}, {}
-if with_ids and ids_window(tag) > 0 then
+local window = with_ids and ids_window(tag) or 0
+if window > 0 then
 	local named_ids, at = {}, {}
 	for i, id in ipairs(ids) do
 		if id ~= '' then
@@ -353,6 +354,12 @@ if with_ids and ids_window(tag) > 0 then
 end
 for from = 1, #fresh_ids, 1000 do
 	redis.call('ZADD', tag .. 'ids', unpack(fresh_ids, from, math.min(from + 999, #fresh_ids)))
+end
+if window > 0 and #fresh_ids == 0 and next(already) then
+	-- every job accepted already (a call sent again): write the window
+	-- as it is, so that the caller's WAIT covers the writes that accepted
+	-- them (WAIT counts up to a connection's own last write)
+	redis.pcall('HSET', tag .. 'config', 'idempotency_window', window)
 end
 local pushing, already_list = {}, {}
 for i, doc in ipairs(jobs) do

@@ -23,6 +23,10 @@
 #define CTL_EX_REFUSED CTL_EX_NOTFOUND /* ferryd answered "error: ..." */
 #define CTL_EX_UNREPLICATED 3   /* enqueued, but fewer replicas than
                                  * redis_wait_replicas acknowledged it */
+#define CTL_EX_DEAD 4           /* enqueue --wait: every job settled, some
+                                 * of them dead */
+#define CTL_EX_PENDING 5        /* enqueue --wait: the time was up with jobs
+                                 * pending, or some unknown to the queue */
 #define CTL_EX_USAGE FERRY_EX_USAGE
 #define CTL_EX_DATAERR 65       /* a job or archive line refused, or a
                                  * malformed dead entry to replay */

@@ -103,6 +103,15 @@ uint64_t ctl_random64(void);
  * cannot be shown); returns buf. */
 const char *ctl_time_text(long long ms, char *buf, size_t size);
 
+/* enqueue --wait (src/ferryctl/ctl_wait.c): wait until each of the n jobs
+ * named by ids (on a queue that keeps ids) is done or dead, or timeout_ms
+ * has passed (-1: no limit); a line per job on stdout (unless quiet) and a
+ * summary on stderr. CTL_EX_OK when all are done, CTL_EX_DEAD when all
+ * settled and some are dead, CTL_EX_PENDING when some are pending or
+ * unknown. */
+int ctl_wait(struct ctl *c, const struct queue_config *q,
+    const char *const *ids, size_t n, long long timeout_ms, bool quiet);
+
 void ctl_usage(FILE *out);
 int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_enqueue(struct ctl *c, int argc, char **argv);

@@ -5,7 +5,8 @@
  * same checks again, memory_refuse_percent, the cache keys SET with their
  * TTL and the LPUSH), and print ids. A chunk goes in whole or not at all.
  * --delay and --at (due_time.c) pass a due marker: enqueue.lua keeps jobs
- * not yet due in the scheduled set, by the Redis clock. */
+ * not yet due in the scheduled set, by the Redis clock. --wait then waits
+ * for the jobs' outcomes (ctl_wait.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ struct options {
 	int chunk_rows;         /* 0: the queue's */
 	bool cache;             /* --cache: data into cache keys */
 	char due[32];           /* "delay=MS" or "at=MS" (enqueue.lua); "" */
+	bool wait;              /* --wait: for the jobs' outcomes */
+	long long wait_ms;      /* --wait's TIMEOUT; -1: no limit */
 };
 
 static void
@@ -444,7 +447,7 @@ send_chunk(void *arg, size_t n, long long *went)
 	s->from = to;
 	for (size_t i = from; i < to; i++) {
 		s->already += already[i - from];
-		if (!s->o->quiet)
+		if (!s->o->quiet && !s->o->wait)
 			printf("%s%s\n", s->in->jobs.v[i].id, already[i - from] ?
 			    " already accepted" : "");
 	}
@@ -497,6 +500,8 @@ push_all(struct ctl *c, const struct queue_config *q, const struct input *in,
 		    total, q->name, q->idempotency_window_ms);
 	if (rc == 0)
 		return replicated(c, q, total);
+	for (size_t i = 0; o->wait && !o->quiet && i < s.from; i++)
+		printf("%s\n", in->jobs.v[i].id);
 	if (p.done == 0 && !s.lost)
 		fprintf(stderr, "ferryctl: nothing was pushed to queue %s\n",
 		    q->name);
@@ -528,6 +533,7 @@ parse_args(int argc, char **argv, struct options *o)
 		{ "chunk-rows", required_argument, NULL, 'r' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "at", required_argument, NULL, 'a' },
+		{ "wait", optional_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[256];
@@ -564,10 +570,39 @@ parse_args(int argc, char **argv, struct options *o)
 		} else if (ch == 'd' || ch == 'a')
 			snprintf(o->due, sizeof(o->due), "%s=%lld",
 			    ch == 'd' ? "delay" : "at", ms);
+		else if (ch == 'w' && optarg != NULL &&
+		    due_time_parse_delay(optarg, &o->wait_ms, err,
+		    sizeof(err)) == -1) {
+			fprintf(stderr, "ferryctl: --wait: %s\n", err);
+			return -1;
+		} else if (ch == 'w')
+			o->wait = true;
 		else
 			return -1;
 	}
 	return argc - optind == 2 ? optind : -1;
+}
+
+/* `--wait TIMEOUT` as `--wait=TIMEOUT` when TIMEOUT reads as a duration
+ * (getopt takes an optional argument only after '='); argv is changed in
+ * place, the joined text kept in `joined`. */
+static void
+join_wait_timeout(int *argc, char **argv, char *joined, size_t size)
+{
+	long long ms;
+	char err[128];
+
+	for (int i = 1; i + 1 < *argc; i++) {
+		if (strcmp(argv[i], "--wait") != 0 || due_time_parse_delay(
+		    argv[i + 1], &ms, err, sizeof(err)) == -1)
+			continue;
+		snprintf(joined, size, "--wait=%s", argv[i + 1]);
+		argv[i] = joined;
+		memmove(&argv[i + 1], &argv[i + 2], (size_t)(*argc - i - 2) *
+		    sizeof(*argv));
+		(*argc)--;
+		return;
+	}
 }
 
 static int
@@ -589,6 +624,29 @@ load_input(struct input *in, char *arg)
 	return 0;
 }
 
+/* --wait reads each job's outcome by its id, which the queue keeps only
+ * with an idempotency_window, and only for jobs with an id of their own. */
+static int
+waitable(const struct input *in, const struct queue_config *q)
+{
+	if (q->idempotency_window_ms == 0) {
+		fprintf(stderr, "ferryctl: --wait: queue %s keeps no ids, so the "
+		    "jobs' outcomes cannot be read: set idempotency_window in "
+		    "[queue %s] (for example 10m) and reload ferryd\n", q->name,
+		    q->name);
+		return -1;
+	}
+	for (size_t i = 0; i < in->jobs.n; i++)
+		if (!in->jobs.v[i].has_id) {
+			fprintf(stderr, "ferryctl: --wait: a job has no \"id\" "
+			    "(%.60s...): each job needs an id of its own to be "
+			    "waited for; nothing was pushed to queue %s\n",
+			    in->jobs.v[i].el, q->name);
+			return -1;
+		}
+	return 0;
+}
+
 static int
 check_and_push(struct ctl *c, const struct queue_config *q,
     struct input *in, const struct options *o)
@@ -605,25 +663,39 @@ check_and_push(struct ctl *c, const struct queue_config *q,
 		    "to queue %s\n", bad, bad == 1 ? "" : "s", q->name);
 		return CTL_EX_DATAERR;
 	}
+	if (o->wait && waitable(in, q) == -1)
+		return CTL_EX_USAGE;
 	if (ctl_redis_for(c, q->name) == NULL)
 		return CTL_EX_UNAVAILABLE;
-	return push_all(c, q, in, o);
+	int rc = push_all(c, q, in, o);
+	/* all pushed, maybe fewer replicas than wanted have them: the wait
+	 * tells whether they landed all the same */
+	if ((rc != 0 && rc != CTL_EX_UNREPLICATED) || !o->wait)
+		return rc;
+	const char **ids = xmalloc((in->jobs.n + 1) * sizeof(*ids));
+	for (size_t i = 0; i < in->jobs.n; i++)
+		ids[i] = in->jobs.v[i].id;
+	rc = ctl_wait(c, q, ids, in->jobs.n, o->wait_ms, o->quiet);
+	free(ids);
+	return rc;
 }
 
 /* ferryctl enqueue [-q] [--cache | --cache-ttl S] [--chunk-rows N]
- * [--delay DURATION | --at TIME] QUEUE JSON|- */
+ * [--delay DURATION | --at TIME] [--wait [TIMEOUT]] QUEUE JSON|- */
 int
 ctl_enqueue(struct ctl *c, int argc, char **argv)
 {
 	const struct queue_config *q;
 	struct input in = { 0 };
-	struct options o = { 0 };
-	int first = parse_args(argc, argv, &o), rc;
+	struct options o = { .wait_ms = -1 };
+	char joined[64];
+	int first, rc;
 
-	if (first < 0) {
+	join_wait_timeout(&argc, argv, joined, sizeof(joined));
+	if ((first = parse_args(argc, argv, &o)) < 0) {
 		fprintf(stderr, "usage: ferryctl enqueue [-q] [--cache | "
 		    "--cache-ttl SECONDS] [--chunk-rows N] [--delay DURATION | "
-		    "--at TIME] QUEUE JSON|-\n");
+		    "--at TIME] [--wait [TIMEOUT]] QUEUE JSON|-\n");
 		return CTL_EX_USAGE;
 	}
 	if ((q = ctl_queue(c, argv[first])) == NULL)

@@ -4,7 +4,11 @@
  * no longer the primary) sent again, on a new connection, until it
  * answers or CTL_RESEND_FOR_MS has passed. Only for calls that are safe to
  * repeat: an enqueue into a queue that keeps ids (idempotency_window), whose
- * jobs already accepted are answered "already accepted" the second time. */
+ * jobs already accepted are answered "already accepted" the second time.
+ * With redis_wait_replicas, such a call counts as answered only once that
+ * many replicas have it (WAIT on the same connection): a primary that
+ * acknowledged it and then lost its role before a replica had it (a
+ * Sentinel failover) forgets it, so it is sent again to the new one. */
 #include "ctl.h"
 
 #include <stdio.h>
@@ -35,6 +39,30 @@ sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Do redis_wait_replicas replicas have the last call of the connection?
+ * "" when they do, else why not (static text). */
+static const char *
+replicas_lag(struct ctl *c, char *why, size_t size)
+{
+	int want = c->cfg->redis_wait_replicas;
+	redisReply *r = redisCommand(c->rc, "WAIT %d %ld", want,
+	    c->cfg->redis_wait_timeout_ms);
+
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= want)
+		why[0] = '\0';
+	else if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+		snprintf(why, size, "reached %lld of %d replicas within "
+		    "redis_wait_timeout (%ld ms)", r->integer, want,
+		    c->cfg->redis_wait_timeout_ms);
+	else
+		snprintf(why, size, "WAIT for the replicas failed: %s",
+		    r != NULL && r->type == REDIS_REPLY_ERROR ? r->str :
+		    c->rc->errstr[0] != '\0' ? c->rc->errstr : "no reply");
+	if (r != NULL)
+		freeReplyObject(r);
+	return why;
+}
+
 redisReply *
 ctl_script_resent(struct ctl *c, const char *queue, bool may_resend,
     enum lua_script s, int nkeys, int argc, const char **argv,
@@ -43,15 +71,23 @@ ctl_script_resent(struct ctl *c, const char *queue, bool may_resend,
 	int64_t deadline = util_monotonic_ms() + CTL_RESEND_FOR_MS;
 	long delay = CTL_RESEND_FIRST_MS;
 
+	char lag[200] = "";
+
 	for (int tries = 1;; tries++) {
 		redisReply *r = c->rc != NULL ? queue_script(c->rc, s, nkeys, argc,
 		    argv, lens) : NULL;
-		if (!may_resend || !outcome_unknown(r) ||
+		bool answered = may_resend && !outcome_unknown(r);
+		if (answered && r->type != REDIS_REPLY_ERROR &&
+		    c->cfg->redis_wait_replicas > 0 &&
+		    util_monotonic_ms() + delay <= deadline)
+			answered = replicas_lag(c, lag, sizeof(lag))[0] == '\0';
+		if (!may_resend || answered ||
 		    util_monotonic_ms() + delay > deadline)
 			return r;
 		fprintf(stderr, "ferryctl: redis at %s: %s: %s; queue %s keeps "
 		    "ids (idempotency_window), so it is safe to send again: "
-		    "try %d in %ld ms\n", c->addr, what, r == NULL ? (c->rc !=
+		    "try %d in %ld ms\n", c->addr, what, r != NULL &&
+		    r->type != REDIS_REPLY_ERROR ? lag : r == NULL ? (c->rc !=
 		    NULL && c->rc->errstr[0] != '\0' ? c->rc->errstr :
 		    "no connection") : r->str, queue, tries + 1, delay);
 		if (r != NULL)

@@ -154,6 +154,10 @@ int h_ctl(struct h_run *r, const char *config, const char *input, ...);
 int h_ctl_v(struct h_run *r, const char *config, const char *input,
     va_list args);
 void h_run_free(struct h_run *r);
+/* The same in the background: stdin from the file `input`, stdout and
+ * stderr into files; its pid, for waitpid. */
+pid_t h_ctl_spawn(const char *config, const char *input, const char *out_path,
+    const char *err_path, ...);
 /* Fail the test unless the run exited with status (its output shown). */
 void h_run_expect(const struct h_run *r, int status);
 

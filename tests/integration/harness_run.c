@@ -4,6 +4,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,6 +114,33 @@ h_ctl_v(struct h_run *r, const char *config, const char *input,
 	return r->status;
 }
 
+pid_t
+h_ctl_spawn(const char *config, const char *input, const char *out_path,
+    const char *err_path, ...)
+{
+	const char *argv[16] = { "ferryctl", "-c", config }, *a;
+	int n = 3;
+	va_list ap;
+
+	va_start(ap, err_path);
+	while ((a = va_arg(ap, const char *)) != NULL && n < 15)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	int in = open(input, O_RDONLY), out = open(out_path, O_WRONLY |
+	    O_CREAT | O_TRUNC, 0644), err = open(err_path, O_WRONLY | O_CREAT |
+	    O_TRUNC, 0644);
+	cr_assert(in != -1 && out != -1 && err != -1, "%s, %s, %s: %s", input,
+	    out_path, err_path, strerror(errno));
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		child(argv, in, out, err);
+	close(in);
+	close(out);
+	close(err);
+	return pid;
+}
 
 int
 h_count_lines(const char *s)

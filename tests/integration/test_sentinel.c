@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 #include "servers_ha.h"
@@ -33,6 +34,8 @@ TestSuite(sentinel, .fini = teardown, .timeout = 600);
 
 #define QUEUE "[queue q]\nhandler = postgres\ntable = events\n" \
 	"columns = n\nworkers = 2\nbatch_size = 20\nmax_attempts = 1\n"
+
+static const char *queue_lines = QUEUE;   /* setup's queue */
 
 static const char *const fast_sync[] = { "--repl-diskless-sync", "yes",
 	"--repl-diskless-sync-delay", "0", NULL };
@@ -61,7 +64,7 @@ setup(const char *extra)
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
 	snprintf(global, sizeof(global), "%srestart_backoff_min = 10ms\n%s", pg,
 	    extra != NULL ? extra : "");
-	h_config(&d, global, QUEUE);
+	h_config(&d, global, queue_lines);
 	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 0, "%s%s",
 	    r.out, r.err);
 	h_run_free(&r);
@@ -202,6 +205,47 @@ Test(sentinel, forced_failover_every_job_once)
 	assert_once(n);
 	cr_assert_eq(test_redis_wait_role(old, "slave", 30000), 0,
 	    "the old primary did not become a replica");
+	h_stop(&d);
+}
+
+/* ferryctl enqueue --wait of 30,000 jobs on a queue that keeps ids, a
+ * SENTINEL FAILOVER during its calls: a call counts as answered only once
+ * both replicas have it (WAIT after each call); one the old primary took
+ * after the promotion (WAIT fails, READONLY, or the connection closed) is
+ * sent again to the primary the sentinels name, and the wait ends with
+ * every job written once. */
+Test(sentinel, enqueue_through_a_failover_every_job_once)
+{
+	char input[300], outp[300], errp[300];
+	int n = 30000, status;
+
+	queue_lines = QUEUE "idempotency_window = 10m\n";
+	setup(WAIT_ALL);        /* WAIT 1 of 2: see the README's table */
+	h_start(&d, 2);
+	snprintf(input, sizeof(input), "%s/jobs.jsonl", d.dir);
+	snprintf(outp, sizeof(outp), "%s/ctl.out", d.dir);
+	snprintf(errp, sizeof(errp), "%s/ctl.err", d.dir);
+	FILE *f = fopen(input, "w");
+	cr_assert_not_null(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "{\"id\":\"e%d\",\"n\":%d}\n", i, i);
+	fclose(f);
+	pid_t pid = h_ctl_spawn(d.config, input, outp, errp, "enqueue", "-q",
+	    "--wait", "5m", "q", "-", NULL);
+	while (h_redis_int(&d, "ZCARD ferry:{q}:ids") < 3000)
+		h_sleep_ms(1);
+	int old = d.redis.port;
+	cr_assert_eq(test_sentinels_failover(&ss), 0);
+	follow(old);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	char *err = h_read_file(errp);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
+	    status, err);
+	cr_assert_not_null(strstr(err, "30000 done, 0 dead, 0 pending, 0 "
+	    "unknown"), "%s", err);
+	fprintf(stderr, "sentinel: enqueue through a failover: %s", err);
+	free(err);
+	assert_once(n);
 	h_stop(&d);
 }
 
