@@ -14,8 +14,9 @@
 
 /* a worker process, read by its master */
 #define FERRY_EXIT_OK 0         /* clean stop or recycle: restart at once */
-#define FERRY_EXIT_FATAL 100    /* cannot work (bad credentials, missing
-                                 * table...): do not restart until reload */
+#define FERRY_EXIT_FATAL 100    /* cannot work (bad credentials, unsafe
+                                 * commits...): tried again after
+                                 * restart_backoff_max or on a reload */
 
 /* ferryctl */
 #define CTL_EX_OK 0

@@ -23,8 +23,9 @@ enum handler_status {
 	HANDLER_HANDED_BACK,    /* the jobs are another worker's now (this one
 	                         * was handed back as dead): settle nothing,
 	                         * stop */
-	HANDLER_FATAL,          /* this worker cannot go on until a reload
-	                         * (err says why): it exits FERRY_EXIT_FATAL */
+	HANDLER_FATAL,          /* this worker cannot go on (err says why):
+	                         * it exits FERRY_EXIT_FATAL, and its master
+	                         * tries again after restart_backoff_max */
 };
 
 enum handler_outcome {

@@ -176,6 +176,14 @@ scoreboard_set_error(struct scoreboard_slot *slot, const char *msg)
 }
 
 void
+scoreboard_clear_error(struct scoreboard_slot *slot)
+{
+	atomic_fetch_add(&slot->error_seq, 1);
+	slot->last_error[0] = '\0';
+	atomic_fetch_add(&slot->error_seq, 1);
+}
+
+void
 scoreboard_get_error(struct scoreboard_slot *slot, char *buf, size_t size)
 {
 	for (int tries = 0; tries < 100; tries++) {

@@ -124,6 +124,9 @@ void scoreboard_record_batch(struct scoreboard_slot *slot, int64_t ms);
 void scoreboard_set_error(struct scoreboard_slot *slot, const char *msg);
 enum scoreboard_error_class scoreboard_error_class(const char *msg);
 const char *scoreboard_error_class_name(int cls);
+/* An outage is over (a batch committed): last_error is no longer true
+ * (the counts stay). */
+void scoreboard_clear_error(struct scoreboard_slot *slot);
 /* Copy last_error consistently (retries while the worker writes it). */
 void scoreboard_get_error(struct scoreboard_slot *slot, char *buf, size_t size);
 const char *scoreboard_state_name(int state);

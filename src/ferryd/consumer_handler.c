@@ -79,8 +79,9 @@ run_again(struct consumer *c, struct consumer_lane *ln,
 			return st;
 		}
 		if (st == HANDLER_FATAL) {
-			log_error("queue %s: %s; this worker stops until a reload "
-			    "(SIGHUP)", c->q->name, err);
+			log_error("queue %s: %s; this worker stops (tried again "
+			    "after restart_backoff_max, or on a reload)", c->q->name,
+			    err);
 			return st;
 		}
 		if (since == 0) {
@@ -94,10 +95,12 @@ run_again(struct consumer *c, struct consumer_lane *ln,
 			return HANDLER_WAIT;
 		consumer_begin_batch(c, ln);
 	}
-	if (since != 0)
+	if (since != 0) {
 		log_notice("queue %s: %s reachable again after %.1f s",
 		    c->q->name, h->name,
 		    (double)(util_monotonic_ms() - since) / 1000.);
+		scoreboard_clear_error(c->slot);
+	}
 	return run_done(c);
 }
 
@@ -224,8 +227,8 @@ consumer_handler_open(struct consumer *c)
 {
 	if ((c->handler = handler_for(c->q->handler)) == NULL) {
 		log_error("queue %s: handler %d has no implementation; this "
-		    "worker stops until a reload (SIGHUP)", c->q->name,
-		    c->q->handler);
+		    "worker stops (tried again after restart_backoff_max)",
+		    c->q->name, c->q->handler);
 		return false;
 	}
 	struct handler_host host = { .cfg = c->cfg, .q = c->q,

@@ -116,8 +116,11 @@ free_number(const struct master_queue *mq)
 static void
 restart_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
+	struct master_worker *w = t->data;
+
 	(void)revents;
-	spawn(ev_userdata(loop), t->data);
+	w->fatal = false;
+	spawn(ev_userdata(loop), w);
 }
 
 static struct master_worker *
@@ -310,10 +313,19 @@ worker_died(struct master *m, struct master_worker *w, int status)
 		return;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_FATAL) {
-		log_error("queue %s: worker %d (pid %d) exited with fatal code %d "
-		    "and will not be restarted; fix the cause and reload (SIGHUP)",
-		    mq->cfg.name, w->number, (int)pid, FERRY_EXIT_FATAL);
+		/* what it found (credentials refused, commits not safe) may be
+		 * fixed without telling ferryd: try again after the longest
+		 * backoff, at once on a reload */
+		log_error("queue %s: worker %d (pid %d) exited with fatal code %d; "
+		    "it is started again in %.1f s, or at a reload (SIGHUP) once "
+		    "the cause is fixed", mq->cfg.name, w->number, (int)pid,
+		    FERRY_EXIT_FATAL, (double)cfg->restart_backoff_max_ms / 1000.);
 		w->fatal = true;
+		w->restarts++;
+		mq->totals.restarts++;
+		ev_timer_set(&w->restart_timer,
+		    (double)cfg->restart_backoff_max_ms / 1000., 0.);
+		ev_timer_start(m->loop, &w->restart_timer);
 		return;
 	}
 	bool clean = WIFEXITED(status) && WEXITSTATUS(status) == FERRY_EXIT_OK;

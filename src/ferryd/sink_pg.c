@@ -74,10 +74,10 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 	if (st == PG_OK) {
 		pg_conn_note_commits(s->conn, s->cfg, s->q, risk,
 		    &s->commits_safe);
-		/* a table that existed when this worker started and is gone
-		 * now (renamed away, a column dropped) is an outage: the jobs
-		 * wait until it is back; only at the start is it fatal */
-		bool described = s->targets[0].copy_sql != NULL;
+		/* a table, column or ferry_batches missing now (renamed away
+		 * by a migration, dropped) is an outage, also at this
+		 * worker's first batch: ferryd found them all at its start
+		 * (main.c), so the jobs wait until they are back */
 		for (int t = 0; t < s->ntargets && st == PG_OK; t++)
 			st = pg_target_describe(&s->targets[t], s->conn, err,
 			    errsize);
@@ -87,7 +87,7 @@ connect_db(struct sink_pg *s, char *err, size_t errsize)
 		for (int t = 0; t < s->ntargets && st == PG_OK; t++)
 			st = pg_target_prepare(&s->targets[t], s->conn, err,
 			    errsize);
-		if (st == PG_FATAL && described)
+		if (st == PG_FATAL)
 			st = PG_UNAVAILABLE;
 	}
 	if (st != PG_OK) {

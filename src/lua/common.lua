@@ -306,10 +306,13 @@ local function dead_id(d)
 end
 
 
--- Hand a processing list back to requeue, stamped with the batch key and, when bump, one more recovery. Everything is computed before the first write. A job past max_recoveries goes back too: the worker that takes it fences its stamps and buries it (it is dead only if it was never written).
-local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump)
+-- Hand a processing list back to requeue, stamped with the batch key and, when bump, one more recovery; counted as recovered in stats when count (its worker or host died, not a worker that stopped: a clean or fatal exit, ferryd stopping it). Everything is computed before the first write. A job past max_recoveries goes back too: the worker that takes it fences its stamps and buries it (it is dead only if it was never written).
+local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recoveries, bump, count)
 	local jobs = redis.call('LRANGE', proc, 0, -1)
 	local kind, batch = batch_of(bkeys, wid)
+	-- a list of a worker handed back already (tombstoned) was a dead one's
+	local owner = redis.call('HGET', owners, wid)
+	if type(owner) == 'string' and string.sub(owner, 1, 5) == 'dead:' then count = true end
 	-- no batch key: BLMOVE moved these documents from ready and no fetch counted them (fetch.lua)
 	local uncounted = 0
 	if not batch then uncounted = #jobs end
@@ -343,7 +346,7 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 	-- the reaper sweeps the list again before removing the tombstone
 	redis.call('HSET', owners, wid, 'dead:' .. string.format('%d', now))
 	redis.call('HDEL', bkeys, wid)
-	if #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end
+	if count and #back > 0 then redis.call('HINCRBY', stats, 'recovered', #back) end
 	if #buried > 0 then redis.call('HINCRBY', stats, 'dead', #buried) end
 	if uncounted > 0 then redis.call('HINCRBY', stats, 'enqueued', uncounted) end
 	return { #back, #buried }

@@ -66,13 +66,13 @@ for i = 1, #owners, 2 do
 		-- after its death, unprocessed (no recovery counted)
 		if redis.call('EXISTS', proc) == 1 then
 			r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
-				wid, tonumber(ARGV[3]) or 0, false)
+				wid, tonumber(ARGV[3]) or 0, false, false)
 		elseif now - (tonumber(string.sub(mid, 6)) or 0) > TOMBSTONE_MS then
 			redis.call('HDEL', KEYS[1], wid)
 		end
 	elseif wait == 0 and mid ~= self and (deadline[mid] or 0) <= now then
 		r = reclaim(proc, KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5],
-			wid, tonumber(ARGV[3]) or 0, true)
+			wid, tonumber(ARGV[3]) or 0, true, true)
 	else
 		holds[mid] = true
 	end

@@ -155,30 +155,33 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
-/* A reload to columns that name a column the table lacks (valid INI,
- * which `ferryd -t` cannot check against the table): the queue's new
- * worker stops with the fatal code and is not restarted; `ferryctl
- * status` shows it fatal with the reason (its last_error was empty: the
- * status read a worker's slot only while it ran). Fixed and reloaded,
- * every job is done once. */
-Test(pg, fatal_worker_shows_why_in_status)
+/* A reload to require_sync_commit = yes on a server that commits without
+ * a standby: the queue's new worker exits with the fatal code; `ferryctl
+ * status`, /api/workers and the dashboard show it fatal with the reason;
+ * it is started again on its own after restart_backoff_max (and exits
+ * fatal again while the cause lasts); reloaded without it, every job is
+ * done once. */
+Test(pg, fatal_worker_shows_why_and_is_tried_again)
 {
 	char global[512], *out = NULL;
 
 	int port = test_free_port();
 
 	h_setup(&d, NULL, "");
-	snprintf(global, sizeof(global), "%shttp_listen = 127.0.0.1:%d\n",
-	    h_pg_start(&d), port);
+	snprintf(global, sizeof(global), "%shttp_listen = 127.0.0.1:%d\n"
+	    "restart_backoff_max = 1s\n", h_pg_start(&d), port);
 	h_pg_exec(&d, PE_EVENTS_TABLE);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
-	h_expect_log(&d, "nosuch");
+	h_expect_log(&d, "require_sync_commit");
 	h_expect_log(&d, "exited with fatal code");
 	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_start(&d, 1);
-	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, nosuch\nworkers = 1\n");
+	char sync_global[600];
+	snprintf(sync_global, sizeof(sync_global), "%srequire_sync_commit = "
+	    "yes\n", global);
+	h_config(&d, sync_global, "[queue q]\nhandler = postgres\n"
+	    "table = events\ncolumns = n, payload\nworkers = 1\n");
 	kill(d.pid, SIGHUP);
 	h_wait_log(&d, "reload: done", 1);
 	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
@@ -188,15 +191,15 @@ Test(pg, fatal_worker_shows_why_in_status)
 	cr_assert(strstr(out, "state=fatal") != NULL, "%s", out);
 	char *line = strstr(out, "worker queue=q");
 	cr_assert(line != NULL && strstr(line, "last_error=") != NULL &&
-	    strstr(strstr(line, "last_error="), "nosuch") != NULL,
+	    strstr(strstr(line, "last_error="), "require_sync_commit") != NULL,
 	    "the fatal worker's status does not say why: %s", out);
 	free(out);
 	/* /api/workers: fatal (not its last state), with the reason */
 	json_t *o = h_http_json(port, "/api/workers");
 	json_t *w = json_array_get(json_object_get(o, "workers"), 0);
 	cr_assert_str_eq(h_jstr(w, "state"), "fatal");
-	cr_assert(strstr(h_jstr(w, "last_error"), "nosuch") != NULL, "%s",
-	    h_jstr(w, "last_error"));
+	cr_assert(strstr(h_jstr(w, "last_error"), "require_sync_commit") !=
+	    NULL, "%s", h_jstr(w, "last_error"));
 	json_decref(o);
 	/* the dashboard's page (it works without JavaScript) says so too */
 	char *page = NULL;
@@ -204,7 +207,47 @@ Test(pg, fatal_worker_shows_why_in_status)
 	cr_assert(strstr(page, "data-k=\"state\" class=\"t\">fatal<") != NULL,
 	    "the dashboard does not show the worker fatal");
 	free(page);
+	/* tried again on its own, restart_backoff_max (1 s) apart */
+	h_wait_log(&d, "exited with fatal code", 3);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
 	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, payload\nworkers = 1\n");
+	kill(d.pid, SIGHUP);
+	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
+	assert_rows_once(100);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	h_stop(&d);
+}
+
+/* A reload to columns that name a column the table lacks (valid INI,
+ * which `ferryd -t` cannot check against the table) is an outage like a
+ * column dropped by a migration: the jobs wait, the worker's status
+ * names the column; fixed and reloaded, every job is done once. */
+Test(pg, reload_to_a_missing_column_waits)
+{
+	char *out = NULL;
+	const char *pg;
+
+	h_setup(&d, NULL, "");
+	pg = h_pg_start(&d);
+	h_pg_exec(&d, PE_EVENTS_TABLE);
+	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, payload\nworkers = 1\n");
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
+	h_start(&d, 1);
+	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
+	    "columns = n, nosuch\nworkers = 1\n");
+	kill(d.pid, SIGHUP);
+	h_wait_log(&d, "reload: done", 1);
+	h_push_jobs(&d, "q", 0, 100);
+	h_wait_log(&d, "waits in Redis", 1);
+	cr_assert_eq(pe_ctl(&d, "status", &out), 0, "%s", out);
+	char *line = strstr(out, "worker queue=q");
+	cr_assert(line != NULL && strstr(line, "nosuch") != NULL, "%s", out);
+	cr_assert(strstr(out, "state=fatal") == NULL, "%s", out);
+	free(out);
+	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, payload\nworkers = 1\n");
 	kill(d.pid, SIGHUP);
 	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
@@ -288,6 +331,43 @@ Test(pg, renamed_table_waits)
 {
 	schema_outage("ALTER TABLE events RENAME TO events_away", "42P01",
 	    "ALTER TABLE events_away RENAME TO events");
+}
+
+/* The table renamed by a migration after ferryd started but before a
+ * worker's first batch, and back 5 s later, with 3 reloads meanwhile (each
+ * replaces the workers, whose first batch then finds no table): the job
+ * waits like in any outage, no worker exits fatal, nothing is counted
+ * recovered or retried, and the job is written once when the table is
+ * back; the worker's last error is cleared once a batch commits. */
+Test(pg, renamed_before_the_first_batch_waits)
+{
+	struct h_run r;
+
+	setup(NULL, "workers = 2\nbatch_size = 10\n");
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
+	h_start(&d, 2);
+	h_pg_exec(&d, "ALTER TABLE events RENAME TO events_away");
+	h_push_jobs(&d, "q", 0, 1);
+	h_wait_log(&d, "waits in Redis", 1);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(h_ctl(&r, d.config, NULL, "reload", NULL), 0);
+		h_run_free(&r);
+		h_sleep_ms(1000);
+	}
+	h_sleep_ms(1500);
+	cr_assert_eq(h_count_in_file(d.log, "fatal"), 0, "a worker exited fatal");
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 0);
+	h_pg_exec(&d, "ALTER TABLE events_away RENAME TO events");
+	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
+	assert_rows_once(1);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 0);
+	h_ctl(&r, d.config, NULL, "status", NULL);
+	cr_assert_eq(r.status, 0);
+	cr_assert_null(strstr(r.out, "state=fatal"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "does not exist"), "%s", r.out);
+	h_run_free(&r);
+	h_stop(&d);
 }
 
 /* One batch of 500: 3 rows break a CHECK constraint, 1 has a wrong type.
