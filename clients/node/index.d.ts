@@ -48,6 +48,30 @@ export interface EnqueueOptions {
    * (ferryctl enqueue --at); a time past pushes them at once. Not with
    * delay. */
   runAt?: Date | number;
+  /** Then wait up to this many ms for the jobs (Producer#wait): the
+   * result's outcome. Only on a queue with an idempotency_window (else a
+   * NotIdempotentError before anything is pushed), and every job needs an
+   * id of its own (else an InvalidJobError, nothing pushed). */
+  wait?: number;
+}
+
+export interface WaitOptions {
+  /** How long to wait, in ms (default 30000; 0: look once). */
+  timeout?: number;
+}
+
+/** The outcome of each id waited for, each once, in the caller's order. */
+export interface WaitResult {
+  /** Done: the job's rows are committed. */
+  done: string[];
+  /** Dead-lettered, with the dead entry's reason ("purged" when the entry
+   * was purged or archived before it was read). */
+  dead: { id: string; reason: string }[];
+  /** Still waiting, scheduled, running or retried when the time was up. */
+  pending: string[];
+  /** Not held by the queue: never accepted with this id, or forgotten
+   * idempotency_window after it settled. */
+  unknown: string[];
 }
 
 export class Producer {
@@ -67,16 +91,30 @@ export class Producer {
    * before anything is pushed. */
   enqueue(queue: string, jobOrJobs: Job | Job[],
     options?: EnqueueOptions): Promise<EnqueueResult>;
+  /** Waits until each job of ids (enqueued on queue, which must keep ids:
+   * an idempotency_window above 0, else NotIdempotentError) is done, dead
+   * or the timeout is up; resolves (never rejects) on a timeout, with the
+   * ids still pending. Reads only; a lost connection is waited out. */
+  wait(queue: string, ids: ReadonlyArray<string | number | bigint>,
+    options?: WaitOptions): Promise<WaitResult>;
 }
 
 /** The ids of an enqueue, in order; already: those the queue had accepted
- * already (a queue with an idempotency_window), not pushed again. */
-export type EnqueueResult = string[] & { readonly already: string[] };
+ * already (a queue with an idempotency_window), not pushed again; outcome:
+ * with the wait option, what the wait found (else undefined). */
+export type EnqueueResult = string[] & { readonly already: string[];
+  readonly outcome?: WaitResult };
 
 /** Producer#enqueue on options.producer, else on a shared client to
  * $FERRY_REDIS_URL (default redis://localhost:6379/0). */
 export function enqueue(queue: string, jobOrJobs: Job | Job[],
   options?: EnqueueOptions & { producer?: Producer }): Promise<EnqueueResult>;
+
+/** Producer#wait on options.producer, else on the shared client of
+ * enqueue(). */
+export function wait(queue: string,
+  ids: ReadonlyArray<string | number | bigint>,
+  options?: WaitOptions & { producer?: Producer }): Promise<WaitResult>;
 
 /** Closes the shared client enqueue() opened, if any. */
 export function close(): Promise<void>;
@@ -85,7 +123,8 @@ export function close(): Promise<void>;
  * copy. */
 export function loadScript(path?: string): Buffer;
 
-/** Any failure of enqueue; pushed lists the ids that did go in. */
+/** Any failure of enqueue or wait; pushed lists the ids that did go
+ * in. */
 export class FerryError extends Error {
   readonly pushed: string[];
 }
@@ -107,3 +146,7 @@ export class NotReplicatedError extends FerryError {
   readonly reached: number;
   readonly wanted: number;
 }
+
+/** A wait (Producer#wait, enqueue's wait option) on a queue that keeps no
+ * ids: its idempotency_window is 0 or not set. Nothing was pushed. */
+export class NotIdempotentError extends FerryError {}

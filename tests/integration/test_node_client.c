@@ -1,15 +1,20 @@
-/* test_node_client.c - clients/node's `node --test` suites against a real
- * redis-server, PostgreSQL and ferryd started here (queues node and later
- * without workers, for what the tests read back from Redis; queues pg and
- * pglater into a PostgreSQL table; queue page_views as doc/bullmq.md's
+/* test_node_client.c - clients/node's `node --test` suites (test/run.js,
+ * which leaves the servers to this driver when FERRY_TEST_REDIS_PORT is
+ * set) against a real redis-server, PostgreSQL and ferryd started here
+ * (the queues of clients/node/test/ferryd.ini: node, later and nodei
+ * without workers, for what the tests read back from Redis, pglater into
+ * table events, pgi into table waits (test/schema.sql) for the waits of
+ * wait.test.js; queue pg into events; queue page_views as doc/bullmq.md's
  * worked example sets it up, clients/node/examples/bullmq-migration), then
  * the rows the Node producer sent checked in PostgreSQL: exactly 4,450
  * events (150 of them delayed) and the example's 2,510 page views, each
- * once. `npm ci` first installs the pinned redis package
- * (package-lock.json) into clients/node/node_modules. The node and npm on
- * PATH (scripts/deps installs Debian's nodejs and npm when there is no
- * node), or $NODE and $NPM; either missing, npm ci failing or a test
- * failing fails this test. */
+ * once. The suites reach PostgreSQL (FERRY_TEST_PG_PORT) and ferryctl
+ * (FERRY_TEST_FERRYCTL, FERRY_TEST_CONFIG) too. `npm ci` first installs
+ * the pinned redis package (package-lock.json) into
+ * clients/node/node_modules. The node and npm on PATH (scripts/deps
+ * installs Debian's nodejs and npm when there is no node), or $NODE and
+ * $NPM; either missing, npm ci failing or a test failing fails this
+ * test. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +24,7 @@
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
 #define EXAMPLE NODE_CLIENT "/examples/bullmq-migration"
-#define NODE_TESTS 39
+#define NODE_TESTS 47
 
 static struct ferryd d;
 
@@ -41,28 +46,33 @@ Test(node_client, node_test_suite_and_rows_in_postgres)
 	};
 	const char *node = getenv("NODE") ? getenv("NODE") : "node";
 	const char *npm = getenv("NPM") ? getenv("NPM") : "npm";
-	char line[2048], queues[2048], want[64];
+	const char *ferryctl = getenv("FERRYCTL") ? getenv("FERRYCTL") :
+	    TEST_BUILDDIR "/ferryctl";
+	char line[4096], queues[4096], sql[4096], want[64];
+	char *suite = h_read_file(NODE_CLIENT "/test/ferryd.ini");
+	char *suite_sql = h_read_file(NODE_CLIENT "/test/schema.sql");
 	char *example = h_read_file(EXAMPLE "/ferryd.ini");
 	char *schema = h_read_file(EXAMPLE "/schema.sql");
 
 	cr_assert(strstr(example, "[queue page_views]") != NULL,
 	    "%s/ferryd.ini: no [queue page_views]", EXAMPLE);
-	snprintf(queues, sizeof(queues), "[queue node]\nworkers = 0\n"
-	    "[queue later]\nworkers = 0\n"
-	    "[queue nodei]\nworkers = 0\nidempotency_window = 1m\n"
-	    "[queue pglater]\nhandler = postgres\ntable = events\n"
-	    "columns = n\nworkers = 1\n%s", example);
-	h_client_start(&d, queues, schema, 5);
+	cr_assert(strstr(suite, "[queue pgi]") != NULL,
+	    "%s/test/ferryd.ini: no [queue pgi]", NODE_CLIENT);
+	snprintf(queues, sizeof(queues), "%s%s", suite, example);
+	snprintf(sql, sizeof(sql), "%s%s", schema, suite_sql);
+	/* workers: pg 2, pglater 1, pgi 1, page_views 2 */
+	h_client_start(&d, queues, sql, 6);
+	free(suite);
+	free(suite_sql);
 	free(example);
 	free(schema);
 	snprintf(line, sizeof(line), "cd %s && %s ci --no-audit --no-fund "
 	    "--prefer-offline", NODE_CLIENT, npm);
 	free(h_shell(&d, line, "npm-ci.out"));
 	snprintf(line, sizeof(line), "cd %s && FERRY_TEST_REDIS_PORT=%d "
-	    "FERRY_BUILT_ENQUEUE_LUA=%s %s --test --test-reporter=tap "
-	    "test/enqueue.test.js test/delayed.test.js "
-	    "test/bullmq-migration.test.js test/idempotent.test.js",
-	    NODE_CLIENT, d.redis.port,
+	    "FERRY_TEST_PG_PORT=%d FERRY_TEST_CONFIG=%s FERRY_TEST_FERRYCTL=%s "
+	    "FERRY_BUILT_ENQUEUE_LUA=%s %s test/run.js", NODE_CLIENT,
+	    d.redis.port, d.pg.port, d.config, ferryctl,
 	    TEST_BUILDDIR "/gen/lua/enqueue.lua", node);
 	char *text = h_shell(&d, line, "node-test.out");
 	snprintf(want, sizeof(want), "# pass %d\n", NODE_TESTS);

@@ -2,7 +2,8 @@
 // errors.js - what ferry-client rejects with: a job ferry would never
 // process (InvalidJobError, nothing of that call pushed), Redis too full to
 // take more (QueueFullError), jobs in the queue but not yet on enough
-// replicas (NotReplicatedError). Every one carries the ids already pushed by
+// replicas (NotReplicatedError), a wait on a queue that keeps no ids
+// (NotIdempotentError). Every one carries the ids already pushed by
 // earlier script calls of the same enqueue, if any (as clients/python).
 
 /** Any failure of enqueue; `pushed` lists the ids that did go in. */
@@ -39,5 +40,9 @@ class NotReplicatedError extends FerryError {
   }
 }
 
+/** A wait (Producer#wait, enqueue's wait) on a queue that keeps no ids:
+ * its idempotency_window is 0 or not set. Nothing was pushed. */
+class NotIdempotentError extends FerryError {}
+
 module.exports = { FerryError, InvalidJobError, QueueFullError,
-  NotReplicatedError };
+  NotReplicatedError, NotIdempotentError };

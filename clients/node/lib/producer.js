@@ -11,12 +11,14 @@
 // $(pkgdatadir)/lua/enqueue.lua). Each job goes with its own id: on a queue
 // with an idempotency_window, a job whose id the queue holds is "already
 // accepted" (the result's `already`), and a call whose reply was lost is
-// sent again, as ferryctl does (RESEND_FOR_MS).
+// sent again, as ferryctl does (RESEND_FOR_MS). On such a queue the
+// producer can wait for its jobs (Producer#wait, enqueue's wait: wait.js).
 
 const fs = require('node:fs');
 const path = require('node:path');
 const { ErrorReply } = require('redis');
 const jobs = require('./jobs');
+const { waitFor, timeoutMs, notIdempotent } = require('./wait');
 const { FerryError, InvalidJobError, NotReplicatedError, QueueFullError } =
   require('./errors');
 
@@ -171,11 +173,14 @@ class Producer {
    * way. chunkRows splits bigger "data" arrays
    * into jobs ID:INDEX; id names a single job. delay (ms) or runAt (a
    * Date, or Unix ms) holds the jobs in the queue's scheduled set until
-   * then, by the Redis clock (ferryctl enqueue --delay / --at). */
+   * then, by the Redis clock (ferryctl enqueue --delay / --at). wait (ms,
+   * on a queue with an idempotency_window; every job needs an id) waits
+   * for the jobs too, as wait() does, and the result's `outcome` is
+   * wait()'s answer. */
   async enqueue(queue, jobOrJobs, options = {}) {
     const single = !Array.isArray(jobOrJobs);
     const docs = single ? [jobOrJobs] : jobOrJobs;
-    const { cache, cacheTtl, chunkRows, id, delay, runAt } = options;
+    const { cache, cacheTtl, chunkRows, id, delay, runAt, wait } = options;
     if (id !== undefined && !single) {
       throw new TypeError('id names a single job; give each job of an ' +
         'array its own "id"');
@@ -189,6 +194,8 @@ class Producer {
     if (cacheTtl !== undefined) positive('cacheTtl', cacheTtl, TTL_MAX_S);
     const cached = Boolean(cache) || cacheTtl !== undefined;
     const due = dueMarker(delay, runAt);
+    const waitMs = wait === undefined || wait === null ? null
+      : timeoutMs('wait', wait);
     const tag = `${this.prefix}:{${queue}}:`;
     const elements = [];
     const cacheKeys = cached ? new jobs.CacheKeys(`${tag}cache:`) : null;
@@ -198,6 +205,18 @@ class Producer {
         elements.push(e);
       }
     });
+    if (waitMs !== null) {
+      // refused before anything is pushed: what could not be waited for
+      const bare = elements.find((e) => e.ownId === '');
+      if (bare) {
+        throw new InvalidJobError(bare.index, 'it has no "id" of its own, ' +
+          'and a job is waited for by its id: give each job an "id" (or ' +
+          'enqueue without wait)');
+      }
+      if (!await this._keepsIds(tag, Date.now() + RESEND_FOR_MS)) {
+        throw notIdempotent(queue);
+      }
+    }
     const pushed = [];
     // the jobs the queue had accepted already (an idempotency_window)
     const already = [];
@@ -208,7 +227,23 @@ class Producer {
       for (const i of again) already.push(call[i - 1].id);
     }
     await this._replicated(queue, pushed);
+    if (waitMs !== null) {
+      Object.defineProperty(pushed, 'outcome',
+        { value: await waitFor(this, queue, pushed, waitMs) });
+    }
     return pushed;
+  }
+
+  /** Wait until each of the ids (strings or integers, as enqueue gave
+   * them) of jobs enqueued on `queue`, a queue with an
+   * idempotency_window, is done (its rows committed), dead, or the
+   * timeout (ms, default 30000) is up. Resolves to { done, dead: [{id,
+   * reason}], pending, unknown }, each id once in the caller's order; a
+   * timeout resolves too, with the ids still pending. A queue that keeps
+   * no ids rejects with NotIdempotentError. Reads only: the scores of the
+   * ids (doc/formats.md, "Waiting for jobs"). */
+  async wait(queue, ids, options = {}) {
+    return waitFor(this, queue, ids, (options ?? {}).timeout);
   }
 
   /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the

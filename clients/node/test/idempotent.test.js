@@ -8,10 +8,9 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const { createClient } = require('redis');
 const { Producer } = require('..');
-const { port, connect, waitFor } = require('./helpers');
+const { connect, waitFor, replyLosingProxy } = require('./helpers');
 
 const READY = 'ferry:{nodei}:ready';
 const IDS = 'ferry:{nodei}:ids';
@@ -28,32 +27,6 @@ async function redis() {
 after(async () => {
   if (r !== null) await r.quit();
 });
-
-/** 127.0.0.1:port in front of Redis. With loseNext set, the next request
- * is forwarded, its reply dropped and the connection closed: the command
- * ran, the client never hears of it. */
-function replyLosingProxy() {
-  const proxy = { loseNext: false, lost: 0 };
-  proxy.server = net.createServer((client) => {
-    const upstream = net.connect(Number(port), '127.0.0.1');
-    client.on('data', (data) => upstream.write(data));
-    upstream.on('data', (data) => {
-      if (proxy.loseNext) {
-        proxy.loseNext = false;
-        proxy.lost += 1;
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      client.write(data);
-    });
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-  });
-  return new Promise((resolve) => proxy.server.listen(0, '127.0.0.1',
-    () => resolve(proxy)));
-}
 
 test('ids held are already accepted', async () => {
   await redis();

@@ -1,12 +1,14 @@
 """errors.py - what ferry_client raises: a job ferry would never process
 (InvalidJobError, nothing of that call pushed), Redis too full to take more
 (QueueFullError), jobs in the queue but not yet on enough replicas
-(NotReplicatedError). Every one carries the ids already pushed by earlier
+(NotReplicatedError), a wait on a queue that keeps no ids
+(NotIdempotentError). Every one carries the ids already pushed by earlier
 calls of the same enqueue, if any."""
 
 
 class FerryError(Exception):
-    """Any failure of enqueue; `pushed` lists the ids that did go in."""
+    """Any failure of enqueue or wait; `pushed` lists the ids that did go
+    in."""
 
     def __init__(self, message, pushed=()):
         super().__init__(message)
@@ -37,3 +39,8 @@ class NotReplicatedError(FerryError):
         super().__init__(message, pushed)
         self.reached = reached
         self.wanted = wanted
+
+
+class NotIdempotentError(FerryError):
+    """A wait (Producer.wait, enqueue's wait=) on a queue that keeps no ids:
+    its idempotency_window is 0 or not set. Nothing was pushed."""

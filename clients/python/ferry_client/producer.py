@@ -7,7 +7,8 @@ script is the copy shipped in this package, or the installed one
 Each job goes with its own id: on a queue with an idempotency_window, a
 job whose id the queue holds is "already accepted" (EnqueueResult.already),
 and a call whose reply was lost is sent again, as ferryctl does
-(RESEND_FOR_S)."""
+(RESEND_FOR_S). On such a queue the producer can wait for its jobs
+(Producer.wait, enqueue's wait=: wait.py)."""
 
 import datetime
 import hashlib
@@ -19,6 +20,7 @@ from importlib import resources
 import redis
 
 from . import jobs as jobs_mod
+from . import wait as wait_mod
 from .errors import FerryError, InvalidJobError, NotReplicatedError, \
     QueueFullError
 
@@ -35,11 +37,13 @@ RESEND_MAX_S = 2.0
 class EnqueueResult(list):
     """The ids of the jobs of an enqueue, in order (a list, as ferryctl
     prints them); already: those the queue had accepted already (an
-    idempotency_window), not pushed again."""
+    idempotency_window), not pushed again; outcome: with wait=, what the
+    wait found (a WaitResult), else None."""
 
-    def __init__(self, ids=(), already=()):
+    def __init__(self, ids=(), already=(), outcome=None):
         super().__init__(ids)
         self.already = list(already)
+        self.outcome = outcome
 
 
 def load_script(path=None):
@@ -82,7 +86,7 @@ class Producer:
         self._said_unchecked = False
 
     def enqueue(self, queue, job_or_jobs, cache=None, cache_ttl=None,
-                chunk_rows=None, id=None, delay=None, run_at=None):
+                chunk_rows=None, id=None, delay=None, run_at=None, wait=None):
         """Push one job (a dict, or JSON text pushed as it is) or a list of
         them onto `queue`; returns the ids, as ferryctl enqueue prints them.
         cache=True (or a cache_ttl, unused otherwise) moves each job's
@@ -93,7 +97,10 @@ class Producer:
         jobs ID:INDEX; id names a single job. delay (seconds, or a
         datetime.timedelta) or run_at (an aware datetime, or Unix seconds)
         holds the jobs in the queue's scheduled set until then, by the Redis
-        clock (ferryctl enqueue --delay / --at)."""
+        clock (ferryctl enqueue --delay / --at). wait (seconds or a
+        timedelta, on a queue with an idempotency_window; every job needs
+        an id) waits for the jobs too, as wait() does: the result's
+        outcome is wait()'s answer."""
         single = not isinstance(job_or_jobs, (list, tuple))
         docs = [job_or_jobs] if single else list(job_or_jobs)
         if id is not None and not single:
@@ -104,19 +111,45 @@ class Producer:
             _positive("cache_ttl", cache_ttl, TTL_MAX_S)
         cached = bool(cache) or cache_ttl is not None
         due = _due_marker(delay, run_at)
+        wait_s = None if wait is None else \
+            wait_mod.timeout_seconds("wait", wait)
         tag = "%s:{%s}:" % (self.prefix, queue)
         elements = []
         keys = jobs_mod.CacheKeys(tag + "cache:") if cached else None
         for i, doc in enumerate(docs):
             elements += jobs_mod.build(doc, i, keys, rows,
                                        id if single else None)
+        if wait_s is not None:
+            # refused before anything is pushed: what could not be waited for
+            for e in elements:
+                if not e.own_id:
+                    raise InvalidJobError(
+                        e.index, "it has no \"id\" of its own, and a job is "
+                        "waited for by its id: give each job an \"id\" (or "
+                        "enqueue without wait=)")
+            if not self._keeps_ids(tag, time.monotonic() + RESEND_FOR_S):
+                raise wait_mod.not_idempotent(queue)
         pushed = EnqueueResult()
         for call in _calls(elements):
             already = self._push(tag, call, due, pushed)
             pushed += [e.id for e in call]
             pushed.already += [call[i - 1].id for i in already]
         self._replicated(queue, pushed)
+        if wait_s is not None:
+            pushed.outcome = wait_mod.wait_for(self, queue, pushed, wait_s)
         return pushed
+
+    def wait(self, queue, ids, timeout=None):
+        """Wait until each of the ids (str or int, as enqueue returned
+        them) of jobs enqueued on `queue`, a queue with an
+        idempotency_window, is done (its rows committed), dead, or the
+        timeout (seconds or a timedelta, default 30) is up. Returns a
+        WaitResult (done, dead as (id, reason) pairs, pending, unknown; each
+        id once, in the caller's order); a timeout returns too, with the ids
+        still pending. A queue that keeps no ids raises NotIdempotentError.
+        Reads only: the scores of the ids (doc/formats.md, "Waiting for
+        jobs")."""
+        return wait_mod.wait_for(self, queue, ids, timeout)
 
     def _push(self, tag, call, due, pushed):
         """One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the

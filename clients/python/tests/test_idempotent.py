@@ -7,70 +7,16 @@ no ids, the error comes through as it came."""
 
 import json
 import os
-import socket
-import threading
-import time
 import warnings
 
 import pytest
 import redis
 
 from ferry_client import Producer
+from helpers import ReplyLosingProxy, wait_published
 
 READY = "ferry:{pyi}:ready"
 IDS = "ferry:{pyi}:ids"
-
-
-def wait_published(r, queue, want):
-    """ferryd publishes a queue's idempotency_window within a second."""
-    for _ in range(100):
-        got = r.hget("ferry:{%s}:config" % queue, "idempotency_window")
-        if (got is not None) == want:
-            return
-        time.sleep(0.05)
-    raise AssertionError("idempotency_window of %s not as expected" % queue)
-
-
-class ReplyLosingProxy:
-    """127.0.0.1:port in front of Redis, forwarding both ways. With
-    lose_next set, the next request is forwarded, its reply read and
-    dropped, and the connection closed: the command ran, the client never
-    hears of it."""
-
-    def __init__(self, redis_port):
-        self.redis_port = redis_port
-        self.lose_next = False
-        self.lost = 0
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(8)
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            client, _ = self.listener.accept()
-            server = socket.create_connection(("127.0.0.1", self.redis_port))
-            threading.Thread(target=self._pump, args=(client, server),
-                             daemon=True).start()
-
-    def _pump(self, client, server):
-        try:
-            while True:
-                data = client.recv(1 << 16)
-                if not data:
-                    break
-                server.sendall(data)
-                reply = server.recv(1 << 16)
-                if self.lose_next:
-                    self.lose_next = False
-                    self.lost += 1
-                    break
-                client.sendall(reply)
-        except OSError:
-            pass
-        client.close()
-        server.close()
 
 
 def test_ids_held_are_already_accepted(r):
