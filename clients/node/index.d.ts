@@ -25,6 +25,10 @@ export interface ProducerOptions {
   waitReplicas?: number;
   /** redis_wait_timeout in ms (default 1000). */
   waitTimeoutMs?: number;
+  /** How long a call whose outcome is unknown (or that fewer than
+   * waitReplicas replicas have) is sent again on a queue that keeps ids,
+   * in ms (default 60000, as ferryctl). */
+  resendForMs?: number;
   /** enqueue.lua to run instead of the package's copy (else
    * $FERRY_ENQUEUE_LUA, else the copy). */
   scriptPath?: string;
@@ -84,6 +88,7 @@ export class Producer {
   readonly cacheKeyPrefixes: string[];
   readonly waitReplicas: number;
   readonly waitTimeoutMs: number;
+  readonly resendForMs: number;
   /** The script's SHA-1, as EVALSHA takes it. */
   readonly sha: string;
   /** Resolves to the ids pushed, as ferryctl enqueue prints them. Bad

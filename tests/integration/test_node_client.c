@@ -24,7 +24,7 @@
 
 #define NODE_CLIENT TEST_SRCDIR "/clients/node"
 #define EXAMPLE NODE_CLIENT "/examples/bullmq-migration"
-#define NODE_TESTS 47
+#define NODE_TESTS 48
 
 static struct ferryd d;
 

@@ -32,6 +32,13 @@ const RESEND_FOR_MS = 60000;
 const RESEND_FIRST_MS = 100;
 const RESEND_MAX_MS = 2000;
 
+/** An error answer after which the call's outcome is unknown or a new
+ * connection may cure it (src/ferryctl/ctl_resend.c outcome_unknown). */
+function outcomeUnknown(err) {
+  return /^(LOADING|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)/.test(
+    err.message);
+}
+
 /** The text of enqueue.lua: scriptPath, $FERRY_ENQUEUE_LUA, else this
  * package's copy. */
 function loadScript(scriptPath) {
@@ -158,6 +165,8 @@ class Producer {
     this.waitReplicas = wholeNumber('waitReplicas', options.waitReplicas ?? 0);
     this.waitTimeoutMs = wholeNumber('waitTimeoutMs',
       options.waitTimeoutMs ?? 1000);
+    this.resendForMs = wholeNumber('resendForMs',
+      options.resendForMs ?? RESEND_FOR_MS);
     this.script = loadScript(options.scriptPath);
     this.sha = jobs.sha1(this.script);
     this.saidUnchecked = false;
@@ -213,7 +222,7 @@ class Producer {
           'and a job is waited for by its id: give each job an "id" (or ' +
           'enqueue without wait)');
       }
-      if (!await this._keepsIds(tag, Date.now() + RESEND_FOR_MS)) {
+      if (!await this._keepsIds(tag, Date.now() + this.resendForMs)) {
         throw notIdempotent(queue);
       }
     }
@@ -286,26 +295,52 @@ class Producer {
   }
 
   /** The call, sent again while its outcome is unknown (no reply: the
-   * connection failed, Redis was killed, restarted or failed over) if the
-   * queue keeps ids, which makes that safe; else the error, as it came. */
+   * connection failed, Redis was killed, restarted or failed over; or an
+   * answer that a new connection may cure: LOADING, READONLY...) if the
+   * queue keeps ids, which makes that safe; else the error, as it came.
+   * With waitReplicas, on such a queue a call counts as answered only once
+   * that many replicas have it (WAIT after it): a primary demoted before a
+   * replica had it forgets it, so it is sent again, as ferryctl does. */
   async _resent(tag, keys, args) {
-    const deadline = Date.now() + RESEND_FOR_MS;
+    const deadline = Date.now() + this.resendForMs;
     let delay = RESEND_FIRST_MS;
     for (;;) {
+      let reply;
+      let why;
       try {
-        return await this._run(keys, args);
+        reply = await this._run(keys, args);
+        why = await this._replicasLag();
+        if (why === null || !await this._keepsIds(tag, deadline)) {
+          return reply;
+        }
       } catch (err) {
-        if (err instanceof ErrorReply || Date.now() + delay > deadline ||
+        if ((err instanceof ErrorReply && !outcomeUnknown(err)) ||
             !await this._keepsIds(tag, deadline)) {
           throw err;
         }
-        process.emitWarning(`ferry-client: ${err.message}; the queue keeps ` +
-          'ids (idempotency_window), so it is safe to send again: in ' +
-          `${delay} ms`, { type: 'FerryWarning', code: 'FERRY_RESENT' });
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(delay * 2, RESEND_MAX_MS);
+        why = err;
       }
+      if (Date.now() + delay > deadline) {
+        if (why instanceof Error) throw why;
+        return reply;   // _replicated says it
+      }
+      process.emitWarning(`ferry-client: ${why instanceof Error ?
+        why.message : why}; the queue keeps ids (idempotency_window), so ` +
+        `it is safe to send again: in ${delay} ms`,
+      { type: 'FerryWarning', code: 'FERRY_RESENT' });
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, RESEND_MAX_MS);
     }
+  }
+
+  /** null when waitReplicas replicas have this connection's writes (or
+   * none are wanted), else why not. */
+  async _replicasLag() {
+    if (this.waitReplicas <= 0) return null;
+    const got = Number(await this.redis.sendCommand(['WAIT',
+      String(this.waitReplicas), String(this.waitTimeoutMs)]));
+    return got >= this.waitReplicas ? null : `reached ${got} of ` +
+      `${this.waitReplicas} replicas within ${this.waitTimeoutMs} ms`;
   }
 
   /** Does the queue keep ids (its config hash, published by ferryd)? Asked

@@ -9,7 +9,7 @@
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { createClient } = require('redis');
-const { Producer } = require('..');
+const { Producer, NotReplicatedError } = require('..');
 const { connect, waitFor, replyLosingProxy } = require('./helpers');
 
 const READY = 'ferry:{nodei}:ready';
@@ -77,4 +77,24 @@ test('a lost reply is sent again', async () => {
   assert.ok(warned.some((m) => m.includes('safe to send again')), warned);
   await client.disconnect();
   proxy.server.close();
+});
+
+test('a call fewer replicas have is sent again', async () => {
+  // waitReplicas 1 and no replica: each call is sent again while WAIT
+  // reaches fewer (already accepted: nothing pushed twice), and after
+  // resendForMs NotReplicatedError says so
+  await redis();
+  const p = new Producer(r, { waitReplicas: 1, waitTimeoutMs: 50,
+    resendForMs: 1000 });
+  const warned = [];
+  const onWarning = (w) => warned.push(w.message);
+  process.on('warning', onWarning);
+  await assert.rejects(p.enqueue('nodei', [{ id: 'w1' }, { id: 'w2' }]),
+    NotReplicatedError);
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.ok(warned.filter((m) => m.includes('reached 0 of 1 replicas'))
+    .length >= 2, warned.join('\n'));
+  assert.equal(await r.lLen(READY), 2);
+  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['w1', 'w2']);
 });

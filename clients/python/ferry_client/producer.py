@@ -185,24 +185,53 @@ class Producer:
     def _resent(self, tag, keys, args):
         """The call, sent again while its outcome is unknown (the
         connection failed: Redis killed, restarted, failed over, the network
-        cut) if the queue keeps ids, which makes that safe; else the
-        error, as it came."""
+        cut; or an answer a new connection may cure: LOADING, READONLY...)
+        if the queue keeps ids, which makes that safe; else the error, as
+        it came. With wait_replicas, on such a queue a call counts as
+        answered only once that many replicas have it (WAIT after it): a
+        primary demoted before a replica had it forgets it, so it is sent
+        again, as ferryctl does."""
         deadline = time.monotonic() + RESEND_FOR_S
         delay = RESEND_FIRST_S
         while True:
+            reply = None
             try:
-                return self._run(keys, args)
+                reply = self._run(keys, args)
+                why = self._replicas_lag()
+                if why is None or not self._keeps_ids(tag, deadline):
+                    return reply
             except (redis.exceptions.ConnectionError,
-                    redis.exceptions.TimeoutError) as err:
-                if time.monotonic() + delay > deadline or \
+                    redis.exceptions.TimeoutError,
+                    redis.exceptions.ResponseError) as err:
+                if (isinstance(err, redis.exceptions.ResponseError) and
+                        not _outcome_unknown(err)) or \
                         not self._keeps_ids(tag, deadline):
                     raise
-                warnings.warn("ferry_client: %s; the queue keeps ids "
-                              "(idempotency_window), so it is safe to send "
-                              "again: in %.1f s" % (err, delay),
-                              RuntimeWarning, stacklevel=4)
-                time.sleep(delay)
-                delay = min(delay * 2, RESEND_MAX_S)
+                why = err
+            if time.monotonic() + delay > deadline:
+                if isinstance(why, Exception):
+                    raise why
+                return reply    # _replicated says it
+            warnings.warn("ferry_client: %s; the queue keeps ids "
+                          "(idempotency_window), so it is safe to send "
+                          "again: in %.1f s" % (why, delay),
+                          RuntimeWarning, stacklevel=4)
+            time.sleep(delay)
+            delay = min(delay * 2, RESEND_MAX_S)
+
+    def _replicas_lag(self):
+        """None when wait_replicas replicas have this connection's writes
+        (or none are wanted), else why not. (WAIT counts the writes of the
+        connection it runs on: the pool's last one, the call's, unless
+        other threads share the client.)"""
+        if self.wait_replicas <= 0:
+            return None
+        got = self.redis.execute_command("WAIT", self.wait_replicas,
+                                         self.wait_timeout_ms)
+        if got >= self.wait_replicas:
+            return None
+        return "reached %d of %d replicas within %d ms" % (
+            got, self.wait_replicas, self.wait_timeout_ms)
 
     def _keeps_ids(self, tag, deadline):
         """Does the queue keep ids (its config hash, published by ferryd)?
@@ -235,6 +264,15 @@ class Producer:
                 "again (that could enqueue them twice): check the replicas"
                 % (len(pushed), queue, got, self.wait_replicas,
                    self.wait_timeout_ms), pushed, got, self.wait_replicas)
+
+
+def _outcome_unknown(err):
+    """An error answer after which the call's outcome is unknown or a new
+    connection may cure it (src/ferryctl/ctl_resend.c outcome_unknown)."""
+    if isinstance(err, redis.exceptions.ReadOnlyError):
+        return True     # redis-py cuts the READONLY prefix off
+    return str(err).startswith(("LOADING", "READONLY", "MASTERDOWN",
+                                "TRYAGAIN", "CLUSTERDOWN"))
 
 
 def _positive(name, value, most):

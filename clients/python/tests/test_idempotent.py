@@ -61,3 +61,24 @@ def test_a_lost_reply_is_sent_again(r):
         p.enqueue("py", {"id": "l3"})
     assert json.loads(r.lindex("ferry:{py}:ready", 0))["id"] == "l3"
     r.lpop("ferry:{py}:ready")
+
+
+def test_a_call_fewer_replicas_have_is_sent_again(r, monkeypatch):
+    """wait_replicas = 1 and no replica: each call is sent again while WAIT
+    reaches fewer (it is on the primary: already accepted, nothing pushed
+    twice), and at the end of the resend bound NotReplicatedError says so."""
+    import ferry_client.producer as producer_mod
+    from ferry_client import NotReplicatedError
+
+    wait_published(r, "pyi", True)
+    r.delete(READY, IDS)
+    monkeypatch.setattr(producer_mod, "RESEND_FOR_S", 1.0)
+    p = Producer(r, wait_replicas=1, wait_timeout_ms=50)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with pytest.raises(NotReplicatedError):
+            p.enqueue("pyi", [{"id": "w1"}, {"id": "w2"}])
+    lags = [w for w in said if "reached 0 of 1 replicas" in str(w.message)]
+    assert len(lags) >= 2
+    assert r.llen(READY) == 2
+    assert sorted(r.zrange(IDS, 0, -1)) == [b"w1", b"w2"]
