@@ -12,10 +12,9 @@
 
 /* ------------------------------------------------ the cache, checked */
 
-/* The value of KEY=... in the one-line report of file `path` (churn's,
- * produce-cache's); -1 when absent. */
-static long long
-report_value(const char *path, const char *key)
+/* (chaos.h) */
+long long
+chaos_report_value(const char *path, const char *key)
 {
 	char line[1024] = " ", pat[64];   /* " KEY=" matches the first too */
 	FILE *f = path != NULL ? fopen(path, "r") : NULL;
@@ -191,28 +190,30 @@ chaos_cache_check(redisContext *c, const char *prefix,
 		free(named.k[i]);
 	free(named.k);
 
-	long long cjobs = report_value(cache_stats, "cache_jobs"),
-	    kjobs = report_value(cache_stats, "key_jobs"),
-	    errors = report_value(cache_stats, "errors"),
-	    full = report_value(cache_stats, "full"),
-	    evicted = report_value(churn, "evicted");
+#define CS(key) chaos_report_value(cache_stats, key)
+	long long cjobs = CS("cache_jobs"), kjobs = CS("key_jobs"),
+	    errors = CS("errors"), full = CS("full"),
+	    evicted = chaos_report_value(churn, "evicted");
 	printf("chaos: cache: %lld jobs through --cache, %lld naming application "
 	    "keys (%lld keys written again, gone before their job came: %lld "
 	    "refusals \"does not exist\"), %lld FULL refusals, %lld "
-	    "ferryctl calls; cache_missing %lld, dead for a missing cache key "
-	    "%lld; left %lld cache keys, %lld protected entries (of dead jobs: "
-	    "%lld, %lld)\n", cjobs, kjobs, report_value(cache_stats, "rewrites"),
-	    report_value(cache_stats, "gone"), full,
-	    report_value(cache_stats, "calls"), missing_stat, missing_dead, keys,
-	    prot, keys - stray, prot - prot_stray);
+	    "ferryctl calls (%lld killed mid-call and run again, %lld kills "
+	    "that came after the end; %lld resends by ferryctl itself; %lld ms "
+	    "a call); cache_missing %lld, dead for a missing cache key %lld; "
+	    "left %lld cache keys, %lld protected entries (of dead jobs: %lld, "
+	    "%lld)\n", cjobs, kjobs, CS("rewrites"), CS("gone"), full,
+	    CS("calls"), CS("kills"), CS("kills_late"), CS("self_resends"),
+	    CS("call_ms"), missing_stat, missing_dead, keys, prot, keys - stray,
+	    prot - prot_stray);
+#undef CS
+#define CR(key) chaos_report_value(churn, key)
 	printf("chaos: churn: %lld keys written (%lld MB, %lld-%lld bytes, TTL "
 	    "%lld s) in %lld s, %lld refused, %lld reconnections; Redis evicted "
 	    "%lld keys and expired %lld (over %lld redis-server processes)\n",
-	    report_value(churn, "keys"), report_value(churn, "bytes") >> 20,
-	    report_value(churn, "size_min"), report_value(churn, "size_max"),
-	    report_value(churn, "ttl_ms") / 1000, report_value(churn, "seconds"),
-	    report_value(churn, "refused"), report_value(churn, "reconnects"),
-	    evicted, report_value(churn, "expired"), report_value(churn, "runs"));
+	    CR("keys"), CR("bytes") >> 20, CR("size_min"), CR("size_max"),
+	    CR("ttl_ms") / 1000, CR("seconds"), CR("refused"), CR("reconnects"),
+	    evicted, CR("expired"), CR("runs"));
+#undef CR
 	int fails = 0;
 	if (missing_stat != 0 || missing_dead != 0)
 		fails += printf("chaos: FAIL jobs dead for a missing cache key: "

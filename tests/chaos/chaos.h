@@ -5,14 +5,18 @@
  *                                  always) and PostgreSQL, a TCP proxy per
  *                                  LINK that can be cut, commands on stdin
  *   chaos_helper plan KEY=VALUE... the seeded fault schedule, on stdout
- *   chaos_helper produce KEY=VALUE... good jobs and the plan's hostile
- *                                  elements onto the ready lists
+ *   chaos_helper produce KEY=VALUE... good jobs through the enqueue
+ *                                  script (ids, calls of unknown outcome
+ *                                  sent again), the plan's hostile
+ *                                  elements raw onto the ready lists
  *   chaos_helper produce-cache KEY=VALUE... postgres jobs whose rows wait
  *                                  in cache keys, through ferryctl enqueue
+ *                                  (killed mid-call at times, run again)
  *   chaos_helper foreign KEY=VALUE... create the foreign keys
  *   chaos_helper churn KEY=VALUE...  an application's cache: keys with a
  *                                  TTL, a few MB/s, so that Redis evicts
- *   chaos_helper check KEY=VALUE...  the checker; exit 1 on loss/duplicate
+ *   chaos_helper check KEY=VALUE...  the checker; exit 1 on a loss, a
+ *                                  duplicate, a job of unknown outcome
  *   chaos_helper check-modes KEY=VALUE... the checker of the upsert and
  *                                  two-table queues (modes.c)
  *   chaos_helper wait KEY=VALUE...   wait until every ferry list but dead
@@ -87,6 +91,10 @@ int chaos_foreign_check(redisContext *c);
 int chaos_cache_check(redisContext *c, const char *prefix,
     const char *const *queues, int nq, const char *keyprefix,
     const char *cache_stats, const char *churn);
+
+/* The value of KEY=... in the one-line report of file `path` (churn's,
+ * the producers'); -1 when absent (cache_check.c). */
+long long chaos_report_value(const char *path, const char *key);
 
 /* The hostile element kinds (plan.c), NULL-terminated. */
 extern const char *const chaos_hostile_kinds[];

@@ -5,25 +5,36 @@
  * for two seconds; exit 1 on timeout, naming what is left.
  *
  * `chaos_helper check redis=PORT pg=CONNINFO ledger=FILE handled=FILE
- * table=T pgq=Q execq=Q prefix=P` asserts:
- *   - every acknowledged good postgres job is in the table exactly once and
- *     not dead, or dead (with a reason) and not in the table; a refused row
- *     ("pb-") is dead and not in the table;
- *   - every acknowledged exec job was handled at least once, or is dead;
+ * table=T pgq=Q execq=Q prefix=P [upq=Q tbq=Q mledger=FILE stats=FILE]`
+ * asserts:
+ *   - every job the producers sent was acknowledged: a ledger has a line
+ *     per job and call outcome (u: no reply, r: fewer replicas than asked,
+ *     a: acknowledged, pushed or already accepted), a job's best line
+ *     counts, and a job whose best is "u" is of unknown outcome: a
+ *     failure, its id printed (the ledger, cache_ledger and, with mledger=,
+ *     the upsert and two-table queues' jobs, whose rows check-modes
+ *     checks);
+ *   - every good postgres job is in the table exactly once and not dead,
+ *     or dead (with a reason) and not in the table; a refused row ("pb-")
+ *     is dead and not in the table;
+ *   - every exec job was handled at least once, or is dead;
  *   - no row of an unknown id; nothing left in ready, proc, delayed,
  *     requeue or any other list of a queue but dead; the foreign keys
- *     untouched;
+ *     untouched; no id held as live (score 0) by pgq, execq, upq or tbq
+ *     (every queue keeps ids);
  *   - with cache_ledger=FILE (produce-cache's jobs, "a|u|r ID ROWS"): each
  *     such job's ROWS rows written exactly once (all or none, no row
  *     twice), and the cache as chaos_cache_check wants it (keyprefix=,
  *     cache_stats=FILE, churn=FILE: the reports it prints).
- * Prints the summary (rows, duplicates, lost, dead by reason) and the ids
- * of every failure; exit 1 on any. Uncertain jobs (their LPUSH got no
- * reply) may be missing, but never doubled; so may jobs whose LPUSH was
- * acknowledged but whose WAIT for the replicas was not ("r" in the ledger,
- * --failover: a failover may legitimately lose them); they are counted
- * apart. With sentinels=P1,P2,P3 master=NAME (wait and check) Redis is the
- * primary the sentinels name, not redis=PORT. */
+ * Prints the producers' summary (calls, jobs, resends, already accepted,
+ * unknown left, from the reports stats=FILE of produce and cache_stats=
+ * and the ledgers), the rest (rows, duplicates, lost, dead by reason) and
+ * the ids of every failure; exit 1 on any. Jobs Redis acknowledged but
+ * fewer replicas did, and no later call of theirs was acknowledged by
+ * them ("r", --failover: a failover may legitimately lose them), may be
+ * missing, but never doubled; they are counted apart. With
+ * sentinels=P1,P2,P3 master=NAME (wait and check) Redis is the primary the
+ * sentinels name, not redis=PORT. */
 #include "chaos.h"
 
 #include <jansson.h>
@@ -38,6 +49,8 @@
 struct entry {
 	char *key;
 	int acked, uncertain, unreplicated, rows, dead, handled, stuck;
+	int mode;            /* a job of the upsert or two-table queue
+	                      * (check-modes checks it; counted here) */
 	int want, distinct;  /* rows a written job has (1, or its cached
 	                      * rows); rows with distinct n */
 	char *reason;  /* of its first dead entry */
@@ -411,8 +424,13 @@ print_fail(const struct failures *f)
 		    f->ids.p ? f->ids.p : "", f->n > 40 ? " ..." : "");
 }
 
+/* A ledger: "a|r|u ID" per line ("a|r|u ID ROWS" for cached jobs, "a|r|u
+ * ID TAIL" for the upsert and two-table queues' jobs, `mode`), the same
+ * job on several lines as its calls went (u: no reply, r: fewer replicas
+ * than asked, a: acknowledged): its best line counts. counts[0|1]: jobs
+ * (not lines) of pg or exec. */
 static int
-load_ledger(const char *path, long long *counts, long long *hostile)
+load_ledger(const char *path, long long *counts, long long *hostile, int mode)
 {
 	FILE *f = fopen(path, "r");
 	char line[512];
@@ -431,14 +449,16 @@ load_ledger(const char *path, long long *counts, long long *hostile)
 		if (rows != NULL)
 			*rows++ = '\0';
 		struct entry *e = get(line + 2, 1);
-		e->want = rows != NULL ? atoi(rows) : 1;
+		if (e->want == 0)
+			counts[line[2] == 'e']++;
+		e->mode = mode;
+		e->want = rows != NULL && !mode ? atoi(rows) : 1;
 		if (line[0] == 'a')
 			e->acked = 1;
 		else if (line[0] == 'r')
 			e->unreplicated = 1;
 		else
 			e->uncertain = 1;
-		counts[line[2] == 'e']++;
 	}
 	fclose(f);
 	return 0;
@@ -524,9 +544,13 @@ chaos_check_main(int argc, char **argv)
 	queue_names[1] = chaos_arg(argc, argv, "execq", "chaos_exec");
 	long long jobs[2] = { 0, 0 }, hostile = 0, rows = 0, foreign_rows = 0;
 	long long cjobs[2] = { 0, 0 }, chostile = 0;
+	long long mjobs[2] = { 0, 0 }, mhostile = 0;
 	const char *cledger = chaos_arg(argc, argv, "cache_ledger", NULL);
-	if (load_ledger(chaos_arg(argc, argv, "ledger", ""), jobs, &hostile) != 0 ||
-	    (cledger != NULL && load_ledger(cledger, cjobs, &chostile) != 0))
+	const char *mledger = chaos_arg(argc, argv, "mledger", NULL);
+	if (load_ledger(chaos_arg(argc, argv, "ledger", ""), jobs, &hostile,
+	    0) != 0 || (cledger != NULL && load_ledger(cledger, cjobs, &chostile,
+	    0) != 0) || (mledger != NULL && load_ledger(mledger, mjobs, &mhostile,
+	    1) != 0))
 		chaos_die("check: no ledger");
 	if (load_rows(chaos_arg(argc, argv, "pg", ""),
 	    chaos_arg(argc, argv, "table", "chaos_rows"), &rows, &foreign_rows))
@@ -550,10 +574,14 @@ chaos_check_main(int argc, char **argv)
 	    stuck = { "stuck (still in a ready, processing or retry list)", 0,
 		{ 0 } },
 	    part = { "written in part, or a row of them twice (cached jobs)", 0,
+		{ 0 } },
+	    unknown = { "of unknown outcome: no call of theirs was acknowledged "
+		"(sent, no reply), so nothing says whether they are in Redis", 0,
 		{ 0 } };
 	long long cached_rows = 0, cached_written = 0;
 	long long handled_twice = 0, handled = 0, uncertain = 0, unpushed = 0;
-	long long unrepl = 0, unrepl_lost = 0;
+	long long unrepl = 0, unrepl_lost = 0, mode_unrepl = 0;
+	long long had_u = 0, had_r = 0;     /* jobs with a "u", an "r" line */
 	/* the absent "may be lost" ones, as runs of consecutive ids (the
 	 * producer numbers both queues from one counter, in time order) */
 	static char absent[1 << 20];
@@ -561,8 +589,18 @@ chaos_check_main(int argc, char **argv)
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (struct entry *e = buckets[b]; e != NULL; e = e->next) {
 			int exec = e->key[0] == 'e';
-			uncertain += e->uncertain && !e->acked && !e->unreplicated;
+			int unsure = e->uncertain && !e->acked && !e->unreplicated;
+			uncertain += unsure;
 			unrepl += e->unreplicated && !e->acked;
+			had_u += e->uncertain;
+			had_r += e->unreplicated;
+			if (unsure)
+				fail(&unknown, e->key);
+			if (e->mode) {
+				/* their rows: check-modes */
+				mode_unrepl += e->unreplicated && !e->acked;
+				continue;
+			}
 			if (e->dead && e->reason != NULL && e->reason[0] == '\0')
 				fail(&noreason, e->key);
 			if (e->stuck)
@@ -616,14 +654,30 @@ chaos_check_main(int argc, char **argv)
 			}
 		}
 
+	/* the producers' reports (produce, produce-cache): KEY=VALUE */
+	const char *ps = chaos_arg(argc, argv, "stats", NULL);
+	const char *cs = chaos_arg(argc, argv, "cache_stats", NULL);
+#define BOTH(k) (chaos_report_value(ps, k) + chaos_report_value(cs, k))
+	printf("chaos: producers: %lld calls, %lld jobs, %lld resends, %lld "
+	    "already accepted, %lld unknown left (must be 0)", BOTH("calls"),
+	    jobs[0] + jobs[1] + cjobs[0] + cjobs[1] + mjobs[0] + mjobs[1],
+	    BOTH("resends"), BOTH("already"), uncertain);
+#undef BOTH
+	if (unrepl > 0 || chaos_arg(argc, argv, "sentinels", NULL) != NULL)
+		printf(", %lld acknowledged without enough replicas left", unrepl);
+	printf("; %lld jobs had a call of unknown outcome", had_u);
+	if (had_r > 0 || chaos_arg(argc, argv, "sentinels", NULL) != NULL)
+		printf(", %lld one acknowledged without enough replicas", had_r);
+	printf("\n");
 	printf("chaos: enqueued: pg %lld jobs, exec %lld jobs (%lld with an "
 	    "unknown outcome, %lld of them never arrived), %lld hostile elements\n",
 	    jobs[0], jobs[1], uncertain, unpushed, hostile);
 	if (unrepl > 0 || chaos_arg(argc, argv, "sentinels", NULL) != NULL)
 		printf("chaos: may be lost: %lld jobs Redis acknowledged but fewer "
-		    "replicas than asked (WAIT) did; %lld of them never arrived "
-		    "(not counted as lost; a duplicate still fails)\n", unrepl,
-		    unrepl_lost);
+		    "replicas than asked (WAIT) did, and no call of theirs sent "
+		    "again was acknowledged by them (%lld of chaos_up, chaos_tb); "
+		    "%lld of the others never arrived (not counted as lost; a "
+		    "duplicate still fails)\n", unrepl, mode_unrepl, unrepl_lost);
 	if (unrepl_lost > 0) {
 		/* runs of absent ids, allowing gaps of a few present ones */
 		printf("chaos: may be lost and absent, by id range:");
@@ -656,7 +710,20 @@ chaos_check_main(int argc, char **argv)
 	print_reasons(1);
 	printf("chaos: redis: %lld jobs left outside dead, %d foreign keys "
 	    "changed\n", left, foreign);
-	long long live_ids = ids_still_live(c, prefix, queue_names[0]);
+	/* every queue keeps ids */
+	const char *idq[4] = { queue_names[0], queue_names[1],
+		chaos_arg(argc, argv, "upq", NULL), chaos_arg(argc, argv, "tbq",
+		    NULL) };
+	long long live_ids = 0;
+	struct chaos_buf live_qs = { 0 };
+	for (int q = 0; q < 4; q++) {
+		if (idq[q] == NULL)
+			continue;
+		long long n = ids_still_live(c, prefix, idq[q]);
+		live_ids += n < 0 ? 1 : n;
+		if (n != 0)
+			chaos_buf_printf(&live_qs, " %s (%lld)", idq[q], n);
+	}
 	int cache_fails = cledger == NULL ? 0 : chaos_cache_check(c, prefix,
 	    queue_names, 2, chaos_arg(argc, argv, "keyprefix", NULL),
 	    chaos_arg(argc, argv, "cache_stats", NULL), chaos_arg(argc, argv,
@@ -674,15 +741,17 @@ chaos_check_main(int argc, char **argv)
 		    "lists\n", left);
 	if (foreign > 0)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
+	print_fail(&unknown);
 	if (live_ids != 0)
-		printf("chaos: FAIL %lld ids of %s still held as live (score 0) "
-		    "after the drain: a job done or dead that settle, the reaper "
-		    "or a dead-letter tool did not mark\n", live_ids,
-		    queue_names[0]);
+		printf("chaos: FAIL ids still held as live (score 0) after the "
+		    "drain (-1: unreadable):%s: a job done or dead that settle, the "
+		    "reaper or a dead-letter tool did not mark\n", live_qs.p);
+	chaos_buf_free(&live_qs);
 	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
-	    part.n || left != 0 || foreign || cache_fails || live_ids != 0;
+	    part.n || unknown.n || left != 0 || foreign || cache_fails ||
+	    live_ids != 0;
 	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck,
-		&part };
+		&part, &unknown };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		chaos_buf_free(&all[i]->ids);
 	return failed ? 1 : 0;

@@ -7,7 +7,8 @@
  * for a key K drawn at random from `keys` and V its next version (a per-key
  * counter from 1: versions strictly increase in the producer's order and
  * are unique per key); about one op in three deletes. Ledger line
- * "a|u|r u-N K V w|d".
+ * "a|u|r u-N K V w|d" (a line per call outcome of the job: its best
+ * line, a then r then u, counts).
  *
  * chaos_tb (tables = orders, lines; lines.order_id references orders.o):
  * job t-N is one order (o = N) and 1 + N % 3 lines, the lines' array first
@@ -19,7 +20,8 @@
  * no version, so a write older than the delete that commits after it
  * inserts the row again. For a key, with W the highest acknowledged write,
  * D the highest acknowledged delete and Dx the highest delete acknowledged
- * or of unknown outcome ("u", "r": it may have arrived or not), the final
+ * or of unknown outcome ("u", "r": it may have arrived or not; `check`
+ * fails a job left at "u", so that is "r" under --failover), the final
  * state is acceptable when it is
  *   - a row equal (v and val) to an enqueued write w with w >= W and w > D
  *     (w the newest write that arrived, newer than every delete), or
@@ -175,32 +177,66 @@ has_write(const struct up_key *u, long long w)
 	return 0;
 }
 
+/* A job's ledger letter by how much it says: a (acknowledged), then r
+ * (acknowledged, fewer replicas than asked), then u (no reply); a job is
+ * on a line per call of it that was not acknowledged, then on an "a". */
+static int
+rank(char st)
+{
+	return st == 'a' ? 3 : st == 'r' ? 2 : st == 'u' ? 1 : 0;
+}
+
+/* One chaos_up job of the ledger, by job number. */
+struct up_job {
+	long long k, v;
+	char st, op;
+};
+
 static long long
 check_up(PGconn *pg, long long keys, const char *ledger, long long *jobs)
 {
 	struct up_key *u = calloc((size_t)keys, sizeof(*u));
-	long long bad = 0;
+	struct up_job *byn = NULL;
+	long long bad = 0, maxn = 0, capn = 0;
 	char line[256];
 	FILE *f = fopen(ledger, "r");
 	if (u == NULL || f == NULL)
 		chaos_die("check-modes: no ledger %s", ledger);
 	while (fgets(line, sizeof(line), f) != NULL) {
-		char st, id[64], op;
-		long long k, v;
-		if (sscanf(line, "%c %63s %lld %lld %c", &st, id, &k, &v, &op) != 5 ||
-		    id[0] != 'u' || k < 0 || k >= keys)
+		char st, op;
+		long long n, k, v;
+		if (sscanf(line, "%c u-%lld %lld %lld %c", &st, &n, &k, &v,
+		    &op) != 5 || n <= 0 || k < 0 || k >= keys)
 			continue;
-		struct up_key *x = &u[k];
+		if (n >= capn) {
+			long long c = capn ? capn : 4096;
+			while (c <= n)
+				c *= 2;
+			if ((byn = realloc(byn, (size_t)c * sizeof(*byn))) == NULL)
+				chaos_die("out of memory");
+			memset(byn + capn, 0, (size_t)(c - capn) * sizeof(*byn));
+			capn = c;
+		}
+		if (byn[n].st == 0)
+			jobs[0]++;
+		if (rank(st) > rank(byn[n].st))
+			byn[n] = (struct up_job){ k, v, st, op };
+		maxn = n > maxn ? n : maxn;
+	}
+	fclose(f);
+	for (long long n = 1; n <= maxn; n++) {
+		if (byn[n].st == 0)
+			continue;
+		struct up_key *x = &u[byn[n].k];
 		if (x->n == x->cap) {
 			x->cap = x->cap ? x->cap * 2 : 8;
 			x->ops = realloc(x->ops, x->cap * sizeof(*x->ops));
 			if (x->ops == NULL)
 				chaos_die("out of memory");
 		}
-		x->ops[x->n++] = (struct up_op){ v, st, op };
-		jobs[0]++;
+		x->ops[x->n++] = (struct up_op){ byn[n].v, byn[n].st, byn[n].op };
 	}
-	fclose(f);
+	free(byn);
 	for (long long k = 0; k < keys; k++)
 		u[k].row_v = -1;
 	PGresult *r = query(pg, "SELECT k, v, val FROM chaos_up");
@@ -308,10 +344,11 @@ check_tb(PGconn *pg, const char *ledger, long long *jobs)
 			continue;
 		if (n >= cap)
 			chaos_die("check-modes: more than %lld chaos_tb jobs", cap);
-		t[n].st = st;
+		jobs[1] += t[n].st == 0;
+		if (rank(st) > rank(t[n].st))
+			t[n].st = st;
 		t[n].nlines = nl;
 		maxn = n > maxn ? n : maxn;
-		jobs[1]++;
 	}
 	fclose(f);
 	PGresult *r = query(pg, "SELECT o, job_id FROM orders");

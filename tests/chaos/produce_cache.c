@@ -18,10 +18,10 @@
 
 /* `chaos_helper produce-cache ferryctl=PATH config=INI queue=Q
  * keyprefix=P ledger=FILE seconds=S t0_ms=EPOCH_MS seed=N cache_rate=N
- * key_rate=N hold_ms=N ttl_ms=N redis=PORT|sentinels=.. master=..`: the
- * postgres queue's jobs whose rows wait in Redis, through `ferryctl -c INI
- * enqueue` as an application sends them, a call a second of each kind (up
- * to CP_BATCH jobs):
+ * key_rate=N hold_ms=N ttl_ms=N kill_one_in=N resend_s=N
+ * redis=PORT|sentinels=.. master=..`: the postgres queue's jobs whose rows
+ * wait in Redis, through `ferryctl -c INI enqueue` as an application sends
+ * them, a call a second of each kind (up to CP_BATCH jobs):
  *   pc-N: {"id":"pc-N","data":[ROWS]} with --cache (ferryctl writes the
  *         rows to a key ferry:{Q}:cache:<16 hex>.<n> of its own, no TTL);
  *   pk-N: {"id":"pk-N","cache_key":"<P>pk-N"}, a key written first with a
@@ -32,19 +32,33 @@
  *         is written again and the call retried, as an application must.
  * ROWS: 1-4 objects {"job_id":ID,"n":I,"pad":...}, I = 0..; every 40th
  * job (pb-c-N, pb-k-N) has a last row the table refuses ("n":"x"): dead,
- * its key kept while it is dead. Outcome per ferryctl's exit status:
- * 0 "a", 3 (redis_wait_replicas short) "r", 69 "u" (unknown: sent, reply
- * lost), no line when nothing was pushed (69 before connecting or on an
- * error reply, 75 FULL, 65 after 5 rewrites): those jobs are tried again.
- * Ledger line "a|r|u ID ROWS". At the end (jobs still held then go at
- * once, for at most 30 s more) one line of KEY=VALUE counters on stdout. */
+ * its key kept while it is dead.
+ * The queue keeps ids (idempotency_window), and every job has its own:
+ * ferryctl sends a call whose reply was lost again by itself (for up to
+ * 60 s, ctl_resend.c), and a job the queue holds already is answered
+ * "already accepted" (a line "ID already accepted" on its standard
+ * output, counted here). Outcome per ferryctl's exit status: 0 "a"; 3
+ * (redis_wait_replicas short) "r"; 69 after sending (its own resends
+ * gave up) or a ferryctl killed "u" (unknown). A job is kept until a call
+ * of it exits 0, and its calls are made again, with the same ids, whatever
+ * the last one said (75 FULL, 69 before connecting, 65 after 5 rewrites
+ * too: nothing went in, no ledger line). One call in kill_one_in (seeded)
+ * gets a SIGKILL after 0-130% of the time a call took so far, mid-call
+ * for most: its jobs are of unknown outcome, and the call is made again
+ * at once with the same ids.
+ * Ledger lines "a|r|u ID ROWS": r and u once each, a once a call of the
+ * job exited 0; a job's best line counts. After seconds=S the jobs held go
+ * at once and the jobs kept are sent for resend_s more seconds at most:
+ * then they are named on stderr and the exit status is 2 (the run fails).
+ * At the end one line of KEY=VALUE counters on stdout. */
 
 #define CP_BATCH 48             /* jobs a call: ~20 KB, a pipe takes them */
 
 struct cjob {
 	long long n, due;       /* job number; ms after t0 it may go */
 	char kind;              /* 'c' --cache, 'k' an application key */
-	int rows, bad, hash, written, done;
+	char marked;            /* the last ledger letter written: 0, u, r */
+	int rows, bad, hash, written, done, sends;
 };
 
 struct cproducer {
@@ -56,7 +70,11 @@ struct cproducer {
 	FILE *ledger;
 	struct cjob *pend;
 	size_t npend, cap;
+	struct chaos_rng krng;  /* which calls are killed, and when */
+	long long kill_one_in;
 	long long calls, jobs[2], rows, rewrites, gone, full, unknown, errors;
+	long long resends, already, kills, kills_late, self_resends, short_wait;
+	long long call_ms;      /* the time the calls not killed took */
 };
 
 static void
@@ -139,61 +157,118 @@ key_exists(struct cproducer *p, const struct cjob *j)
 }
 
 /* ferryctl enqueue [--cache] with the documents on its standard input;
- * its exit status (-1: killed after 20 s), its standard error in err. */
+ * its exit status (-1: killed, by kill_ms or after 20 s), its standard
+ * output and error in out and err; kill_ms >= 0: a SIGKILL that many ms
+ * after the start (*killed: it came while ferryctl ran). */
 static int
 run_ferryctl(struct cproducer *p, int cache, const struct chaos_buf *docs,
-    struct chaos_buf *err)
+    long long kill_ms, struct chaos_buf *out, struct chaos_buf *err,
+    int *killed)
 {
-	int in[2], out[2], status = 0;
-	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+	int in[2], o[2], e[2], status = 0;
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(o, O_CLOEXEC) != 0 ||
+	    pipe2(e, O_CLOEXEC) != 0)
 		chaos_die("produce-cache: pipe: %s", strerror(errno));
+	long long start = chaos_now_ms();
 	pid_t pid = fork();
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
 		dup2(in[0], 0);
-		dup2(null, 1);
-		dup2(out[1], 2);
-		const char *av[] = { p->ferryctl, "-c", p->config, "enqueue", "-q",
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		const char *av[] = { p->ferryctl, "-c", p->config, "enqueue",
 			p->queue, "-", NULL, NULL };
-		if (cache) {   /* enqueue -q --cache QUEUE - */
-			av[5] = "--cache";
-			av[6] = p->queue;
-			av[7] = "-";
+		if (cache) {   /* enqueue --cache QUEUE - */
+			av[4] = "--cache";
+			av[5] = p->queue;
+			av[6] = "-";
 		}
 		execv(p->ferryctl, (char *const *)av);
 		_exit(127);
 	}
 	close(in[0]);
-	close(out[1]);
+	close(o[1]);
+	close(e[1]);
 	if (pid < 0)
 		chaos_die("produce-cache: fork: %s", strerror(errno));
 	/* a few KB: the pipe takes them whole */
 	if (write(in[1], docs->p, docs->len) != (ssize_t)docs->len)
 		fprintf(stderr, "chaos produce-cache: ferryctl's input cut short\n");
 	close(in[1]);
-	long long deadline = chaos_now_ms() + 20000;
+	long long deadline = start + 20000, kill_at = kill_ms >= 0 ?
+	    start + kill_ms : -1;
+	struct pollfd pf[2] = { { o[0], POLLIN, 0 }, { e[0], POLLIN, 0 } };
+	struct chaos_buf *to[2] = { out, err };
+	int sent_kill = 0;
 	char buf[4096];
-	for (;;) {
-		struct pollfd pf = { out[0], POLLIN, 0 };
-		long long left = deadline - chaos_now_ms();
-		if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+		long long t = chaos_now_ms();
+		if (kill_at >= 0 && t >= kill_at) {
+			kill(pid, SIGKILL);
+			sent_kill = 1;
+			kill_at = -1;
+		}
+		if (t >= deadline) {
 			kill(pid, SIGKILL);
 			status = -1;
 			break;
 		}
-		ssize_t n = read(out[0], buf, sizeof(buf));
-		if (n > 0)
-			chaos_buf_add(err, buf, (size_t)n);
-		else if (n == 0 || errno != EINTR)
-			break;
+		long long wait = (kill_at >= 0 ? kill_at : deadline) - t;
+		if (poll(pf, 2, (int)wait) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (pf[i].fd < 0 || pf[i].revents == 0)
+				continue;
+			ssize_t n = read(pf[i].fd, buf, sizeof(buf));
+			if (n > 0)
+				chaos_buf_add(to[i], buf, (size_t)n);
+			else if (n == 0 || errno != EINTR) {
+				close(pf[i].fd);
+				pf[i].fd = -1;
+			}
+		}
 	}
-	close(out[0]);
+	for (int i = 0; i < 2; i++)
+		if (pf[i].fd >= 0)
+			close(pf[i].fd);
 	int ws;
 	waitpid(pid, &ws, 0);
-	if (status == 0)
+	*killed = sent_kill && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL;
+	if (*killed)
+		p->kills++;
+	else if (sent_kill)
+		p->kills_late++;
+	if (*killed)
+		status = -1;
+	else if (status == 0) {
 		status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		p->call_ms += chaos_now_ms() - start;
+	}
 	p->calls++;
 	return status;
+}
+
+/* Occurrences of needle in b. */
+static long long
+count_in(const struct chaos_buf *b, const char *needle)
+{
+	long long n = 0;
+	for (const char *s = b->p; s != NULL && (s = strstr(s, needle)) != NULL;
+	    s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Write the ledger line st for job j (r and u once each, u first only). */
+static void
+cjob_record(struct cproducer *p, struct cjob *j, char st)
+{
+	char id[40];
+	if ((st == 'u' && j->marked != 0) || (st == 'r' && j->marked == 'r'))
+		return;
+	cjob_id(j, id, sizeof(id));
+	fprintf(p->ledger, "%c %s %d\n", st, id, j->rows);
+	if (st != 'a')
+		j->marked = st;
 }
 
 /* One call with up to CP_BATCH due jobs of `kind`; 0 when none were due or
@@ -216,7 +291,7 @@ push_due(struct cproducer *p, char kind, long long now)
 	}
 	if (n == 0)
 		return 0;
-	struct chaos_buf docs = { 0 }, err = { 0 };
+	struct chaos_buf docs = { 0 }, out = { 0 }, err = { 0 };
 	for (int i = 0; i < n; i++) {
 		char id[40];
 		cjob_id(b[i], id, sizeof(id));
@@ -229,49 +304,74 @@ push_due(struct cproducer *p, char kind, long long now)
 		}
 		chaos_buf_printf(&docs, "}\n");
 	}
-	for (int attempt = 0; attempt < 5; attempt++) {
-		err.len = 0;
-		rc = run_ferryctl(p, kind == 'c', &docs, &err);
+	/* a call in kill_one_in is killed after 0-130% of the time a call
+	 * took so far (40 ms before any): most of them mid-call, some in
+	 * the script's call or after it */
+	long long timed = p->calls - p->kills, took = timed > 0 ?
+	    p->call_ms / timed : 40, kill_ms = -1;
+	if (p->kill_one_in > 0 && chaos_rng_range(&p->krng, 1,
+	    p->kill_one_in) == 1)
+		kill_ms = took * chaos_rng_range(&p->krng, 0, 130) / 100;
+	int killed = 0, again = 0;
+	for (int i = 0; i < n; i++)
+		again |= b[i]->sends++ > 0;
+	p->resends += again;
+	for (int attempt = 0; attempt < 6; attempt++) {
+		out.len = err.len = 0;
+		rc = run_ferryctl(p, kind == 'c', &docs, attempt ? -1 : kill_ms,
+		    &out, &err, &killed);
+		p->self_resends += count_in(&err, "safe to send again");
+		p->already += count_in(&out, " already accepted");
+		if (killed) {
+			/* killed mid-call: its outcome is unknown; the same
+			 * call again at once, with the same ids */
+			p->unknown++;
+			p->resends++;
+			for (int i = 0; i < n; i++)
+				cjob_record(p, b[i], 'u');
+			fflush(p->ledger);
+			continue;
+		}
 		if (rc != 65 || err.p == NULL || strstr(err.p, " does not exist: "
 		    "write the key before the job") == NULL)
 			break;
-		/* evicted before its job came: write it again, try again */
+		/* evicted before its job came (or, a job sent before and done
+		 * since, deleted with it): write it again, try again */
 		p->gone++;
 		for (int i = 0; i < n; i++)
 			if (!key_exists(p, b[i]) && cjob_write_key(p, b[i]) == 0)
 				p->rewrites++;
 	}
 	const char *e = err.p ? err.p : "";
-	/* nothing went in: FULL, keys still missing, not connected, an error
-	 * reply (the script did not run): the same jobs later */
+	/* nothing went in: FULL, keys still missing, not connected */
 	int gone = rc == 65 && strstr(e, " does not exist: ") != NULL;
-	int unsent = rc == 69 && (strstr(e, "is redis-server running") ||
-	    strstr(e, "failed: LOADING") || strstr(e, "failed: READONLY"));
-	int again = rc == 75 || gone || unsent;
+	int unsent = rc == 69 && strstr(e, "is redis-server running");
 	p->full += rc == 75;
-	char st = rc == 0 ? 'a' : rc == 3 ? 'r' : rc == 69 || rc == -1 ? 'u' : 0;
+	p->unknown += (rc == -1 && !killed) || (rc == 69 && !unsent);
+	p->short_wait += rc == 3;
+	if (rc != 0 && rc != 3 && rc != 69 && rc != 75 && rc != -1 && !gone) {
+		p->errors++;
+		fprintf(stderr, "chaos produce-cache: ferryctl exit %d for %d jobs "
+		    "(sent again): %.500s\n", rc, n, e);
+	}
 	for (int i = 0; i < n; i++) {
-		char id[40];
-		cjob_id(b[i], id, sizeof(id));
-		if (again) {
-			b[i]->due = now + 200;
+		struct cjob *j = b[i];
+		if (rc == 0) {
+			cjob_record(p, j, 'a');
+			j->done = 1;
+			p->jobs[kind == 'k']++;
+			p->rows += j->rows;
 			continue;
 		}
-		b[i]->done = 1;
-		if (st == 0)
-			continue;
-		fprintf(p->ledger, "%c %s %d\n", st, id, b[i]->rows);
-		p->jobs[kind == 'k']++;
-		p->rows += b[i]->rows;
-		p->unknown += st == 'u';
-	}
-	if (!again && st == 0) {
-		p->errors += n;
-		fprintf(stderr, "chaos produce-cache: ferryctl exit %d for %d jobs: "
-		    "%.500s\n", rc, n, e);
+		if (rc == 3)
+			cjob_record(p, j, 'r');
+		else if (rc == -1 || (rc == 69 && !unsent))
+			cjob_record(p, j, 'u');
+		j->due = now + 200;
 	}
 	fflush(p->ledger);
 	chaos_buf_free(&docs);
+	chaos_buf_free(&out);
 	chaos_buf_free(&err);
 	return 1;
 }
@@ -315,6 +415,10 @@ chaos_produce_cache_main(int argc, char **argv)
 		0, 0 }, next = 0;
 	struct chaos_rng rng = { (uint64_t)chaos_arg_ll(argc, argv, "seed", 1) ^
 	    0x6361636865ULL };
+	long long resend_s = chaos_arg_ll(argc, argv, "resend_s", 90);
+	int rc = 0;
+	p.kill_one_in = chaos_arg_ll(argc, argv, "kill_one_in", 8);
+	p.krng.s = (uint64_t)chaos_arg_ll(argc, argv, "seed", 1) ^ 0x6b696c6cULL;
 	if (p.ferryctl == NULL || p.config == NULL || ledger == NULL ||
 	    (p.ledger = fopen(ledger, "a")) == NULL)
 		chaos_die("produce-cache: needs ferryctl=PATH config=INI "
@@ -323,8 +427,10 @@ chaos_produce_cache_main(int argc, char **argv)
 	for (;;) {
 		long long now = chaos_epoch_ms() - t0, tick = chaos_epoch_ms();
 		int ending = now >= seconds * 1000;
-		if (ending && now >= (seconds + 30) * 1000)
+		if (ending && now >= (seconds + resend_s) * 1000) {
+			rc = 2;
 			break;
+		}
 		for (int k = 0; k < 2 && !ending; k++)
 			while (made[k] < rate[k] * now / 1000) {
 				cjob_add(&p, &rng, k ? 'k' : 'c', ++next, now, hold);
@@ -348,13 +454,30 @@ chaos_produce_cache_main(int argc, char **argv)
 		if (spent < step)
 			chaos_sleep_ms((long)(step - spent));
 	}
+	long long unknown = 0, unrepl = 0;
+	for (size_t i = 0; i < p.npend; i++) {
+		char id[40];
+		unknown += p.pend[i].marked == 'u';
+		unrepl += p.pend[i].marked == 'r';
+		cjob_id(&p.pend[i], id, sizeof(id));
+		if (i < 40)
+			fprintf(stderr, "%s%s", i ? " " : "chaos produce-cache: jobs "
+			    "not acknowledged within resend_s after the end: ", id);
+	}
+	if (p.npend > 0)
+		fprintf(stderr, "%s\n", p.npend > 40 ? " ..." : "");
+	long long timed = p.calls - p.kills;
 	printf("calls=%lld cache_jobs=%lld key_jobs=%lld rows=%lld rewrites=%lld "
-	    "gone=%lld full=%lld unknown=%lld unpushed=%zu errors=%lld\n", p.calls,
-	    p.jobs[0], p.jobs[1], p.rows, p.rewrites, p.gone, p.full, p.unknown,
-	    p.npend, p.errors);
+	    "gone=%lld full=%lld unknown=%lld resends=%lld already=%lld "
+	    "kills=%lld kills_late=%lld self_resends=%lld short_wait=%lld "
+	    "call_ms=%lld unpushed=%zu unknown_left=%lld unreplicated_left=%lld "
+	    "errors=%lld\n", p.calls, p.jobs[0], p.jobs[1], p.rows, p.rewrites,
+	    p.gone, p.full, p.unknown, p.resends, p.already, p.kills,
+	    p.kills_late, p.self_resends, p.short_wait, timed > 0 ? p.call_ms /
+	    timed : 0, p.npend, unknown, unrepl, p.errors);
 	fclose(p.ledger);
 	if (p.c != NULL)
 		redisFree(p.c);
 	free(p.pend);
-	return 0;
+	return rc;
 }
