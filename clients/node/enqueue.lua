@@ -280,7 +280,9 @@ end
 
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
-local jobs, written, ids = {}, {}, {}
+-- the ids the jobs carry (named_ids; the job of each: at; as ZADD's
+-- score-member pairs: id_pairs), for the idempotency check below
+local jobs, written, named_ids, at, id_pairs = {}, {}, {}, {}, {}
 for a = first_job, #ARGV, STRIDE do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
@@ -307,7 +309,13 @@ for a = first_job, #ARGV, STRIDE do
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
 	if k > 0 then written[key] = true end
 	jobs[index] = doc
-	ids[index] = id
+	if id ~= '' then
+		local n = #named_ids + 1
+		named_ids[n] = id
+		at[n] = index
+		id_pairs[2 * n - 1] = IDS_LIVE
+		id_pairs[2 * n] = id
+	end
 end
 
 -- Backpressure: refused only when what Redis cannot evict (memory_view:
@@ -326,51 +334,64 @@ end
 -- that an earlier job of this call has, is not pushed again; the others'
 -- ids are held from now on (score 0).
 local tag = string.gsub(KEYS[1], 'ready$', '')
-local already, fresh_ids = {}, {}
-local window = with_ids and ids_window(tag) or 0
-if window > 0 then
-	local named_ids, at = {}, {}
-	for i, id in ipairs(ids) do
-		if id ~= '' then
-			named_ids[#named_ids + 1] = id
-			at[#named_ids] = i
+local already, any_already, added = {}, false, 0
+local window = with_ids and #named_ids > 0 and ids_window(tag) or 0
+local ids_key, nnamed = tag .. 'ids', #named_ids
+-- Mark the jobs whose id the set held (held[n]) or an earlier job of the
+-- call has as already accepted; the score-member pairs of the others.
+local function sort_out(held)
+	local seen, fresh = {}, {}
+	for n = 1, nnamed do
+		local id = named_ids[n]
+		if held[n] or seen[id] then
+			already[at[n]] = true
+			any_already = true
+		else
+			seen[id] = true
+			fresh[#fresh + 1] = IDS_LIVE
+			fresh[#fresh + 1] = id
 		end
 	end
-	local seen = {}
-	for from = 1, #named_ids, 1000 do
-		local scores = redis.call('ZMSCORE', tag .. 'ids', unpack(named_ids, from, math.min(from + 999, #named_ids)))
-		for j, score in ipairs(scores) do
-			local n = from + j - 1
-			local id = named_ids[n]
-			if score or seen[id] then
-				already[at[n]] = true
-			else
-				seen[id] = true
-				fresh_ids[#fresh_ids + 1] = IDS_LIVE
-				fresh_ids[#fresh_ids + 1] = id
+	return fresh
+end
+if window > 0 then
+	local held, any_held = {}, false
+	for from = 1, nnamed, 1000 do
+		local scores = redis.call('ZMSCORE', ids_key, unpack(named_ids, from, math.min(from + 999, nnamed)))
+		for j = 1, #scores do
+			if scores[j] then
+				held[from + j - 1] = true
+				any_held = true
 			end
 		end
 	end
+	-- usually none is held: all pairs added at once (NX: an id twice in
+	-- the call is added once, and then sorted out)
+	local pairs_added = any_held and sort_out(held) or id_pairs
+	for from = 1, #pairs_added, 2000 do
+		added = added + redis.call('ZADD', ids_key, 'NX', unpack(pairs_added, from, math.min(from + 1999, #pairs_added)))
+	end
+	if not any_held and added < nnamed then sort_out(held) end
 end
-for from = 1, #fresh_ids, 1000 do
-	redis.call('ZADD', tag .. 'ids', unpack(fresh_ids, from, math.min(from + 999, #fresh_ids)))
-end
-if window > 0 and #fresh_ids == 0 and next(already) then
+if window > 0 and added == 0 and any_already then
 	-- every job accepted already (a call sent again): write the window
 	-- as it is, so that the caller's WAIT covers the writes that accepted
 	-- them (WAIT counts up to a connection's own last write)
 	redis.pcall('HSET', tag .. 'config', 'idempotency_window', window)
 end
-local pushing, already_list = {}, {}
-for i, doc in ipairs(jobs) do
-	if already[i] then already_list[#already_list + 1] = i else pushing[#pushing + 1] = doc end
+local pushing, already_list = jobs, {}
+if any_already then
+	pushing = {}
+	for i, doc in ipairs(jobs) do
+		if already[i] then already_list[#already_list + 1] = i else pushing[#pushing + 1] = doc end
+	end
 end
 
 -- the values in one MSET (no TTL), the application's keys made
 -- persistent, all of them counted in protected in one HMGET and one HSET
 -- (ferry's own keys in the entries of their groups: common.lua)
 local named, values, value_bytes = {}, {}, {}
-for a = first_job, #ARGV, STRIDE do
+for a = first_job, #KEYS >= FIRST_CACHE and #ARGV or 0, STRIDE do
 	local k = tonumber(ARGV[a + 1])
 	if already[(a - first_job) / STRIDE + 1] then
 		k = 0

@@ -15,8 +15,9 @@
 #include "util.h"
 
 #define WAIT_CALL 1000          /* ids a ZMSCORE; entries a LRANGE */
-#define WAIT_PAUSE_FIRST_MS 10  /* after a round that saw an outcome */
-#define WAIT_PAUSE_MAX_MS 250   /* 1.5 times the last pause, up to this */
+#define WAIT_PAUSE_FIRST_MS 10  /* within WAIT_QUICK_MS of an outcome */
+#define WAIT_QUICK_MS 1000      /* (or of the start) */
+#define WAIT_PAUSE_MAX_MS 250   /* then 1.5 times the last pause, up to this */
 #define WAIT_FULL_ROUND_MS 2000 /* a round that reads every pending id */
 
 enum wait_state { WAIT_PENDING, WAIT_DONE, WAIT_DEAD, WAIT_PURGED,
@@ -268,6 +269,7 @@ ctl_wait(struct ctl *c, const struct queue_config *q,
 {
 	struct waiter w = { .c = c, .q = q, .n = n };
 	int64_t started = util_monotonic_ms(), last_full = started;
+	int64_t last_outcome = started;
 	long pause = WAIT_PAUSE_FIRST_MS;
 	int rc = CTL_EX_OK;
 
@@ -289,8 +291,11 @@ ctl_wait(struct ctl *c, const struct queue_config *q,
 		now = util_monotonic_ms();
 		if (timeout_ms >= 0 && now >= started + timeout_ms)
 			break;
-		pause = seen > 0 ? WAIT_PAUSE_FIRST_MS : pause * 3 / 2 >
-		    WAIT_PAUSE_MAX_MS ? WAIT_PAUSE_MAX_MS : pause * 3 / 2;
+		if (seen > 0)
+			last_outcome = now;
+		pause = now - last_outcome < WAIT_QUICK_MS ? WAIT_PAUSE_FIRST_MS :
+		    pause * 3 / 2 > WAIT_PAUSE_MAX_MS ? WAIT_PAUSE_MAX_MS :
+		    pause * 3 / 2;
 		if (timeout_ms >= 0 && now + pause > started + timeout_ms)
 			pause = (long)(started + timeout_ms - now);
 		pause_ms(pause);

@@ -36,6 +36,11 @@ bool http_dead_post(struct http_req *r, const char *url);
 bool http_dead_bulk_post(struct http_req *r, const char *url);
 bool http_actions_post(struct http_req *r, const char *url);
 void http_dashboard(struct http_req *r);
+/* http_health.c: GET /healthz and /readyz, and their answers counted in
+ * Prometheus text. */
+bool http_health_get(struct http_req *r, const char *url);
+struct buf;
+void http_health_metrics(struct buf *o);
 
 /* http_api.c: the length of the host part of a master id (host:pid:hex),
  * and the depths of struct metrics_figures by name, in the order the page

@@ -18,7 +18,8 @@
  * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all.
  *
  * Against DNS rebinding (a page of another site whose name resolves to
- * this listener), every request but /metrics must name the listener in its
+ * this listener), every request but /metrics and the probes (/healthz,
+ * /readyz: http_health.c) must name the listener in its
  * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
  * name of [ferryd] http_allowed_hosts, with its port (else 421); a
  * request without a Host header (HTTP/1.0) is served: a browser always
@@ -279,7 +280,17 @@ host_ok(const struct metrics_http *h, const char *host)
 	return false;
 }
 
-/* GET and HEAD: the page, the metrics, the API. */
+/* Read by machines that name the listener by an address of their own (a
+ * Kubernetes probe sends the pod's IP), and no page a browser could be
+ * led to: served whatever the Host header says. */
+static bool
+host_free(const char *url)
+{
+	return strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0 ||
+	    strcmp(url, "/readyz") == 0;
+}
+
+/* GET and HEAD: the page, the metrics, the probes, the API. */
 static void
 route_get(struct metrics_http *h, struct http_req *r, const char *url)
 {
@@ -288,10 +299,12 @@ route_get(struct metrics_http *h, struct http_req *r, const char *url)
 	} else if (strcmp(url, "/metrics") == 0) {
 		struct buf o = BUF_INIT;
 		master_control_metrics(h->m, &o);
+		http_health_metrics(&o);
 		size_t len = o.len;
 		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
 		    "charset=utf-8", buf_take(&o), len);
-	} else if (!http_api_get(r, url) && !http_dead_get(r, url)) {
+	} else if (!http_health_get(r, url) && !http_api_get(r, url) &&
+	    !http_dead_get(r, url)) {
 		char *text = xstrdup("not found: the dashboard is at /, the "
 		    "metrics at /metrics\n");
 		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
@@ -352,7 +365,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		    "application/json", stopping, sizeof(stopping) - 1,
 		    MHD_RESPMEM_PERSISTENT);
 	}
-	if (!r->answered && !r->suspended && strcmp(url, "/metrics") != 0 &&
+	if (!r->answered && !r->suspended && !host_free(url) &&
 	    !host_ok(h, http_req_header(r, MHD_HTTP_HEADER_HOST))) {
 		http_req_error(r, MHD_HTTP_MISDIRECTED_REQUEST, "Host: not this "
 		    "listener (%s, localhost, 127.0.0.1 or [::1] with port %s; "

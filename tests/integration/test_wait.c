@@ -1,16 +1,19 @@
 /* test_wait.c - `ferryctl enqueue --wait` against a real ferryd, Redis and
  * PostgreSQL: it answers when every job is done or dead (with the reason)
  * or the time is up (naming the pending ones); it needs a queue that keeps
- * ids; it rides through a Redis restart; and a reply lost to a connection
- * cut after Redis ran the call (a proxy swallows it): ferryctl sends the
- * call again and every job is in PostgreSQL exactly once. (Redis killed
- * during the calls: test_idempotency.c; a Sentinel failover during them:
- * test_sentinel.c.) */
+ * ids; it rides through a Redis restart. And two ways a producer's reply
+ * is lost, each ending with every job in PostgreSQL exactly once: a
+ * connection cut after Redis ran the call (a proxy swallows the reply),
+ * and a network partition (Redis in a network namespace whose link the
+ * test takes down for longer than ferryctl's command timeout); ferryctl
+ * sends the call again. (Redis killed during the calls: test_idempotency.c;
+ * a Sentinel failover during them: test_sentinel.c.) */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +451,138 @@ Test(wait, replies_cut_after_the_call_ran)
 	cr_assert_not_null(strstr(r.err, "30000 done, 0 dead, 0 pending"), "%s",
 	    r.err);
 	h_run_free(&r);
+	assert_rows_once(total);
+	h_stop(&d);
+}
+
+/* ---------------------------------------------------------- partition
+ * Redis in a network namespace of its own, reached over a veth pair: the
+ * test cuts the link (ip link set down: packets are dropped, nothing is
+ * reset, as in a network partition) and restores it. */
+struct netns {
+	char name[32], veth[32];
+	char addr[32];          /* Redis' side */
+	pid_t redis;
+};
+
+static struct netns ns;
+
+static int
+sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static void
+netns_teardown(void)
+{
+	if (ns.redis > 0) {
+		kill(ns.redis, SIGKILL);
+		waitpid(ns.redis, NULL, 0);
+	}
+	if (ns.name[0] != '\0')
+		sh("ip link del %s 2>/dev/null; ip netns del %s 2>/dev/null",
+		    ns.veth, ns.name);
+	memset(&ns, 0, sizeof(ns));
+	teardown();
+}
+
+/* The namespace, the link and a redis-server (AOF always) in it on
+ * ns.addr:6379; its data in dir. */
+static void
+netns_redis(const char *dir)
+{
+	int n = getpid() % 250 + 1;
+
+	snprintf(ns.name, sizeof(ns.name), "ferry%d", (int)getpid());
+	snprintf(ns.veth, sizeof(ns.veth), "fa%d", (int)getpid());
+	snprintf(ns.addr, sizeof(ns.addr), "10.213.%d.2", n);
+	cr_assert_eq(sh("ip netns add %s && "
+	    "ip link add %s type veth peer name fb%d && "
+	    "ip link set fb%d netns %s && "
+	    "ip addr add 10.213.%d.1/30 dev %s && ip link set %s up && "
+	    "ip netns exec %s ip addr add %s/30 dev fb%d && "
+	    "ip netns exec %s ip link set fb%d up && "
+	    "ip netns exec %s ip link set lo up", ns.name, ns.veth,
+	    (int)getpid(), (int)getpid(), ns.name, n, ns.veth, ns.veth, ns.name,
+	    ns.addr, (int)getpid(), ns.name, (int)getpid(), ns.name), 0,
+	    "cannot make a network namespace and a veth pair (needs root and "
+	    "iproute2)");
+	ns.redis = fork();
+	cr_assert_neq(ns.redis, -1);
+	if (ns.redis == 0) {
+		const char *server = getenv("REDIS_SERVER");
+		execlp("ip", "ip", "netns", "exec", ns.name,
+		    server != NULL ? server : "redis-server", "--bind", ns.addr,
+		    "--port", "6379", "--dir", dir, "--save", "", "--appendonly",
+		    "yes", "--appendfsync", "always", "--protected-mode", "no",
+		    (char *)NULL);
+		_exit(127);
+	}
+	long long end = h_now_ms() + 20000;
+	redisContext *c = NULL;
+	struct timeval tv = { 2, 0 };
+	while (c == NULL) {
+		cr_assert_lt(h_now_ms(), end, "redis-server in %s did not answer",
+		    ns.name);
+		c = redisConnectWithTimeout(ns.addr, 6379, tv);
+		if (c != NULL && c->err) {
+			redisFree(c);
+			c = NULL;
+			h_sleep_ms(50);
+		}
+	}
+	redisFree(c);
+}
+
+/* 30,000 jobs pushed by ferryctl to a Redis across a link the test cuts
+ * for 12 s once 3,000 are in (longer than ferryctl's 10 s command timeout:
+ * the reply of the call in flight is lost), then restores: ferryctl sends
+ * that call again and goes on; ferryd, started after, writes every job
+ * once. */
+Test(wait, a_network_partition_during_the_calls, .fini = netns_teardown)
+{
+	char input[300], lines[128], pg[200];
+	int total = 30000, status;
+
+	setup(NULL, PG_QUEUE);
+	netns_redis(d.dir);
+	snprintf(lines, sizeof(lines), "redis_host = %s\nredis_port = 6379\n",
+	    ns.addr);
+	d.redis_lines = lines;
+	snprintf(pg, sizeof(pg), "pg_host = 127.0.0.1\npg_port = %d\n"
+	    "pg_database = ferry\npg_user = postgres\n", d.pg.port);
+	h_config(&d, pg, PG_QUEUE);
+	redisFree(d.rc);
+	struct timeval tv = { 30, 0 };
+	d.rc = redisConnectWithTimeout(ns.addr, 6379, tv);
+	cr_assert(d.rc != NULL && d.rc->err == 0);
+	jobs_file(total, input, sizeof(input));
+	pid_t pid = spawn_ctl(input, "enqueue", "q", "-", NULL);
+	while (h_redis_int(&d, "LLEN " READY) < 3000)
+		h_sleep_ms(1);
+	cr_assert_eq(sh("ip link set %s down", ns.veth), 0);
+	h_sleep_ms(12000);
+	cr_assert_eq(sh("ip link set %s up", ns.veth), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	char *err = h_read_file(ctl_file("err"));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
+	    status, err);
+	cr_assert_not_null(strstr(err, "so it is safe to send again"), "%s",
+	    err);
+	free(err);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), total);
+	h_start(&d, 2);
+	h_wait_pg_int(&d, total, "SELECT count(*) FROM rows");
 	assert_rows_once(total);
 	h_stop(&d);
 }

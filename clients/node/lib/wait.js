@@ -4,8 +4,8 @@
 // nothing is written and no worker does anything for it. ZMSCORE of the ids
 // still pending, in calls of at most CALL_IDS, says for each: 0 pending, -1
 // dead, T > 0 done (its rows committed), -T < -1 dead and then purged or
-// archived, no score unknown. Again after a pause (PAUSE_FIRST_MS after a
-// round that saw an outcome, else 1.5 times the last pause, at most
+// archived, no score unknown. Again after a pause (PAUSE_FIRST_MS within
+// QUICK_MS of an outcome or the start, else 1.5 times the last pause, at most
 // PAUSE_MAX_MS, never past the deadline) until none is pending or the time
 // is up; a connection error is a round without an answer (the scores are
 // the whole state: the client reconnects and nothing is missed). The dead
@@ -18,6 +18,7 @@ const { FerryError, NotIdempotentError } = require('./errors');
 
 const CALL_IDS = 1000;
 const PAUSE_FIRST_MS = 10;
+const QUICK_MS = 1000;   // PAUSE_FIRST_MS within this of an outcome or start
 const PAUSE_MAX_MS = 250;
 const DEAD_PAGE = 1000;
 const DEFAULT_TIMEOUT_MS = 30000;
@@ -230,6 +231,7 @@ async function waitFor(producer, queue, ids, timeout) {
   let pending = list;
   let pause = PAUSE_FIRST_MS;
   let warned = false;
+  let lastOutcome = Date.now();
   for (;;) {
     let sawOutcome = false;
     try {
@@ -264,7 +266,9 @@ async function waitFor(producer, queue, ids, timeout) {
     }
     const left = deadline - Date.now();
     if (pending.length === 0 || left <= 0) break;
-    pause = sawOutcome ? PAUSE_FIRST_MS : Math.min(pause * 1.5, PAUSE_MAX_MS);
+    if (sawOutcome) lastOutcome = Date.now();
+    pause = Date.now() - lastOutcome < QUICK_MS ? PAUSE_FIRST_MS
+      : Math.min(pause * 1.5, PAUSE_MAX_MS);
     await sleep(Math.min(pause, left));
   }
   const reasons = new Map();

@@ -3,8 +3,8 @@ with ids on a queue that keeps them (doc/formats.md, "Waiting for jobs"):
 nothing is written and no worker does anything for it. ZMSCORE of the ids
 still pending, in calls of at most CALL_IDS, says for each: 0 pending, -1
 dead, T > 0 done (its rows committed), -T < -1 dead and then purged or
-archived, no score unknown. Again after a pause (PAUSE_FIRST_S after a
-round that saw an outcome, else 1.5 times the last pause, at most
+archived, no score unknown. Again after a pause (PAUSE_FIRST_S within
+QUICK_S of an outcome or the start, else 1.5 times the last pause, at most
 PAUSE_MAX_S, never past the deadline) until none is pending or the time is
 up; a connection error is a round without an answer (the scores are the
 whole state: redis-py connects again and nothing is missed). The dead ones'
@@ -24,6 +24,7 @@ from .errors import NotIdempotentError
 
 CALL_IDS = 1000
 PAUSE_FIRST_S = 0.010
+QUICK_S = 1.0       # PAUSE_FIRST_S within this of an outcome or the start
 PAUSE_MAX_S = 0.250
 DEAD_PAGE = 1000
 DEFAULT_TIMEOUT_S = 30.0
@@ -232,6 +233,7 @@ def wait_for(producer, queue, ids, timeout):
     pending = wanted
     pause = PAUSE_FIRST_S
     warned = False
+    last_outcome = time.monotonic()
     while True:
         saw_outcome = False
         try:
@@ -257,8 +259,10 @@ def wait_for(producer, queue, ids, timeout):
         left = deadline - time.monotonic()
         if not pending or left <= 0:
             break
-        pause = PAUSE_FIRST_S if saw_outcome else min(pause * 1.5,
-                                                      PAUSE_MAX_S)
+        if saw_outcome:
+            last_outcome = time.monotonic()
+        pause = PAUSE_FIRST_S if time.monotonic() - last_outcome < QUICK_S \
+            else min(pause * 1.5, PAUSE_MAX_S)
         time.sleep(min(pause, left))
     reasons = {i: None for i, s in state.items() if s == "dead"}
     tries = 0
