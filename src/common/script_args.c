@@ -101,7 +101,7 @@ sargs_settle(struct sargs *a, const char *prefix, const char *queue,
 
 void
 sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
-    const char *worker, int max_recoveries, bool bump)
+    const char *worker, int max_recoveries, bool bump, bool count)
 {
 	start(a, LUA_RECLAIM, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
@@ -113,10 +113,11 @@ sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
 	put(a, a->k.owners);
 	put(a, a->k.bkeys);
 	a->nkeys = 6;
-	/* ARGV: worker id, max_recoveries, bump */
+	/* ARGV: worker id, max_recoveries, 1 (bump and count) / 0 (count) /
+	 * stopped */
 	put(a, worker);
 	put(a, num(a, 0, max_recoveries));
-	put(a, bump ? "1" : "0");
+	put(a, bump ? "1" : count ? "0" : "stopped");
 }
 
 void

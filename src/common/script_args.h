@@ -43,9 +43,10 @@ void sargs_settle(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master, int count);
 #define SARGS_SETTLE_FIXED 10   /* KEYS and ARGV before the per-job values */
 #define SARGS_SETTLE_PER_JOB 6
-/* reclaim.lua: hand worker's processing list back (bump: recoveries+1). */
+/* reclaim.lua: hand worker's processing list back (bump: recoveries+1;
+ * count: as recovered in the stats, its worker died). */
 void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
-    const char *worker, int max_recoveries, bool bump);
+    const char *worker, int max_recoveries, bool bump, bool count);
 /* reap.lua: dead hosts' lists of queue, judged by the masters and clock
  * hashes; never those of master (the caller's id). */
 void sargs_reap(struct sargs *a, const char *prefix, const char *queue,

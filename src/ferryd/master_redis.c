@@ -35,7 +35,7 @@ struct reclaim {
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
 	char worker_id[200];     /* the processing list's id */
 	int max_recoveries;
-	bool bump;
+	bool bump, count;
 	bool sent;
 	bool done;               /* reclaim.lua answered; WAIT pending */
 	struct reclaim *next;
@@ -197,7 +197,7 @@ send_reclaim(struct master_redis *r, struct reclaim *rc)
 	struct sargs a;
 
 	sargs_reclaim(&a, r->m->cfg->redis_prefix, rc->queue, rc->worker_id,
-	    rc->max_recoveries, rc->bump);
+	    rc->max_recoveries, rc->bump, rc->count);
 	if (link_script(l, a.script, on_reclaim, rc, a.nkeys, a.argc,
 	    a.argv) != 0)
 		return;
@@ -224,7 +224,7 @@ send_pending(struct master_redis *r, const struct master_link *l)
 /* Hand back one processing list of a worker that died. */
 static void
 reclaim_list(struct master *m, const struct queue_config *q,
-    const char *list_id, bool bump)
+    const char *list_id, bool bump, bool count)
 {
 	struct master_redis *r = m->redis;
 	struct reclaim *rc = xcalloc(1, sizeof(*rc));
@@ -233,6 +233,7 @@ reclaim_list(struct master *m, const struct queue_config *q,
 	snprintf(rc->worker_id, sizeof(rc->worker_id), "%s", list_id);
 	rc->max_recoveries = q->max_recoveries;
 	rc->bump = bump;
+	rc->count = count;
 	rc->next = r->pending;
 	r->pending = rc;
 	send_reclaim(r, rc);
@@ -240,19 +241,19 @@ reclaim_list(struct master *m, const struct queue_config *q,
 
 void
 master_redis_reclaim(struct master *m, const struct queue_config *q,
-    pid_t pid, int lanes, int busy, bool bump)
+    pid_t pid, int lanes, int busy, bool died)
 {
 	char id[160], lane2[200];
 
 	worker_id(m->master_id, pid, id, sizeof(id));
 	if (lanes < 2) {
-		reclaim_list(m, q, id, bump);
+		reclaim_list(m, q, id, died, died);
 		return;
 	}
 	/* a batch that waited behind the one in flight did not run */
-	reclaim_list(m, q, id, bump && (busy & 1));
+	reclaim_list(m, q, id, died && (busy & 1), died);
 	snprintf(lane2, sizeof(lane2), "%s%s", id, CONSUMER_LANE2_SUFFIX);
-	reclaim_list(m, q, lane2, bump && (busy & 2));
+	reclaim_list(m, q, lane2, died && (busy & 2), died);
 }
 
 /* heartbeat.lua found no service clock where this master had beaten
@@ -617,7 +618,7 @@ finish_queue(struct master *m, redisContext *c, const char *queue)
 			continue;
 		struct sargs a;
 		sargs_reclaim(&a, m->cfg->redis_prefix, rc->queue, rc->worker_id,
-		    rc->max_recoveries, rc->bump);
+		    rc->max_recoveries, rc->bump, rc->count);
 		freeReplyObject(queue_script(c, a.script, a.nkeys, a.argc, a.argv,
 		    a.lens));
 		reclaim_free(r, rc);

@@ -13,11 +13,12 @@ struct master;
 
 void master_redis_start(struct master *m);
 /* Hand back the processing lists of worker `pid` of queue q (lanes: how
- * many it had, 2 with pipeline; busy: the scoreboard's lanes_busy);
- * `bump` adds a recovery to each job (the worker died; not when we killed
- * it to stop), with two lanes only to those of a busy lane. */
+ * many it had, 2 with pipeline; busy: the scoreboard's lanes_busy). When
+ * it `died` (not a clean or fatal exit, nor killed by us to stop), its
+ * jobs count as recovered, and each gets one recovery more, with two
+ * lanes only those of a busy lane. */
 void master_redis_reclaim(struct master *m, const struct queue_config *q,
-    pid_t pid, int lanes, int busy, bool bump);
+    pid_t pid, int lanes, int busy, bool died);
 void master_redis_finish(struct master *m);
 
 /* An asynchronous command on the master's connection, for other modules

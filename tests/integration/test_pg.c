@@ -236,10 +236,12 @@ Test(pg, reload_to_a_missing_column_waits)
 	    "columns = n, payload\nworkers = 1\n");
 	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_start(&d, 1);
+	h_wait_blocked(&d, 1);  /* running: a reload at its start is not this */
 	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
 	    "columns = n, nosuch\nworkers = 1\n");
 	kill(d.pid, SIGHUP);
 	h_wait_log(&d, "reload: done", 1);
+	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
 	h_push_jobs(&d, "q", 0, 100);
 	h_wait_log(&d, "waits in Redis", 1);
 	cr_assert_eq(pe_ctl(&d, "status", &out), 0, "%s", out);

@@ -340,6 +340,12 @@ Test(recovery, redis_stall_does_not_kill_waiting_workers)
 	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_distinct_done(&d, 100), 100);
 	h_assert_queue_empty(&d, "q");
+	if (h_count_in_file(d.log, "; restart ") != 0) {
+		char cmd[600];      /* why it died, for the failure below */
+		snprintf(cmd, sizeof(cmd), "grep -E 'restart|exit|SIG|error|warn' "
+		    "%s | tail -20 >&2", d.log);
+		(void)system(cmd);
+	}
 	cr_assert_eq(h_count_in_file(d.log, "; restart "), 0, "no worker died");
 	h_stop(&d);
 }

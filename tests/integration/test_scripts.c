@@ -314,7 +314,8 @@ static redisReply *
 reclaim(const char *maxrec, const char *bump)
 {
 	struct sargs a;
-	sargs_reclaim(&a, "ferry", "q", "w1", atoi(maxrec), strcmp(bump, "1") == 0);
+	sargs_reclaim(&a, "ferry", "q", "w1", atoi(maxrec), strcmp(bump, "1") == 0,
+	    true);
 	redisReply *r = queue_script(d.rc, a.script, a.nkeys, a.argc, a.argv,
 	    a.lens);
 	cr_assert_not_null(r, "reclaim: %s", d.rc->errstr);
