@@ -32,6 +32,7 @@
 #include "master_events.h"
 #include "master_series.h"
 #include "master_ids.h"
+#include "master_notify.h"
 #include "master_sweep.h"
 #include "log.h"
 #include "master_control.h"
@@ -194,6 +195,11 @@ spawn(struct master *m, struct master_worker *w)
 		return;
 	}
 	if (pid == 0) {
+		/* systemd's socket and watchdog are the master's alone (a
+		 * handler program must not speak for the service) */
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("WATCHDOG_USEC");
+		unsetenv("WATCHDOG_PID");
 		struct worker_args args = {
 			.cfg = m->cfg, .queue = &mq->cfg, .sb = &m->sb,
 			.sb_index = w->sb_index, .number = w->number,
@@ -389,6 +395,7 @@ begin_stop(struct master *m, enum master_phase phase)
 		return;
 	m->phase = phase;
 	stop_restarts(m);
+	master_notify_stopping(m);
 	if (phase == MASTER_STOPPING) {
 		m->stop_deadline_ms = util_monotonic_ms() +
 		    m->cfg->shutdown_timeout_ms;
@@ -599,7 +606,9 @@ master_run(struct ferry_config *cfg, struct control *control,
 	}
 	log_notice("ferryd %s started as %s: %d queues, %d workers, config %s",
 	    PACKAGE_VERSION, m->master_id, cfg->nqueues, workers, cfg->path);
+	master_notify_start(m);
 	ev_run(m->loop, 0);
+	master_notify_stop(m);
 	control_close(m->control);
 	metrics_http_close(m->http);
 	master_sentinel_stop(m);

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "master_events.h"
 #include "master_int.h"
+#include "master_notify.h"
 #include "util.h"
 
 static void
@@ -119,8 +120,10 @@ master_reload(struct master *m, struct config_errors *errs)
 	const char *path = m->cfg->path;
 
 	log_notice("reload: reading %s", path);
+	master_notify_reloading(m);
 	if (config_load(path, fresh, errs) == -1) {
 		free(fresh);
+		master_notify_reloaded(m);      /* the old one still runs */
 		return -1;
 	}
 	config_keep_static(m->cfg, fresh, warn_static);
@@ -144,5 +147,6 @@ master_reload(struct master *m, struct config_errors *errs)
 	free(old);
 	log_notice("reload: done");
 	master_event("reload", "reloaded %s", m->cfg->path);
+	master_notify_reloaded(m);
 	return 0;
 }
