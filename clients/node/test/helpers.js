@@ -102,5 +102,17 @@ function replyLosingProxy() {
     () => resolve(proxy)));
 }
 
+/** A replyLosingProxy and a client connected through it (its errors,
+ * which the proxy causes on purpose, are not thrown). */
+async function proxiedClient() {
+  const proxy = await replyLosingProxy();
+  const client = createClient({
+    url: `redis://127.0.0.1:${proxy.server.address().port}`,
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return { proxy, client };
+}
+
 module.exports = { port, connect, redisMs, stat, sleep, waitFor, pgValue,
-  ferryctl, replyLosingProxy };
+  ferryctl, replyLosingProxy, proxiedClient };

@@ -8,9 +8,8 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { createClient } = require('redis');
 const { Producer, NotReplicatedError } = require('..');
-const { connect, waitFor, replyLosingProxy } = require('./helpers');
+const { connect, waitFor, proxiedClient } = require('./helpers');
 
 const READY = 'ferry:{nodei}:ready';
 const IDS = 'ferry:{nodei}:ids';
@@ -50,12 +49,7 @@ test('ids held are already accepted', async () => {
 
 test('a lost reply is sent again', async () => {
   await redis();
-  const proxy = await replyLosingProxy();
-  const client = createClient({
-    url: `redis://127.0.0.1:${proxy.server.address().port}`,
-  });
-  client.on('error', () => {});
-  await client.connect();
+  const { proxy, client } = await proxiedClient();
   const p = new Producer(client);
   await r.scriptLoad(p.script.toString('utf8'));  // EVALSHA runs
   const warned = [];

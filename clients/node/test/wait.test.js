@@ -11,10 +11,9 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { createClient } = require('redis');
 const ferry = require('..');
 const { Producer, FerryError, InvalidJobError, NotIdempotentError } = ferry;
-const { connect, waitFor, sleep, pgValue, ferryctl, replyLosingProxy } =
+const { connect, waitFor, sleep, pgValue, ferryctl, proxiedClient } =
   require('./helpers');
 
 let r = null;
@@ -182,12 +181,7 @@ test('a queue that keeps no ids is refused', async () => {
 
 test('a connection lost during the wait is waited out', async () => {
   await redis();
-  const proxy = await replyLosingProxy();
-  const client = createClient({
-    url: `redis://127.0.0.1:${proxy.server.address().port}`,
-  });
-  client.on('error', () => {});
-  await client.connect();
+  const { proxy, client } = await proxiedClient();
   const warned = [];
   const onWarning = (w) => warned.push(w.code);
   process.on('warning', onWarning);
