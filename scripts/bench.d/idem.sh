@@ -3,7 +3,7 @@
 # write_config, start_ferryd, make_jobs, run_helper, median, cpu_ms, start_pg
 # of scripts/bench.d/pg.sh, lat_pcts of latency.sh): what an idempotent queue
 # costs (`idempotency_window = 10m`: enqueue.lua holds every job's id in the
-# sorted set ferry:{bench}:ids, score 0 while it lives, -1 dead, T > 0 done:
+# sorted set ferry:{bench}:ids, a score in [0, 1) while it lives, -1 dead, T done:
 # forgotten at T = settle time + window), and how soon `ferryctl enqueue
 # --wait` answers. Parts (all three without an argument):
 #
@@ -182,7 +182,7 @@ id_report_memory() {
 	done
 	echo
 	echo "A remembered id costs $(awk -v a="${im[$id_window.done]}" -v b="${im[0.done]}" 'BEGIN { printf "%.1f", a - b }') B (done, window $id_window − 0), a waiting job"
-	echo "$(awk -v a="${im[$id_window.wait]}" -v b="${im[0.wait]}" 'BEGIN { printf "%.1f", a - b }') B more with the window (its id held at score 0)."
+	echo "$(awk -v a="${im[$id_window.wait]}" -v b="${im[0.wait]}" 'BEGIN { printf "%.1f", a - b }') B more with the window (its id held live)."
 	echo
 }
 

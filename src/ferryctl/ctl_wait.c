@@ -48,15 +48,15 @@ pause_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* A score as the ids set holds it: 0 pending, -1 dead, T > 0 done,
- * -T < -1 dead then purged; no member: unknown. */
+/* A score as the ids set holds it: [0, 1) pending, -1 dead, T >= 1
+ * done, -T < -1 dead then purged; no member: unknown. */
 static enum wait_state
 state_of(const redisReply *score)
 {
 	if (score->type != REDIS_REPLY_STRING)
 		return WAIT_UNKNOWN;
 	double v = strtod(score->str, NULL);
-	return v == 0 ? WAIT_PENDING : v == -1 ? WAIT_DEAD : v > 0 ?
+	return v >= 0 && v < 1 ? WAIT_PENDING : v == -1 ? WAIT_DEAD : v >= 1 ?
 	    WAIT_DONE : WAIT_PURGED;
 }
 

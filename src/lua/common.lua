@@ -263,7 +263,7 @@ end
 
 -- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever.
 local BURY_MARGIN = 3
--- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: score 0 while the job waits, is scheduled, runs or is retried; -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
+-- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: a score in [0, 1) while the job waits, is scheduled, runs or is retried (the mark of the call that accepted it, ids_call_mark; 0 once replayed or restored); -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
 local IDS_LIVE, IDS_DEAD, IDS_GONE = 0, -1, 'gone'
 
 -- The queue's idempotency_window in ms (0: it keeps no ids), from its tag "PREFIX:{QUEUE}:". A caller whose ACL may not read the config hash reads 0.
@@ -272,15 +272,30 @@ local function ids_window(tag)
 	return type(v) == 'string' and tonumber(v) or 0
 end
 
+-- The live mark of an enqueue call: a score in (0, 1) that no other call of the queue has had, so that the call tells the ids it added from those held before it. A counter in the config hash (field ids_calls) times 2^-52, exact in a double and in its text (%.17g); a counter that starts again (its hash deleted) starts past the highest mark the set holds. Returns the mark and its text.
+local IDS_MARK_UNIT = 2 ^ -52
+local function ids_call_mark(tag)
+	local n = redis.call('HINCRBY', tag .. 'config', 'ids_calls', 1)
+	if n == 1 then
+		local top = redis.call('ZREVRANGEBYSCORE', tag .. 'ids', '(1', '(0', 'WITHSCORES', 'LIMIT', 0, 1)
+		if top[2] then
+			n = math.floor(tonumber(top[2]) / IDS_MARK_UNIT) + 1
+			redis.call('HSET', tag .. 'config', 'ids_calls', string.format('%d', n))
+		end
+	end
+	local mark = n * IDS_MARK_UNIT
+	return mark, string.format('%.17g', mark)
+end
+
 -- Mark ids (a list; "" skipped) with score; score nil: done, forgotten a window from now; IDS_GONE: purged from the dead list, the same time negated. Nothing when the queue keeps no ids.
 local function ids_mark(tag, ids, score)
 	if #ids == 0 then return end
 	local window = ids_window(tag)
 	if window <= 0 then return end
 	if score == nil then
-		score = now_ms() + window
+		score = string.format('%d', now_ms() + window)
 	elseif score == IDS_GONE then
-		score = -(now_ms() + window)
+		score = string.format('%d', -(now_ms() + window))
 	end
 	local args = {}
 	for _, id in ipairs(ids) do

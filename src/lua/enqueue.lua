@@ -313,7 +313,6 @@ for a = first_job, #ARGV, STRIDE do
 		local n = #named_ids + 1
 		named_ids[n] = id
 		at[n] = index
-		id_pairs[2 * n - 1] = IDS_LIVE
 		id_pairs[2 * n] = id
 	end
 end
@@ -332,52 +331,38 @@ end
 
 -- Idempotency (common.lua): a job whose id the queue holds already, or
 -- that an earlier job of this call has, is not pushed again; the others'
--- ids are held from now on (score 0).
+-- ids are held from now on, scored with this call's own live mark
+-- (ids_call_mark: a write on every call, also one whose jobs were all
+-- accepted already, so that the caller's WAIT, which counts up to a
+-- connection's own last write, covers the writes that accepted them).
+-- All the call's ids go in one ZADD NX; only when it
+-- added fewer than the call names (some held already, or named twice)
+-- are their scores read: an id scored with another mark was held before.
 local tag = string.gsub(KEYS[1], 'ready$', '')
 local already, any_already, added = {}, false, 0
 local window = with_ids and #named_ids > 0 and ids_window(tag) or 0
 local ids_key, nnamed = tag .. 'ids', #named_ids
--- Mark the jobs whose id the set held (held[n]) or an earlier job of the
--- call has as already accepted; the score-member pairs of the others.
-local function sort_out(held)
-	local seen, fresh = {}, {}
-	for n = 1, nnamed do
-		local id = named_ids[n]
-		if held[n] or seen[id] then
-			already[at[n]] = true
-			any_already = true
-		else
-			seen[id] = true
-			fresh[#fresh + 1] = IDS_LIVE
-			fresh[#fresh + 1] = id
-		end
-	end
-	return fresh
-end
 if window > 0 then
-	local held, any_held = {}, false
-	for from = 1, nnamed, 1000 do
-		local scores = redis.call('ZMSCORE', ids_key, unpack(named_ids, from, math.min(from + 999, nnamed)))
-		for j = 1, #scores do
-			if scores[j] then
-				held[from + j - 1] = true
-				any_held = true
+	local mark, mark_text = ids_call_mark(tag)
+	for n = 1, nnamed do id_pairs[2 * n - 1] = mark_text end
+	for from = 1, 2 * nnamed, 2000 do
+		added = added + redis.call('ZADD', ids_key, 'NX', unpack(id_pairs, from, math.min(from + 1999, 2 * nnamed)))
+	end
+	if added < nnamed then
+		local seen = {}
+		for from = 1, nnamed, 1000 do
+			local scores = redis.call('ZMSCORE', ids_key, unpack(named_ids, from, math.min(from + 999, nnamed)))
+			for j = 1, #scores do
+				local n = from + j - 1
+				local id = named_ids[n]
+				if tonumber(scores[j]) ~= mark or seen[id] then
+					already[at[n]] = true
+					any_already = true
+				end
+				seen[id] = true
 			end
 		end
 	end
-	-- usually none is held: all pairs added at once (NX: an id twice in
-	-- the call is added once, and then sorted out)
-	local pairs_added = any_held and sort_out(held) or id_pairs
-	for from = 1, #pairs_added, 2000 do
-		added = added + redis.call('ZADD', ids_key, 'NX', unpack(pairs_added, from, math.min(from + 1999, #pairs_added)))
-	end
-	if not any_held and added < nnamed then sort_out(held) end
-end
-if window > 0 and added == 0 and any_already then
-	-- every job accepted already (a call sent again): write the window
-	-- as it is, so that the caller's WAIT covers the writes that accepted
-	-- them (WAIT counts up to a connection's own last write)
-	redis.pcall('HSET', tag .. 'config', 'idempotency_window', window)
 end
 local pushing, already_list = jobs, {}
 if any_already then

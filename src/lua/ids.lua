@@ -4,7 +4,7 @@
 -- enqueue script reads it (HDEL at 0: the queue takes every job), and
 -- forgets the ids of jobs done or purged longer ago than the window (their
 -- score in ids is the Redis time to forget them at, negated for a purged
--- dead job: ids_mark, common.lua),
+-- dead job: ids_mark, common.lua; a live one's is in [0, 1)),
 -- at most ARGV[2] a call, so that Redis is held a bounded time; the master
 -- calls again at once while a call forgot that many.
 -- KEYS: config, ids
@@ -22,7 +22,7 @@ elseif window > 0 and published ~= tostring(window) then
 	redis.call('HSET', KEYS[1], 'idempotency_window', window)
 end
 local now = now_ms()
-local old = redis.call('ZRANGEBYSCORE', KEYS[2], '(0', now, 'LIMIT', 0, limit)
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], 1, now, 'LIMIT', 0, limit)
 if #old < limit then
 	-- purged from the dead list: minus the time to forget them at
 	local gone = redis.call('ZRANGEBYSCORE', KEYS[2], -now, '(-1', 'LIMIT', 0, limit - #old)

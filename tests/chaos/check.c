@@ -20,7 +20,7 @@
  *   - every exec job was handled at least once, or is dead;
  *   - no row of an unknown id; nothing left in ready, proc, delayed,
  *     requeue or any other list of a queue but dead; the foreign keys
- *     untouched; no id held as live (score 0) by pgq, execq, upq or tbq
+ *     untouched; no id held as live (a score in [0, 1)) by pgq, execq, upq or tbq
  *     (every queue keeps ids);
  *   - with cache_ledger=FILE (produce-cache's jobs, "a|u|r ID ROWS"): each
  *     such job's ROWS rows written exactly once (all or none, no row
@@ -216,14 +216,15 @@ chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
 	return left;
 }
 
-/* The ids queue q holds as live (score 0: src/lua/common.lua, idempotency)
+/* The ids queue q holds as live (a score in [0, 1): src/lua/common.lua,
+ * idempotency)
  * once nothing waits or runs: every job is done (a time) or dead (-1). The
  * ids held as dead and as done are printed. -1 when Redis failed. */
 static long long
 ids_still_live(redisContext *c, const char *prefix, const char *q)
 {
 	long long n[3] = { -1, -1, -1 };
-	const char *range[3][2] = { { "0", "0" }, { "-1", "-1" }, { "(0", "+inf" } };
+	const char *range[3][2] = { { "0", "(1" }, { "-1", "-1" }, { "1", "+inf" } };
 
 	for (int i = 0; i < 3; i++) {
 		redisReply *r = redisCommand(c, "ZCOUNT %s:{%s}:ids %s %s", prefix,
@@ -743,7 +744,7 @@ chaos_check_main(int argc, char **argv)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
 	print_fail(&unknown);
 	if (live_ids != 0)
-		printf("chaos: FAIL ids still held as live (score 0) after the "
+		printf("chaos: FAIL ids still held as live (a score in [0, 1)) after the "
 		    "drain (-1: unreadable):%s: a job done or dead that settle, the "
 		    "reaper or a dead-letter tool did not mark\n", live_qs.p);
 	chaos_buf_free(&live_qs);

@@ -6,6 +6,7 @@
  * every job lands in PostgreSQL exactly once. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,26 @@ ctl(const char *input, const char **out, ...)
 	return r.status;
 }
 
+/* The score of `id` in the ids set (NAN when it holds none). */
+static double
+score_of(const char *id)
+{
+	redisReply *r = h_redis(&d, "ZSCORE " IDS " %s", id);
+	double v = r->type == REDIS_REPLY_STRING ? strtod(r->str, NULL) : NAN;
+
+	freeReplyObject(r);
+	return v;
+}
+
+/* A live id is held with its call's mark: in (0, 1), a mark per call. */
+static void
+assert_live(const char *id)
+{
+	double v = score_of(id);
+
+	cr_assert(v > 0 && v < 1, "id %s is held with %g, not a live mark", id, v);
+}
+
 /* enqueue.lua itself, with "ids": the same call twice, as a producer whose
  * first reply was lost sends it; jobs without an id are taken each time;
  * a job's cache value is not written again for a job already accepted. */
@@ -94,7 +115,9 @@ Test(idempotency, the_script_answers_already_accepted)
 	}
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 4);
 	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 2);
-	cr_assert_eq(h_redis_int(&d, "ZSCORE " IDS " a"), 0);
+	assert_live("a");
+	assert_live("b");
+	cr_assert_eq(score_of("a"), score_of("b"));     /* one call's mark */
 	r = h_redis(&d, "GET ferry:{q}:cache:0123456789abcdef.0");
 	cr_assert_str_eq(r->str, "[1]changed");
 	freeReplyObject(r);
@@ -109,6 +132,45 @@ Test(idempotency, the_script_answers_already_accepted)
 	cr_assert(strstr(r->str, "INVALID 1 the caller passed id \"A\", the "
 	    "job's is \"a\"") != NULL, "%s", r->str);
 	freeReplyObject(r);
+	h_stop(&d);
+}
+
+/* A call tells the ids it added from those held before by its mark, a
+ * counter in the config hash: a counter that starts again (the field or
+ * the whole hash deleted) starts past the highest mark held, so that a
+ * held id never looks like one the call added. */
+Test(idempotency, a_counter_started_again_starts_past_the_marks_held)
+{
+	const char *one[] = { READY, "0", "0", "1", "ids",
+	    "{\"id\":\"a\"}", "0", "", "a" };
+	const char *two[] = { READY, "0", "0", "1", "ids",
+	    "{\"id\":\"a\"}", "0", "", "a", "{\"id\":\"b\"}", "0", "", "b",
+	    "{\"id\":\"b\"}", "0", "", "b" };
+
+	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
+	for (int round = 0; round < 2; round++) {
+		freeReplyObject(h_redis(&d, "HSET ferry:{q}:config "
+		    "idempotency_window 60000"));
+		redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, 9, one, NULL);
+		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+		cr_assert_eq(r->element[0]->integer, round == 0 ? 1 : 0);
+		freeReplyObject(r);
+		/* the counter gone: its field, then the whole hash */
+		freeReplyObject(h_redis(&d, round == 0 ? "HDEL ferry:{q}:config "
+		    "ids_calls" : "DEL ferry:{q}:config"));
+		freeReplyObject(h_redis(&d, "HSET ferry:{q}:config "
+		    "idempotency_window 60000"));
+		r = queue_script(d.rc, LUA_ENQUEUE, 1, 17, two, NULL);
+		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
+		/* a held before, the second b the first's */
+		cr_assert_eq(r->element[0]->integer, round == 0 ? 1 : 0);
+		cr_assert_eq(r->element[2]->elements, round == 0 ? 2 : 3);
+		freeReplyObject(r);
+		assert_live("a");
+		assert_live("b");
+		cr_assert_gt(score_of("b"), score_of("a"));
+	}
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
 	h_stop(&d);
 }
 
@@ -128,6 +190,16 @@ Test(idempotency, ids_are_held_while_jobs_live_and_for_the_window)
 	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"a\"}", NULL), 0);
 	cr_assert_str_eq(out, "a already accepted\n");
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 4);
+	/* waiting longer than the window while the master forgets old ids:
+	 * a live id stays */
+	h_config(&d, NULL, "[queue q]\nworkers = 0\nidempotency_window = 1s\n");
+	h_start(&d, 0);
+	h_sleep_ms(2500);
+	assert_live("a");
+	assert_live("b");
+	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"b\"}", NULL), 0);
+	cr_assert_str_eq(out, "b already accepted\n");
+	h_stop(&d);
 	h_config(&d, NULL, "[queue q]\nworkers = 1\nidempotency_window = 2s\n");
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 4, "HGET ferry:{q}:stats done");

@@ -2,8 +2,8 @@
 // wait.js - Producer#wait: how a producer waits for the jobs it enqueued
 // with ids on a queue that keeps them (doc/formats.md, "Waiting for jobs"):
 // nothing is written and no worker does anything for it. ZMSCORE of the ids
-// still pending, in calls of at most CALL_IDS, says for each: 0 pending, -1
-// dead, T > 0 done (its rows committed), -T < -1 dead and then purged or
+// still pending, in calls of at most CALL_IDS, says for each: [0, 1)
+// pending, -1 dead, T >= 1 done (its rows committed), -T < -1 dead and then purged or
 // archived, no score unknown. Again after a pause (PAUSE_FIRST_MS within
 // QUICK_MS of an outcome or the start, else 1.5 times the last pause, at most
 // PAUSE_MAX_MS, never past the deadline) until none is pending or the time
@@ -245,8 +245,8 @@ async function waitFor(producer, queue, ids, timeout) {
         part.forEach((id, k) => {
           const score = scores[k] === null || scores[k] === undefined
             ? null : Number(scores[k]);
-          if (score !== 0) {
-            got.set(id, score === null ? 'unknown' : score > 0 ? 'done'
+          if (score === null || score < 0 || score >= 1) {
+            got.set(id, score === null ? 'unknown' : score >= 1 ? 'done'
               : 'dead');
           }
         });

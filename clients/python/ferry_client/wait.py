@@ -1,8 +1,8 @@
 """wait.py - Producer.wait: how a producer waits for the jobs it enqueued
 with ids on a queue that keeps them (doc/formats.md, "Waiting for jobs"):
 nothing is written and no worker does anything for it. ZMSCORE of the ids
-still pending, in calls of at most CALL_IDS, says for each: 0 pending, -1
-dead, T > 0 done (its rows committed), -T < -1 dead and then purged or
+still pending, in calls of at most CALL_IDS, says for each: [0, 1)
+pending, -1 dead, T >= 1 done (its rows committed), -T < -1 dead and then purged or
 archived, no score unknown. Again after a pause (PAUSE_FIRST_S within
 QUICK_S of an outcome or the start, else 1.5 times the last pause, at most
 PAUSE_MAX_S, never past the deadline) until none is pending or the time is
@@ -244,8 +244,8 @@ def wait_for(producer, queue, ids, timeout):
                 for job_id, score in zip(part, scores):
                     if score is None:
                         got[job_id] = "unknown"
-                    elif score != 0:
-                        got[job_id] = "done" if score > 0 else "dead"
+                    elif score < 0 or score >= 1:
+                        got[job_id] = "done" if score >= 1 else "dead"
             state.update(got)
             saw_outcome = bool(got)
             pending = [i for i in pending if i not in got]
