@@ -20,7 +20,8 @@ dead_filter_init(struct dead_filter *f)
 bool
 dead_filter_active(const struct dead_filter *f)
 {
-	return f->reason != NULL || f->group != NULL || f->before_ms >= 0 ||
+	return f->reason != NULL || f->group != NULL || f->reason_is != NULL ||
+	    f->before_ms >= 0 ||
 	    f->after_ms >= 0 || f->id_glob != NULL;
 }
 
@@ -135,15 +136,18 @@ dead_filter_match(const struct dead_filter *f, const struct dead_entry *e,
 	if (!e->ok)
 		return f->before_ms < 0 && f->after_ms < 0 &&
 		    (f->reason == NULL || holds(DEAD_ENTRY_MALFORMED, f->reason)) &&
-		    (f->group == NULL || strcmp(f->group, DEAD_ENTRY_MALFORMED) == 0);
+		    (f->group == NULL || strcmp(f->group, DEAD_ENTRY_MALFORMED) == 0) &&
+		    (f->reason_is == NULL ||
+		    strcmp(f->reason_is, DEAD_ENTRY_MALFORMED) == 0);
 	if ((f->before_ms >= 0 && e->w.time >= f->before_ms) ||
 	    (f->after_ms >= 0 && e->w.time < f->after_ms))
 		return false;
-	if (f->reason == NULL && f->group == NULL)
+	if (f->reason == NULL && f->group == NULL && f->reason_is == NULL)
 		return true;
 	reason = wrapper_str_text(e->w.reason);
 	last_error = wrapper_str_text(e->w.last_error);
-	ok = f->reason == NULL || reason_matches(f->reason, reason, last_error);
+	ok = (f->reason == NULL || reason_matches(f->reason, reason, last_error)) &&
+	    (f->reason_is == NULL || strcmp(f->reason_is, reason) == 0);
 	if (ok && f->group != NULL) {
 		group = group_of(reason, last_error);
 		ok = strcmp(group, f->group) == 0;

@@ -23,6 +23,9 @@ struct dead_filter {
 	/* A group as dead_filter_group names it: exactly its entries.
 	 * NULL: any. */
 	const char *group;
+	/* The reason's text exactly (the dashboard's "all of a reason").
+	 * NULL: any. */
+	const char *reason_is;
 	long long before_ms;    /* died before (time < it); -1: no bound */
 	long long after_ms;     /* died at or after it; -1: no bound */
 	const char *id_glob;    /* fnmatch(3) of the entry's id; NULL: any */
