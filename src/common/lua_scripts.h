@@ -20,11 +20,13 @@ enum lua_script {
 	LUA_SWEEP,
 	LUA_MEMORY,
 	LUA_IDS,
+	LUA_DEAD_MOVE,
 	LUA_SCRIPT_COUNT,
 };
 
 #define LUA_SCRIPT_NAMES fetch settle reclaim reap promote register dead_retry \
-	dead_trim heartbeat restore enqueue dead_page dead_purge sweep memory ids
+	dead_trim heartbeat restore enqueue dead_page dead_purge sweep memory ids \
+	dead_move
 
 /* common.lua as joined into every script: one line */
 extern const char lua_common_source[];

@@ -5,7 +5,9 @@
  * be listed, shown and purged; one that does not match the grammar is
  * named by the SHA-1 of its bytes and cannot be replayed. Entries are
  * matched and removed by their exact bytes; a purge releases the cache keys
- * of the purged jobs too (protected while the jobs lived: dead_purge.lua). */
+ * of the purged jobs too (protected while the jobs lived: dead_purge.lua).
+ * list and show take a selection (dead_filter.h); retry and purge by a
+ * selection go to ctl_dead_redrive.c, summary to ctl_dead_summary.c. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #include "cache.h"
 #include "ctl.h"
+#include "ctl_dead.h"
 #include "dead_entry.h"
 #include "job.h"
 #include "script_args.h"
@@ -45,6 +48,7 @@ struct dead_cmd {
 	struct queue_keys k;
 	const char *sub;        /* list, show, retry, purge */
 	const char *id;         /* NULL with --all */
+	const struct ctl_dead_opts *o;  /* list, show: the selection */
 	size_t found;
 	struct match *matches;
 	size_t nmatches, cap;
@@ -66,7 +70,19 @@ entry_read(const struct dead_cmd *d, struct entry *e, const redisReply *el,
 static bool
 entry_matches(const struct dead_cmd *d, const struct entry *e)
 {
-	return d->id == NULL || strcmp(e->id, d->id) == 0;
+	if (d->id != NULL)
+		return strcmp(e->id, d->id) == 0;
+	return d->o == NULL || dead_filter_match(&d->o->f, &e->d, e->id);
+}
+
+/* list and show: --limit reached (scan stops: SCAN_STOP). */
+#define SCAN_STOP (-1)
+
+static bool
+limit_reached(const struct dead_cmd *d)
+{
+	return d->o != NULL && d->o->limit >= 0 &&
+	    (long long)d->found >= d->o->limit;
 }
 
 /* Call fn for every entry, newest first, LRANGE by LRANGE. */
@@ -90,13 +106,13 @@ scan(struct dead_cmd *d, entry_fn fn)
 		n = r->elements;
 		freeReplyObject(r);
 	}
-	return rc;
+	return rc == SCAN_STOP ? 0 : rc;
 }
 
 /* s on one line (control characters as blanks), cut after max bytes at a
  * character boundary. */
-static void
-print_text(const char *s, size_t max)
+void
+ctl_dead_print_text(const char *s, size_t max)
 {
 	size_t n = strlen(s), cut = n > max ? max : n;
 
@@ -113,7 +129,7 @@ print_token(struct wrapper_str s, size_t max)
 {
 	char *text = wrapper_str_text(s);
 
-	print_text(text != NULL ? text : "-", max);
+	ctl_dead_print_text(text != NULL ? text : "-", max);
 	free(text);
 }
 
@@ -125,22 +141,31 @@ print_time(long long ms)
 	fputs(ctl_time_text(ms, buf, sizeof(buf)), stdout);
 }
 
+void
+ctl_dead_print_line(const struct dead_entry *e, const char *id)
+{
+	ctl_dead_print_text(id[0] != '\0' ? id : "-", JOB_ID_MAX);
+	putchar('\t');
+	if (!e->ok) {
+		printf("-\t-\t-\t" DEAD_ENTRY_MALFORMED "\t-\n");
+		return;
+	}
+	print_time(e->w.time);
+	printf("\t%lld\t%lld\t", e->w.attempts, e->w.recoveries);
+	print_token(e->w.reason, 500);
+	putchar('\t');
+	print_token(e->w.last_error, LAST_ERROR_SHOWN);
+	putchar('\n');
+}
+
 static int
 list_one(struct dead_cmd *d, const struct entry *e)
 {
-	print_text(e->id[0] != '\0' ? e->id : "-", JOB_ID_MAX);
-	putchar('\t');
-	if (!e->d.ok) {
-		printf("-\t-\t-\t" DEAD_ENTRY_MALFORMED "\t-\n");
-		d->found++;
+	if (limit_reached(d))
+		return SCAN_STOP;
+	if (!entry_matches(d, e))
 		return 0;
-	}
-	print_time(e->d.w.time);
-	printf("\t%lld\t%lld\t", e->d.w.attempts, e->d.w.recoveries);
-	print_token(e->d.w.reason, 500);
-	putchar('\t');
-	print_token(e->d.w.last_error, LAST_ERROR_SHOWN);
-	putchar('\n');
+	ctl_dead_print_line(&e->d, e->id);
 	d->found++;
 	return 0;
 }
@@ -195,6 +220,8 @@ show_one(struct dead_cmd *d, const struct entry *e)
 	char *text = NULL;
 	size_t n;
 
+	if (limit_reached(d))
+		return SCAN_STOP;
 	if (!entry_matches(d, e))
 		return 0;
 	decoded = e->d.ok && (o = show_entry(e)) != NULL;
@@ -226,13 +253,13 @@ show_one(struct dead_cmd *d, const struct entry *e)
 /* The cache key the job of an entry names, if it lies in the queue's cache
  * space or cache_key_prefixes (cache_key_allowed: never one of ferry's own
  * keys, nor another application's). */
-static char *
-entry_cache_key(const struct dead_cmd *d, const struct entry *e)
+char *
+ctl_dead_cache_key(const struct ctl *c, const struct queue_config *q,
+    const struct dead_entry *e)
 {
-	char *key = dead_entry_cache_key(&e->d);
+	char *key = dead_entry_cache_key(e);
 
-	if (key != NULL && !cache_key_allowed(key, d->c->cfg->redis_prefix,
-	    d->q)) {
+	if (key != NULL && !cache_key_allowed(key, c->cfg->redis_prefix, q)) {
 		free(key);
 		key = NULL;
 	}
@@ -261,7 +288,7 @@ collect_one(struct dead_cmd *d, const struct entry *e)
 	}
 	m->ok = e->d.ok;
 	snprintf(m->id, sizeof(m->id), "%s", e->id);
-	m->cache_key = entry_cache_key(d, e);
+	m->cache_key = ctl_dead_cache_key(d->c, d->q, &e->d);
 	d->found++;
 	return 0;
 }
@@ -536,64 +563,42 @@ run(struct dead_cmd *d)
 	}
 	if (strcmp(d->sub, "show") == 0) {
 		rc = scan(d, show_one);
+		if (rc == 0 && d->found == 0 && d->id == NULL) {
+			fprintf(stderr, "ferryctl: no dead entry of queue %s matches "
+			    "the selection (see `ferryctl dead summary %s`)\n",
+			    d->q->name, d->q->name);
+			return CTL_EX_NOTFOUND;
+		}
 		return rc == 0 && d->found == 0 ? not_found(d) : rc;
 	}
 	return strcmp(d->sub, "retry") == 0 ? run_retry(d) : run_purge(d);
 }
 
-/* dead SUB QUEUE [ID|--all]; which subcommands take what. */
-static int
-parse_args(struct dead_cmd *d, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch, all = 0, n;
-	bool id_cmd;
-
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1)
-		if (ch != 'a')
-			return -1;
-		else
-			all = 1;
-	if ((n = argc - optind) < 2)
-		return -1;
-	d->sub = argv[optind];
-	id_cmd = strcmp(d->sub, "retry") == 0 || strcmp(d->sub, "purge") == 0;
-	if (strcmp(d->sub, "list") == 0 && n == 2 && !all)
-		return optind + 1;
-	if ((strcmp(d->sub, "show") == 0 || strcmp(d->sub, "restore") == 0) &&
-	    n == 3 && !all)
-		d->id = argv[optind + 2];     /* restore: the archive file */
-	else if (id_cmd && n == 3 && !all)
-		d->id = argv[optind + 2];
-	else if (!(id_cmd && n == 2 && all))
-		return -1;
-	return optind + 1;
-}
-
-/* ferryctl dead list|show|retry|purge QUEUE [ID|--all], restore QUEUE FILE */
+/* ferryctl dead list|show|summary|retry|purge QUEUE ..., restore QUEUE FILE */
 int
 ctl_dead(struct ctl *c, int argc, char **argv)
 {
+	struct ctl_dead_opts o;
 	struct dead_cmd d = { .c = c };
-	int at = parse_args(&d, argc, argv), rc;
+	int rc;
 
-	if (at < 0) {
-		fprintf(stderr, "usage: ferryctl dead list QUEUE\n"
-		    "       ferryctl dead show QUEUE ID\n"
-		    "       ferryctl dead retry|purge QUEUE ID|--all\n"
-		    "       ferryctl dead restore QUEUE ARCHIVE_FILE\n");
+	if (ctl_dead_options(&o, argc, argv) != 0)
+		return ctl_dead_usage();
+	if ((d.q = ctl_queue(c, o.queue)) == NULL)
 		return CTL_EX_USAGE;
-	}
-	if ((d.q = ctl_queue(c, argv[at])) == NULL)
-		return CTL_EX_USAGE;
-	if (strcmp(d.sub, "restore") == 0)
-		return ctl_dead_restore(c, d.q, d.id);
+	if (strcmp(o.sub, "restore") == 0)
+		return ctl_dead_restore(c, d.q, o.id);
 	if (ctl_redis_for(c, d.q->name) == NULL)
 		return CTL_EX_UNAVAILABLE;
+	if ((rc = ctl_dead_times(c, &o)) != 0)
+		return rc;
+	if (strcmp(o.sub, "summary") == 0)
+		return ctl_dead_summary(c, d.q, &o);
+	if (ctl_dead_selects(&o))
+		return ctl_dead_redrive(c, d.q, &o);
+	d.sub = o.sub;
+	d.id = o.all ? NULL : o.id;
+	d.o = &o;
 	queue_keys_init(&d.k, c->cfg->redis_prefix, d.q->name);
 	rc = run(&d);
 	for (size_t i = 0; i < d.nmatches; i++) {

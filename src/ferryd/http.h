@@ -33,7 +33,10 @@ void http_req_error(struct http_req *r, unsigned status, const char *fmt,
 bool http_api_get(struct http_req *r, const char *url);
 bool http_dead_get(struct http_req *r, const char *url);
 bool http_dead_post(struct http_req *r, const char *url);
-bool http_dead_bulk_post(struct http_req *r, const char *url);
+/* http_dead_select.c: GET /api/dead/summary, POST /api/dead/retry-matching,
+ * /purge-matching, /replay-reason and /purge-reason */
+bool http_dead_select_get(struct http_req *r, const char *url);
+bool http_dead_select_post(struct http_req *r, const char *url);
 bool http_actions_post(struct http_req *r, const char *url);
 void http_dashboard(struct http_req *r);
 /* http_health.c: GET /healthz and /readyz, and their answers counted in

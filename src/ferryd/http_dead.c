@@ -63,32 +63,45 @@ struct dead_op {
 static void on_reply(struct master *m, redisReply *rep, void *priv);
 
 int
+http_dead_eval(struct master *m, const char *queue, enum lua_script script,
+    int nkeys, int argc, const char *const *argv, const size_t *lens,
+    master_redis_fn *fn, void *priv)
+{
+	const char **args = xmalloc(sizeof(*args) * (size_t)(argc + 3));
+	size_t *arglens = xmalloc(sizeof(*arglens) * (size_t)(argc + 3));
+	char nk[16];
+	int rc;
+
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	args[0] = "EVAL";
+	args[1] = lua_script_source[script];
+	args[2] = nk;
+	for (int i = 0; i < 3; i++)
+		arglens[i] = strlen(args[i]);
+	for (int i = 0; i < argc; i++) {
+		args[i + 3] = argv[i];
+		arglens[i + 3] = lens[i];
+	}
+	rc = master_redis_commandv(m, queue, fn, priv, argc + 3, args, arglens);
+	free(args);
+	free(arglens);
+	return rc;
+}
+
+int
 http_dead_act(struct master *m, const char *queue, bool replay,
     int count, const char *el, size_t len, const char *cache_key,
     master_redis_fn *fn, void *priv)
 {
 	const char *prefix = master_control_config(m)->redis_prefix;
-	const char *argv[SARGS_MAX + 3];
-	size_t lens[SARGS_MAX + 3];
-	char nkeys[8];
 	struct sargs a;
-	int argc = 0;
 
 	if (replay)
 		sargs_dead_retry(&a, prefix, queue, el, len);
 	else
 		sargs_dead_purge(&a, prefix, queue, count, el, len, cache_key);
-	snprintf(nkeys, sizeof(nkeys), "%d", a.nkeys);
-	argv[argc++] = "EVAL";
-	argv[argc++] = lua_script_source[a.script];
-	argv[argc++] = nkeys;
-	for (int i = 0; i < a.argc; i++) {
-		lens[argc] = a.lens[i];
-		argv[argc++] = a.argv[i];
-	}
-	for (int i = 0; i < 3; i++)
-		lens[i] = strlen(argv[i]);
-	return master_redis_commandv(m, queue, fn, priv, argc, argv, lens);
+	return http_dead_eval(m, queue, a.script, a.nkeys, a.argc, a.argv,
+	    a.lens, fn, priv);
 }
 
 char *
@@ -335,20 +348,28 @@ on_reply(struct master *m, redisReply *rep, void *priv)
 	acted(op, rep);
 }
 
+const struct queue_config *
+http_dead_queue(struct http_req *r)
+{
+	const char *name = http_req_arg(r, "queue");
+	const struct queue_config *q = name != NULL ? config_find_queue(
+	    master_control_config(http_req_master(r)), name) : NULL;
+
+	if (q == NULL)
+		http_req_error(r, MHD_HTTP_NOT_FOUND, "no queue \"%s\" in the "
+		    "configuration", name != NULL ? name : "");
+	return q;
+}
+
 /* The queue argument and the op for it, or NULL after an answer. */
 static struct dead_op *
 op_new(struct http_req *r, enum dead_what what)
 {
 	struct master *m = http_req_master(r);
-	const char *name = http_req_arg(r, "queue");
-	const struct queue_config *q = name != NULL ?
-	    config_find_queue(master_control_config(m), name) : NULL;
+	const struct queue_config *q = http_dead_queue(r);
 
-	if (q == NULL) {
-		http_req_error(r, MHD_HTTP_NOT_FOUND, "no queue \"%s\" in the "
-		    "configuration", name != NULL ? name : "");
+	if (q == NULL)
 		return NULL;
-	}
 	struct dead_op *op = xcalloc(1, sizeof(*op));
 	op->r = r;
 	op->what = what;

@@ -71,6 +71,12 @@ master_control_config(const struct master *m)
 	return m->cfg;
 }
 
+struct ev_loop *
+master_control_loop(const struct master *m)
+{
+	return m->loop;
+}
+
 const struct metrics *
 master_control_figures(const struct master *m)
 {

@@ -23,6 +23,10 @@ struct ferry_config;
 struct metrics;
 const struct ferry_config *master_control_config(const struct master *m);
 const struct metrics *master_control_figures(const struct master *m);
+/* The master's event loop: the dashboard's paced redrive
+ * (http_dead_select.c) waits on a timer of it. */
+struct ev_loop;
+struct ev_loop *master_control_loop(const struct master *m);
 /* Fill v with the master's queues and workers now (metrics_view_fn). */
 void master_control_view(struct master *m, struct metrics_view *v);
 

@@ -304,7 +304,7 @@ route_get(struct metrics_http *h, struct http_req *r, const char *url)
 		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
 		    "charset=utf-8", buf_take(&o), len);
 	} else if (!http_health_get(r, url) && !http_api_get(r, url) &&
-	    !http_dead_get(r, url)) {
+	    !http_dead_get(r, url) && !http_dead_select_get(r, url)) {
 		char *text = xstrdup("not found: the dashboard is at /, the "
 		    "metrics at /metrics\n");
 		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
@@ -324,7 +324,7 @@ route_post(struct http_req *r, const char *url)
 		    "\"Authorization: Bearer TOKEN\"");
 		return;
 	}
-	if (!http_dead_post(r, url) && !http_dead_bulk_post(r, url) &&
+	if (!http_dead_post(r, url) && !http_dead_select_post(r, url) &&
 	    !http_actions_post(r, url))
 		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
 }

@@ -5,6 +5,8 @@
 //   FERRY_URL        the dashboard (http://127.0.0.1:PORT/)
 //   FERRY_STATS      a file with `ferryctl stats --json` taken while quiet
 //   FERRY_DEAD_QUEUE the queue whose dead entries are checked
+//   FERRY_REDRIVE_QUEUE (token mode) a queue with 4 dead entries of SQLSTATE
+//                    23505 and 2 others: filtered, grouped, 23505 retried
 //   FERRY_TOKEN      the token (token mode), or unset (read-only mode)
 //   FERRY_SCREENSHOT where to save a screenshot (optional)
 //   FERRY_CTL, FERRY_CONFIG  ferryctl and ferryd's config (token mode: a
@@ -128,6 +130,34 @@ try {
 		    `${deadRows} -> ${after}`);
 		const ids = await page.$$eval('#dead tbody td[data-k="id"]', (c) => c.map((x) => x.textContent));
 		check("the replayed job is gone from the list", !ids.includes(firstId), ids.join(","));
+
+		// a selection: reason 23505 grouped, then "retry all matching"
+		const rq = process.env.FERRY_REDRIVE_QUEUE;
+		await page.click(`#queues tr[data-queue="${rq}"] button:has-text("dead letters")`);
+		await page.fill("#dead-f-reason", "23505");
+		await page.fill("#dead-f-after", "1h");
+		await page.fill("#dead-f-rate", "100");
+		await page.click("#dead-groups-load");
+		await page.waitForFunction(() => document.querySelector("#dead-groups").dataset.total === "4",
+		    null, { timeout: 10000 }).catch(() => {});
+		const groups = await page.$$eval("#dead-groups tbody tr", (r) => r.map((x) =>
+		    x.dataset.group + ":" + x.querySelector('td[data-k="count"]').textContent));
+		check("the filter groups the matching entries by reason", groups.join(",") === "23505:4",
+		    groups.join(","));
+		await page.click("#dead-retry-matching");
+		await page.waitForFunction(() => / selected$/.test(document.querySelector("#said").textContent),
+		    null, { timeout: 20000 }).catch(() => {});
+		const said = await page.textContent("#said");
+		check("retry all matching replays exactly the 4 selected", said === "replayed 4 of 4 selected", said);
+		await page.fill("#dead-f-reason", "");
+		await page.fill("#dead-f-after", "");
+		await page.click("#dead-groups-load");
+		await page.waitForFunction(() => document.querySelector("#dead-groups").dataset.total === "2",
+		    null, { timeout: 10000 }).catch(() => {});
+		const rest = await page.$$eval("#dead-groups tbody tr", (r) => r.map((x) =>
+		    x.dataset.group + ":" + x.querySelector('td[data-k="count"]').textContent));
+		check("the other reason's entries stay dead", rest.join(",") === "failed by the handler:2",
+		    rest.join(","));
 
 		// paused with a job waiting, the oldest waiting age shows; once
 		// resumed and drained, none (the script's refresh, not a reload)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,7 +153,8 @@ run_browser(const char *token, int want)
 	/* one at a time: npm ci replaces node_modules under the other test */
 	snprintf(line, sizeof(line), "cd %s && flock %s sh -c '%s ci --no-audit "
 	    "--no-fund --prefer-offline >/dev/null && FERRY_URL=http://127.0.0.1:"
-	    "%d/ FERRY_STATS=%s FERRY_DEAD_QUEUE=ex FERRY_TOKEN=%s "
+	    "%d/ FERRY_STATS=%s FERRY_DEAD_QUEUE=ex FERRY_REDRIVE_QUEUE=rd "
+	    "FERRY_TOKEN=%s "
 	    "FERRY_SCREENSHOT=%s FERRY_CTL=%s FERRY_CONFIG=%s CHROMIUM=%s %s "
 	    "dashboard.test.mjs'", BROWSER_DIR, TEST_BUILDDIR
 	    "/tests/browser.lock", npm, port, stats, token, shot != NULL &&
@@ -189,7 +191,8 @@ setup_queues(const char *ferryd_extra)
 	    port, ferryd_extra, h_pg_start(&d));
 	snprintf(queues, sizeof(queues), "[queue pg]\nhandler = postgres\n"
 	    "table = events\ncolumns = n\nworkers = 2\n"
-	    "[queue ex]\nhandler = exec\ncommand = %s\nworkers = 1\n", handler);
+	    "[queue ex]\nhandler = exec\ncommand = %s\nworkers = 1\n"
+	    "[queue rd]\nworkers = 0\n", handler);
 	h_config(&d, extra, queues);
 	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
 	struct h_run r;
@@ -279,7 +282,7 @@ Test(dashboard, page_and_api_read_only)
 	}
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
 	cr_assert_eq(api_queue("ex", "paused"), 0);
-	run_browser("", 13);
+	run_browser("", 14);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
 
 	/* workers of this host; a worker killed is an event and a hand-back */
@@ -380,8 +383,39 @@ Test(dashboard, actions_with_the_token)
 	json_decref(o);
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-1\""), 0);
 
-	/* in the browser: replay bad-2, the last one */
-	run_browser(TOKEN, 17);
+	/* queue rd: 4 dead entries of 23505, 2 of a handler's error, for the
+	 * browser's selection ("retry all matching" of 23505) */
+	for (int i = 0; i < 6; i++) {
+		char el[300];
+		snprintf(el, sizeof(el), "{\"reason\":\"failed by the handler\","
+		    "\"attempts\":1,\"recoveries\":0,\"time\":%lld,\"worker\":"
+		    "\"w\",\"last_error\":\"%s\",\"job\":{\"id\":\"rd-%d\"}}",
+		    (long long)time(NULL) * 1000 - 1000 + i, i < 4 ?
+		    "23505: duplicate key" : "handler exited 3", i);
+		freeReplyObject(h_redis(&d, "LPUSH ferry:{rd}:dead %s", el));
+	}
+	cr_assert_eq(http("GET", "/api/dead/summary?queue=rd", NULL, &body),
+	    403, "%s", body);
+	free(body);
+
+	/* in the browser: replay bad-2, the last one; retry rd's 23505 */
+	run_browser(TOKEN, 21);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:requeue"), 4);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:dead"), 2);
+	o = act("/api/dead/purge-matching?queue=rd&reason=exited&dry_run=1");
+	cr_assert_eq(json_integer_value(json_object_get(o, "selected")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(o, "purged")), 0);
+	json_decref(o);
+	cr_assert_eq(http("POST", "/api/dead/retry-matching?queue=rd&to=nope",
+	    "Bearer " TOKEN, &body), 404, "%s", body);
+	cr_assert(strstr(body, "to: no queue \\\"nope\\\" in the configuration")
+	    != NULL, "%s", body);
+	free(body);
+	o = act("/api/dead/purge-matching?queue=rd&group=failed%20by%20the%20"
+	    "handler&limit=1");
+	cr_assert_eq(json_integer_value(json_object_get(o, "purged")), 1);
+	json_decref(o);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:dead"), 1);
 	h_wait_redis_int(&d, 0, "LLEN ferry:{ex}:dead");
 	wait_api_queue("ex", "done", 5);    /* and the one it enqueued */
 	cr_assert_eq(h_count_in_file(path, "\"job\":{\"id\":\"bad-2\""), 1);

@@ -165,6 +165,7 @@ Test(lua_scripts, names_follow_the_enum)
 		[LUA_ENQUEUE] = "enqueue", [LUA_DEAD_PAGE] = "dead_page",
 		[LUA_DEAD_PURGE] = "dead_purge", [LUA_SWEEP] = "sweep",
 		[LUA_MEMORY] = "memory", [LUA_IDS] = "ids",
+		[LUA_DEAD_MOVE] = "dead_move",
 	};
 
 	for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {

@@ -4,7 +4,10 @@
 // SVG: a few polylines need no library, and nothing is fetched from the
 // network). The dead-letter list is read page by page from /api/dead; with
 // a token configured (data-actions="1") replay, purge, pause and resume are
-// POSTs that carry it as "Authorization: Bearer TOKEN".
+// POSTs that carry it as "Authorization: Bearer TOKEN". A selection (reason
+// or SQLSTATE, id pattern, times) groups the dead entries by reason
+// (/api/dead/summary) and retries (at a rate) or purges all it matches
+// (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does.
 "use strict";
 (function () {
 	const REFRESH_MS = 3000, PAGE = 20;
@@ -47,15 +50,16 @@
 		return r.json();
 	}
 	function token() { return $("token") ? $("token").value : ""; }
+	function authed() { return token() ? { Authorization: "Bearer " + token() } : {}; }
 	async function post(url) {
-		const r = await fetch(url, { method: "POST",
-		    headers: { Authorization: "Bearer " + token() } });
+		const r = await fetch(url, { method: "POST", headers: authed() });
 		const body = await r.json().catch(() => ({}));
-		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed :
+		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed +
+		    (body.selected !== undefined ? " of " + body.selected + " selected" : "") :
 		    body.purged !== undefined ? "purged " + body.purged : "done")) : "refused (" + r.status + "): " +
 		    (body.error || ""));
 		refresh();
-		if (deadQueue) loadDead();
+		if (deadQueue) { loadDead(); loadGroups(); }
 		return r.ok;
 	}
 	function say(text) { $("said").textContent = text; }
@@ -81,7 +85,7 @@
 			    td("protected_keys", m.protected_keys),
 			    td("protected_lost", m.protected_lost, m.protected_lost > 0 ? "bad" : ""));
 			const act = el("td", { class: "t" });
-			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); }));
+			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); loadGroups(); }));
 			if (actions)
 				act.append(q.paused ? button("resume", () => post("/api/resume?queue=" + encodeURIComponent(q.name)))
 				    : button("pause", () => post("/api/pause?queue=" + encodeURIComponent(q.name))));
@@ -200,6 +204,42 @@
 		if (d.more && deadShown < PAGE) say("big entries: " + deadShown + " shown, more after them (next)");
 	}
 
+	// the selection of the filter fields, as the API takes it
+	function selection(extra) {
+		const p = new URLSearchParams({ queue: deadQueue });
+		for (const k of ["reason", "id", "after", "before"]) {
+			const v = $("dead-f-" + k).value.trim();
+			if (v) p.set(k, v);
+		}
+		for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
+		return p.toString();
+	}
+	async function loadGroups() {
+		if (!deadQueue) return;
+		const r = await fetch("/api/dead/summary?" + selection(), { cache: "no-store", headers: authed() });
+		const d = await r.json().catch(() => ({}));
+		const tb = $("dead-groups").tBodies[0];
+		tb.replaceChildren();
+		if (!r.ok) { say("group by reason: " + r.status + " " + (d.error || "")); return; }
+		const when = (t) => t >= 0 ? new Date(t).toLocaleString() : "-";
+		for (const g of d.groups) {
+			const act = el("td", { class: "t" });
+			if (actions)
+				act.append(button("retry group", () => retryMatching({ group: g.group })),
+				    button("purge group", () => post("/api/dead/purge-matching?" +
+				    selection({ group: g.group })), "danger"));
+			tb.append(el("tr", { "data-group": g.group }, td("count", g.count),
+			    td("group", g.group, "t"), td("oldest", when(g.oldest), "t"),
+			    td("newest", when(g.newest), "t"),
+			    td("example", g.last_error || g.reason, "err"), act));
+		}
+		$("dead-groups").dataset.total = String(d.total);
+	}
+	function retryMatching(extra) {
+		const rate = $("dead-f-rate").value.trim();
+		return post("/api/dead/retry-matching?" + selection(Object.assign(rate ? { rate } : {}, extra)));
+	}
+
 	async function showDoc(q) {
 		const d = await getJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
 		const doc = $("doc");
@@ -220,6 +260,10 @@
 		}
 	}
 
+	$("dead-groups-load").addEventListener("click", loadGroups);
+	$("dead-retry-matching").addEventListener("click", () => retryMatching());
+	$("dead-purge-matching").addEventListener("click", () => post("/api/dead/purge-matching?" + selection()));
+	if (!actions) for (const b of document.querySelectorAll("#dead-filter .act")) b.hidden = true;
 	$("dead-prev").addEventListener("click", () => { deadOffset = Math.max(0, deadOffset - PAGE); loadDead(); });
 	$("dead-next").addEventListener("click", () => { deadOffset += deadShown; loadDead(); });
 	if ($("token")) {
