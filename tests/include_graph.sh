@@ -9,7 +9,7 @@
 set -euo pipefail
 src=${CHAOS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/src
 
-# One known cycle a line: its modules, blank-separated (issue 17).
+# One known cycle a line: its modules, blank-separated.
 known_cycles=(
 )
 

@@ -1,6 +1,6 @@
 'use strict';
 // ferry-client - enqueue jobs for ferry from Node.js with ferryctl
-// enqueue's guarantees (README "Producing jobs"): new Producer(client)
+// enqueue's guarantees (doc/producers.md): new Producer(client)
 // .enqueue(...) / .wait(...) on a node-redis v4 client of your own, or
 // enqueue(...) / wait(...) on a client to $FERRY_REDIS_URL (default
 // redis://localhost:6379/0) opened on first use and closed by close(). CommonJS, so that both require() and

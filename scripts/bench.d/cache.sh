@@ -277,8 +277,8 @@ report_cache_memory() {
 	echo "- command: \`$(ca_cmdline memory)\`"
 	echo "- $(commas "$ca_n") jobs enqueued (\`ferryctl enqueue -q bench -\`) into a queue with no workers (ferryd not running);"
 	echo "  \`used_memory\` after − before (each after \`CONFIG RESETSTAT\`), / N. The build's scripts are in Redis' script"
-	echo "  cache before the first reading (one job enqueued, then FLUSHALL), so they are not counted: the README's"
-	echo "  104.5 B (\`scripts/bench queue memory\`) counted the script cache too."
+	echo "  cache before the first reading (one job enqueued, then FLUSHALL), so they are not counted:"
+	echo "  \`scripts/bench queue memory\` counts the script cache too."
 	echo "- plain: \`$(head -n 1 "$ca_plain_file")\` ($job_bytes bytes); --cache: \`$(head -n 1 "$ca_cache_file")\`"
 	echo "  ($ca_cache_bytes bytes; its \"data\" goes to a key of its own, the job becomes e.g. \`${mem[now.doc]}\`)"
 	echo

@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------- cache churn */
 
-/* An application's cache in the same Redis (README "One Redis for the
+/* An application's cache in the same Redis (doc/redis.md, "One Redis for the
  * cache and the queue"): SETs of app:cache:N, values of size_min..size_max
  * bytes (seeded), each with a TTL of ttl_ms, bytes_per_s a second, until
  * SIGTERM (or `seconds`). Until Redis first reports maxmemory reached it

@@ -14,7 +14,7 @@
  * job t-N is one order (o = N) and 1 + N % 3 lines, the lines' array first
  * in the document. Ledger line "a|u|r t-N NLINES".
  *
- * What check-modes asserts, from README "Upsert, update and deletes": a
+ * What check-modes asserts, from doc/postgresql.md, "Upsert, update and deletes": a
  * write of version w applies when the key has no row or a row older than
  * w; a delete of version d removes a row older than d; a deleted row keeps
  * no version, so a write older than the delete that commits after it

@@ -15,7 +15,7 @@
  * The servers die with this process (PR_SET_PDEATHSIG), proxies with it.
  * maxmemory=BYTES among the arguments: every redis-server runs with that
  * maxmemory and maxmemory-policy volatile-lru (the cache and the queue in
- * one Redis, README "One Redis for the cache and the queue"), restarts too.
+ * one Redis, doc/redis.md, "One Redis for the cache and the queue"), restarts too.
  *
  * `chaos_helper servers ha=NAME LINK...` (scripts/chaos --failover): Redis
  * is a primary, two replicas and three sentinels watching it as NAME

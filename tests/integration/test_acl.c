@@ -1,6 +1,6 @@
 /* test_acl.c - ferry under Redis 6+ ACLs: a Redis whose default user is off,
- * ferry's own user with exactly the README's ACL line, the producers' user
- * with the README's producer lines (ready, cache keys, scheduled); refused
+ * ferry's own user with exactly the ACL line of doc/security.md, the
+ * producers' user with its producer lines (ready, cache keys, scheduled); refused
  * credentials at start and while running. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
@@ -25,12 +25,12 @@ TestSuite(acl, .fini = teardown, .timeout = 600);
 #define FERRY_PW "ferry-pw"
 #define QUEUE "[queue q]\nworkers = 2\nbatch_size = 50\n"
 
-/* Run every README line starting with `start`, SECRET replaced by pw, split
- * at blanks as redis-cli would; returns how many. */
+/* Run every line of doc/security.md starting with `start`, SECRET replaced
+ * by pw, split at blanks as redis-cli would; returns how many. */
 static int
-readme_acl(const char *start, const char *pw)
+doc_acl(const char *start, const char *pw)
 {
-	char *text = h_read_file(TEST_SRCDIR "/README.md"), *line, *save;
+	char *text = h_read_file(TEST_SRCDIR "/doc/security.md"), *line, *save;
 	int n = 0;
 
 	for (line = strtok_r(text, "\n", &save); line != NULL;
@@ -66,14 +66,14 @@ readme_acl(const char *start, const char *pw)
 	return n;
 }
 
-/* Redis with ferry's and the producers' users from the README, an admin
+/* Redis with ferry's and the producers' users from doc/security.md, an admin
  * user for the test itself, and the default user off. */
 static void
 setup(const char *ferryd_extra)
 {
 	h_setup(&d, ferryd_extra, QUEUE);
-	cr_assert_eq(readme_acl("ACL SETUSER ferry ", ">" FERRY_PW), 1);
-	cr_assert_eq(readme_acl("ACL SETUSER producer ", ">producer-pw"), 4);
+	cr_assert_eq(doc_acl("ACL SETUSER ferry ", ">" FERRY_PW), 1);
+	cr_assert_eq(doc_acl("ACL SETUSER producer ", ">producer-pw"), 4);
 	freeReplyObject(h_redis(&d, "ACL SETUSER admin on >admin-pw ~* &* "
 	    "+@all"));
 	freeReplyObject(h_redis(&d, "AUTH admin admin-pw"));

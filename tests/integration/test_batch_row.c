@@ -121,9 +121,9 @@ Test(batch_row, row_held_by_an_earlier_attempt_is_an_outage)
 }
 
 /* Another session holds a lock on the table (a migration's ALTER TABLE,
- * here LOCK TABLE): 55P03. It used to wait for pg_statement_timeout
- * (57014) and retry every job, an attempt each, until the innocent jobs
- * were dead (adversary round 6). */
+ * here LOCK TABLE): 55P03 is an outage, waited out with no attempt spent,
+ * not a statement timeout (57014) that retries every job, an attempt each,
+ * until the innocent jobs are dead. */
 Test(batch_row, lock_held_by_another_session_is_an_outage)
 {
 	held_batches_wait(hold_table, "l", "55P03: canceling statement due to "

@@ -426,7 +426,7 @@ stats_enqueued(void)
 	return n;
 }
 
-/* Issue 14: jobs a producer pushes with plain LPUSH (the documented
+/* Jobs a producer pushes with plain LPUSH (the documented
  * path) are counted as enqueued, while they wait and once done. */
 Test(ctl, enqueued_counts_plain_lpush)
 {
@@ -442,7 +442,7 @@ Test(ctl, enqueued_counts_plain_lpush)
 	h_stop(&d);
 }
 
-/* Issue 14: init-db says in its words whether ferry_batches was there, and
+/* init-db says in its words whether ferry_batches was there, and
  * prints none of PostgreSQL's NOTICE lines ("already exists, skipping"). */
 Test(ctl, init_db_in_its_own_words)
 {
@@ -469,7 +469,7 @@ Test(ctl, init_db_in_its_own_words)
 	h_stop(&d);
 }
 
-/* Issue 14: with a broken file the control commands still reach the
+/* With a broken file the control commands still reach the
  * running ferryd (it keeps its old configuration) and say so; reload is
  * refused; the Redis commands say why they cannot run. */
 Test(ctl, broken_file_still_reaches_the_running_ferryd)

@@ -13,7 +13,8 @@
  * the chart's points, a dead job's document, no buttons and forged POSTs
  * refused when read-only, replay shrinking the list with the token, the
  * oldest waiting job's age while its queue is paused and none once drained.
- * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
+ * FERRY_SCREENSHOT=path saves the browser's page there (doc/dashboard.png,
+ * the picture in README.md and doc/monitoring.md). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* test_hostile.c - what a producer can push onto `ready` cannot touch
- * ferry's own state (issue 12, findings 2, 3, 6 and 8), through a real
+ * ferry's own state, through a real
  * ferryd, redis-server and PostgreSQL: forged wrappers and forged batch
  * stamps are documents like any other, so they can neither make ferry ack
  * jobs it never wrote nor make a batch run forever; an oversized job is
@@ -46,9 +46,9 @@ some_batch_key(void)
 	    "'committed' ORDER BY created_at DESC LIMIT 1");
 }
 
-/* Finding 2: forged stamps naming a worker's next batch keys made the
- * sink fence them, and the worker's own jobs under those keys were acked
- * with no row. Now a forged wrapper is the producer's document. */
+/* Forged stamps naming a worker's next batch keys must not make the sink
+ * fence them, which would ack the worker's own jobs under those keys with
+ * no row: a forged wrapper is the producer's document. */
 Test(hostile, forged_stamps_cannot_ack_jobs_unwritten)
 {
 	setup_pg("workers = 1\nbatch_size = 1\n");
@@ -80,9 +80,9 @@ Test(hostile, forged_stamps_cannot_ack_jobs_unwritten)
 	h_stop(&d);
 }
 
-/* Finding 3: elements C took for malformed wrappers made settle.lua raise,
- * and their batch-mates ran again every second. From ready they are
- * documents: each job runs once. */
+/* Elements that look like malformed wrappers must not make settle.lua
+ * raise, which would run their batch-mates again every second: from ready
+ * they are documents, and each job runs once. */
 Test(hostile, malformed_wrappers_in_ready_run_once)
 {
 	char cmd[512], queues[1024];
@@ -129,8 +129,8 @@ Test(hostile, malformed_wrappers_in_ready_run_once)
 	h_stop(&d);
 }
 
-/* Finding 6: dead-lettering a huge element cjson-encoded it inside Redis
- * (3.8 s for 100 MB): now the document is appended as it is. */
+/* Dead-lettering a huge element appends the document as it is, never
+ * encoding it inside Redis (cjson took 3.8 s for 100 MB). */
 Test(hostile, oversized_job_is_dead_lettered_as_it_is)
 {
 	h_setup(&d, NULL, "[queue q]\nhandler = noop\nmax_job_bytes = 1000\n");
@@ -159,9 +159,9 @@ Test(hostile, oversized_job_is_dead_lettered_as_it_is)
 	h_stop(&d);
 }
 
-/* Finding 8: a script error (ready of the wrong type) made a worker loop
- * without backoff, 15,000 log lines in 5 s. Once, then quiet, then it
- * works again when the key is fixed. */
+/* A script error (ready of the wrong type) is logged once and backed off,
+ * not looped on (15,000 log lines in 5 s), and the worker works again when
+ * the key is fixed. */
 Test(hostile, script_error_is_logged_once_and_backed_off)
 {
 	h_setup(&d, NULL, "[queue q]\nhandler = noop\nworkers = 1\n");

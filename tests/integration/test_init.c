@@ -322,7 +322,7 @@ Test(init, reload_broken_keeps_daemon)
 	char *out = expect("reload", LSB_NOT_CONFIGURED);
 	assert_contains(out, "colour: unknown key", "reload output");
 	assert_contains(out, "batch_size: \"0\" out of range", "reload output");
-	/* what is true (issue 14): ferryd -t's verdict, then the script's */
+	/* what is true: ferryd -t's verdict, then the script's */
 	char want[600];
 	snprintf(want, sizeof(want), "%s is broken: 2 errors (above); a running "
 	    "ferryd keeps its current configuration; nothing reloaded", d.config);

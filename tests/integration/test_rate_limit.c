@@ -4,7 +4,7 @@
  * worker to wait and keeps its key without a TTL; ferryd with two masters on one
  * Redis holds a queue to its rate and runs every job once; no limit
  * creates no key; a bad value is refused by `ferryd -t`; a reload sets
- * and lifts the limit; the README's ACL line for ferry's user covers the
+ * and lifts the limit; doc/security.md's ACL line for ferry's user covers the
  * bucket; on a Redis Cluster the bucket lives in the queue's slot. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -369,12 +369,12 @@ Test(rate_limit, reload_sets_and_lifts_the_limit)
 	h_stop(&d);
 }
 
-/* ferry's user with exactly the README's ACL line (one inline command,
+/* ferry's user with exactly doc/security.md's ACL line (one inline command,
  * which Redis splits at blanks) runs a limited queue: nothing refused. */
-Test(rate_limit, readme_acl_covers_the_bucket)
+Test(rate_limit, doc_acl_covers_the_bucket)
 {
 	const char *start = "ACL SETUSER ferry ";
-	char *text = h_read_file(TEST_SRCDIR "/README.md"), *at, *pw, buf[256];
+	char *text = h_read_file(TEST_SRCDIR "/doc/security.md"), *at, *pw, buf[256];
 
 	h_setup(&d, "redis_user = ferry\nredis_password = rl-pw\n",
 	    "[queue q]\nworkers = 2\nrate_limit = 1000/s\n");

@@ -324,7 +324,7 @@ reclaim(const char *maxrec, const char *bump)
 	return r;
 }
 
-/* Finding 1 of issue 12: a job recovered twice must name both batches. */
+/* A job recovered twice must name both batches. */
 Test(scripts, reclaim_keeps_every_stamp)
 {
 	h_setup(&d, NULL, "[queue q]\n");
@@ -389,7 +389,7 @@ Test(scripts, reclaim_is_total)
 	h_stop(&d);
 }
 
-/* Issue 14: `enqueued` counts what producers pushed onto ready by any
+/* `enqueued` counts what producers pushed onto ready by any
  * means (plain LPUSH here), once: fetch counts the documents it takes,
  * and the one BLMOVE took beside them; a resumed batch, retried or
  * recovered jobs (they come back through requeue) are not counted again;

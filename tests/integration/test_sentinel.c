@@ -220,7 +220,7 @@ Test(sentinel, enqueue_through_a_failover_every_job_once)
 	int n = 30000, status;
 
 	queue_lines = QUEUE "idempotency_window = 10m\n";
-	setup(WAIT_ALL);        /* WAIT 1 of 2: see the README's table */
+	setup(WAIT_ALL);        /* WAIT 1 of 2: see doc/redis.md's table */
 	h_start(&d, 2);
 	snprintf(input, sizeof(input), "%s/jobs.jsonl", d.dir);
 	snprintf(outp, sizeof(outp), "%s/ctl.out", d.dir);
@@ -357,7 +357,7 @@ Test(sentinel, frozen_replicas_with_wait_every_job_once)
 
 /* The same without redis_wait_replicas: the cut-off primary runs every
  * job, the failover forgets it, and the new primary runs them all again:
- * each row twice. What the README's table says a failover costs without
+ * each row twice. What doc/redis.md's table says a failover costs without
  * WAIT, shown to be real. */
 Test(sentinel, frozen_replicas_without_wait_write_twice)
 {

@@ -251,7 +251,7 @@ Test(sink_pg, row_whose_parent_comes_later_is_not_refused)
 	h_stop(&sc_d);
 }
 
-/* Finding 1 of issue 12: batch K1 committed the jobs and its worker died
+/* Batch K1 committed the jobs and its worker died
  * before the ack; W2 took them under K2 and died while its fence of K1
  * waited; W3 gets them stamped with both. It must fence both and find K1
  * committed: nothing is written twice, whatever the order of the stamps. */
@@ -281,7 +281,7 @@ Test(sink_pg, job_recovered_twice_is_written_once)
 	h_stop(&sc_d);
 }
 
-/* Finding 2 of issue 12: a fence row under this worker's own batch key
+/* A fence row under this worker's own batch key
  * (forged, or made by a worker that took our jobs over) must never make
  * the batch's jobs count as done: nothing is decided, the worker stops. */
 Test(sink_pg, own_key_found_fenced_decides_nothing)
@@ -340,9 +340,10 @@ Test(sink_pg, bury_checks_the_stamps_first)
 	h_stop(&sc_d);
 }
 
-/* Finding 4 of issue 12: a server message cut inside a multibyte
- * character made json_string() fail, the refused job went missing from
- * the batch row's record, and a replay (ack lost) acked it unwritten. */
+/* A server message cut inside a multibyte character must still be
+ * recorded: were json_string() to fail, the refused job would be missing
+ * from the batch row's record, and a replay (ack lost) would ack it
+ * unwritten. */
 Test(sink_pg, long_multibyte_message_is_recorded)
 {
 	const struct queue_config *q = sc_setup();

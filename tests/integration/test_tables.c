@@ -198,9 +198,8 @@ Test(tables, unknown_table_is_dead)
 
 /* tables = with one table routes as with several: a job's "data" holds
  * one array per table, or its table_member names the table; a job for
- * another table is dead. A one-table list was taken for table =: every
- * job written into it whole, as one row of NULLs, and acked (adversary
- * round 6). */
+ * another table is dead. Taken for table =, a one-table list would write
+ * every job into it whole, as one row of NULLs, and ack it. */
 Test(tables, one_table_in_the_list_still_routes)
 {
 	static const char *const data[] = {
@@ -239,9 +238,8 @@ Test(tables, one_table_in_the_list_still_routes)
 }
 
 /* A job ferry cannot read (nested deeper than json_scan's 64) is dead
- * saying so, both ways of routing; it read as a job without its table
- * member, or a "data" that is not an object of tables (review of
- * 37f1b53). */
+ * saying so, both ways of routing, not as a job without its table member
+ * or a "data" that is not an object of tables. */
 Test(tables, too_deep_a_document_says_so)
 {
 	static const char *const shapes[] = {
@@ -278,8 +276,8 @@ Test(tables, too_deep_a_document_says_so)
 /* A recovered copy B of document D out of max_recoveries (dead) and a
  * fresh copy A of D, refused once by a foreign key to a later order (a bad
  * order Z sends the batch into halves) and written when tried again:
- * D's entry in the batch's record stays (B failed), with B's reason. It kept A's refusal (23503), which a replay
- * then gave B (review of 9b70fcf). */
+ * D's entry in the batch's record stays (B failed), with B's reason, not
+ * A's refusal (23503), which a replay would then give B. */
 Test(tables, kept_record_entry_has_the_reason_of_the_copy_that_failed)
 {
 	static const char D[] = "{\"data\":{\"order_lines\":[{\"order_id\":"
@@ -378,8 +376,8 @@ Test(tables, upsert_table_beside_insert_table)
  * orders' and a bad order among them: the bad row sends the batch
  * statement by statement, where the halves with lines but not their
  * orders fail the foreign key. Jobs that write only insert tables go
- * again once the rest is in, as with insert alone; they were dead 23503
- * whenever any table of the queue was upsert (adversary round 5). */
+ * again once the rest is in, as with insert alone, also when another
+ * table of the queue is upsert (not dead with 23503). */
 Test(tables, lines_before_their_upserted_orders_beside_a_bad_row)
 {
 	static const char *const docs[] = {
@@ -559,11 +557,10 @@ Test(tables_ferryd, exactly_once_under_killed_workers)
 }
 
 /* A reload that changes only a table's section (order_lines from insert
- * to upsert by key): the queue's new workers write by it. They were
- * forked before the master took the fresh file, so they got the old
- * [table] sections beside the new queue: the second line of a key was
- * dead with 23505 (or, with a table new to the file, the worker crashed);
- * adversary round 6. */
+ * to upsert by key): the queue's new workers write by it. Workers forked
+ * before the master took the fresh file would get the old [table]
+ * sections beside the new queue: the second line of a key would be dead
+ * with 23505 (or, with a table new to the file, the worker would crash). */
 Test(tables_ferryd, reload_of_a_table_section_reaches_the_new_workers)
 {
 	setup_ferryd("workers = 1\n", 0);

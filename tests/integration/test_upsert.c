@@ -380,8 +380,8 @@ Test(upsert_ferryd, newest_value_survives_killed_workers)
 /* Three workers on 40 hot keys with deletes, no faults: their batches lock
  * shared rows in different orders, and PostgreSQL ends some in a deadlock
  * (40P01). Such a batch goes again in place, no attempt spent, so with
- * max_attempts = 1 none is dead. Before, each deadlock spent an attempt of
- * every job of its batch (adversary round 5: 1,820 of 22,800 dead). */
+ * max_attempts = 1 none is dead (were each deadlock to spend an attempt of
+ * every job of its batch, about 1 job in 12 would be). */
 Test(upsert_ferryd, deadlocks_between_workers_spend_no_attempt)
 {
 	const int n = 12000;

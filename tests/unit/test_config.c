@@ -2027,7 +2027,7 @@ Test(config, password_readable_by_all_is_exposed)
 	free(from_file);
 }
 
-/* --- mode = update, deletes (issue 17) --- */
+/* --- mode = update, deletes --- */
 
 Test(config, update_and_delete_keys)
 {
@@ -2077,7 +2077,7 @@ Test(config_errors, update_and_delete_keys)
 	    "\"delete\" is not one of insert, upsert, update\n");
 }
 
-/* --- several tables (issue 17) --- */
+/* --- several tables --- */
 
 #define TABLES PG "tables = orders, shop.lines\n"
 

@@ -1,6 +1,6 @@
 /* test_util.c - cutting messages: util_utf8_copy always gives valid UTF-8
- * without control characters, cut at a character boundary (issue 12,
- * finding 4: a cut inside a character made json_string() fail). */
+ * without control characters, cut at a character boundary (a cut inside a
+ * character would make json_string() fail). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <string.h>

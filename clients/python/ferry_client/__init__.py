@@ -1,5 +1,5 @@
 """ferry_client - enqueue jobs for ferry from Python with ferryctl enqueue's
-guarantees (README "Producing jobs"): Producer(redis.Redis(...)).enqueue(...)
+guarantees (doc/producers.md): Producer(redis.Redis(...)).enqueue(...)
 and .wait(...), or enqueue(...) and wait(...) on $FERRY_REDIS_URL (default
 redis://localhost:6379/0)."""
 
