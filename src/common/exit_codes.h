@@ -1,7 +1,7 @@
 /* exit_codes.h - every exit status ferry's programs give, each defined
  * once: ferryd's (doc/ferryd.8), a worker's to its master (the contract
  * between them), and ferryctl's (tests/ctl_docs.sh reads the CTL_EX_ lines:
- * each is in ctl_usage(), doc/ferryctl.1 and README.md). sysexits.h values
+ * each is in ctl_usage() and doc/ferryctl.1). sysexits.h values
  * where one fits. No code: only numbers. */
 #ifndef FERRY_EXIT_CODES_H
 #define FERRY_EXIT_CODES_H

@@ -1,4 +1,4 @@
-/* pg_target_upsert.c - the SQL of mode = upsert and update (issue 17):
+/* pg_target_upsert.c - the SQL of mode = upsert and update:
  * the key, update_columns and version checked against the columns written
  * and the table's unique indexes; a temporary staging table LIKE the
  * target, once per connection, that a batch is COPYed into, each row with

@@ -137,8 +137,9 @@ queue_auth_error(const struct ferry_config *cfg, const char *reply, char *err,
 		    addr, reply);
 	else if (strncmp(reply, "NOPERM", 6) == 0)
 		snprintf(err, errsize, "redis at %s: %s may not do what ferry "
-		    "needs (%s): give it the ACL in ferry's README (\"The trust "
-		    "boundary\"); ACL LOG says what was refused", addr, who, reply);
+		    "needs (%s): give it the ACL of ferry's doc/security.md "
+		    "(\"Redis ACLs\"); ACL LOG says what was refused", addr, who,
+		    reply);
 	else
 		snprintf(err, errsize, "redis at %s refused AUTH as %s (%s): "
 		    "check [ferryd] redis_user and redis_password against the "

@@ -173,7 +173,7 @@ judge(const struct ferry_config *cfg, const struct redis_memory *r,
  * default). Every byte of an element a producer pushed passes through
  * ferry's scripts several times when it is fetched and dead-lettered:
  * about 1.7 s of a blocked Redis per 100 MB on the benchmark machine
- * (README "Benchmarks"). Say so once at start when the limit is far above
+ * (doc/benchmarks.md). Say so once at start when the limit is far above
  * what any queue accepts. */
 static void
 say_bulk_limit(const struct ferry_config *cfg, redisContext *c)
