@@ -238,7 +238,8 @@ http_dashboard(struct http_req *r)
 	    "series\">/api/series</a>.</p>\n<h2>Workers of this host</h2>");
 	workers_table(&o, &v);
 	buf_printf(&o, "\n<h2>Dead letters <span id=\"dead-queue\" class=\""
-	    "muted\"></span></h2><p class=\"nojs muted\">Listed with "
+	    "muted\"></span> <span id=\"dead-count\" class=\"muted\"></span>"
+	    "</h2><p class=\"nojs muted\">Listed with "
 	    "JavaScript; without it, each queue's link above gives them as "
 	    "JSON.</p><table id=\"dead\"><thead><tr><th>index</th><th class="
 	    "\"t\">id</th><th class=\"t\">time</th><th class=\"t\">reason</th>"
@@ -249,7 +250,7 @@ http_dashboard(struct http_req *r)
 	    "\"reason or SQLSTATE\"> <input id=\"dead-f-id\" placeholder=\"id "
 	    "pattern\"> <input id=\"dead-f-after\" placeholder=\"after (2h, "
 	    "2026-12-02)\"> <input id=\"dead-f-before\" placeholder=\"before\"> "
-	    "<button id=\"dead-groups-load\">group by reason</button> <input id="
+	    "<button id=\"dead-groups-load\">list and group by reason</button> <input id="
 	    "\"dead-f-rate\" placeholder=\"rate/s\" size=\"6\"> <button id="
 	    "\"dead-retry-matching\" class=\"act\">retry all matching</button> "
 	    "<button id=\"dead-purge-matching\" class=\"act danger\">purge all "

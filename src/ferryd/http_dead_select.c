@@ -45,8 +45,7 @@ struct selection {
 	char to[CONFIG_QUEUE_NAME_MAX + 1];
 	struct queue_keys k;
 	struct dead_filter f;
-	char reason[DEAD_FILTER_TEXT_MAX + 1], group[DEAD_FILTER_TEXT_MAX + 1];
-	char id_glob[DEAD_FILTER_TEXT_MAX + 1];
+	struct http_dead_filter_text ft;
 	long long limit;        /* -1: none */
 	double rate;            /* 0: unpaced */
 	bool dry_run;
@@ -351,34 +350,44 @@ number_arg(struct http_req *r, const char *name, double lo, double hi,
 	return -1;
 }
 
+int
+http_dead_filter_args(struct http_req *r, bool exact,
+    struct http_dead_filter_text *t, struct dead_filter *f)
+{
+	char err[300];
+
+	dead_filter_init(f);
+	if (exact && (text_arg(r, "reason", t->reason, &f->reason_is) != 0 ||
+	    f->reason_is == NULL)) {
+		if (f->reason_is == NULL)
+			http_req_error(r, MHD_HTTP_BAD_REQUEST, "reason: missing (the "
+			    "reason of the entries, as /api/dead lists it)");
+		return -1;
+	}
+	if ((!exact && text_arg(r, "reason", t->reason, &f->reason) != 0) ||
+	    text_arg(r, "group", t->group, &f->group) != 0 ||
+	    text_arg(r, "id", t->id_glob, &f->id_glob) != 0 ||
+	    time_arg(r, "before", &f->before_ms) != 0 ||
+	    time_arg(r, "after", &f->after_ms) != 0)
+		return -1;
+	if (dead_filter_check(f, err, sizeof(err)) != 0) {
+		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* The selection and the options of the request into s; -1 after an
  * answer. */
 static int
 read_args(struct http_req *r, struct selection *s)
 {
-	char err[300];
 	double limit, rate;
 
-	dead_filter_init(&s->f);
-	if (s->exact && (text_arg(r, "reason", s->reason, &s->f.reason_is) != 0 ||
-	    s->f.reason_is == NULL)) {
-		if (s->f.reason_is == NULL)
-			http_req_error(r, MHD_HTTP_BAD_REQUEST, "reason: missing (the "
-			    "reason of the entries, as /api/dead lists it)");
-		return -1;
-	}
-	if ((!s->exact && text_arg(r, "reason", s->reason, &s->f.reason) != 0) ||
-	    text_arg(r, "group", s->group, &s->f.group) != 0 ||
-	    text_arg(r, "id", s->id_glob, &s->f.id_glob) != 0 ||
-	    time_arg(r, "before", &s->f.before_ms) != 0 ||
-	    time_arg(r, "after", &s->f.after_ms) != 0 ||
+	if (http_dead_filter_args(r, s->exact, &s->ft, &s->f) != 0 ||
 	    number_arg(r, "limit", 1, 1e15, &limit) != 0 ||
 	    number_arg(r, "rate", 0.1, RATE_MAX, &rate) != 0)
 		return -1;
-	if (dead_filter_check(&s->f, err, sizeof(err)) != 0) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s", err);
-		return -1;
-	}
 	s->limit = limit > 0 ? (long long)limit : -1;
 	s->rate = s->what == SEL_RETRY ? rate : 0;
 	const char *dry = http_req_arg(r, "dry_run");
