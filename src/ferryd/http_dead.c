@@ -167,27 +167,6 @@ http_dead_page_reply_ok(const redisReply *rep)
 	return true;
 }
 
-int
-http_dead_arg_long(struct http_req *r, const char *name, long def, long lo,
-    long hi, long *out)
-{
-	const char *s = http_req_arg(r, name);
-	char *end;
-
-	if (s == NULL || *s == '\0') {
-		*out = def;
-		return 0;
-	}
-	long n = strtol(s, &end, 10);
-	if (*end != '\0' || n < lo || n > hi) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s: \"%s\" is not a "
-		    "number in %ld..%ld", name, s, lo, hi);
-		return -1;
-	}
-	*out = n;
-	return 0;
-}
-
 static void
 op_done(struct dead_op *op)
 {

@@ -25,9 +25,12 @@
  * after a 404 saying so. */
 struct http_req;
 const struct queue_config *http_dead_queue(struct http_req *r);
-/* A number argument in lo..hi, or def when absent; -1 after a 400. */
+/* http_dead_args.c: a number argument in lo..hi, or def when absent (0
+ * for a double); -1 after a 400. */
 int http_dead_arg_long(struct http_req *r, const char *name, long def,
     long lo, long hi, long *out);
+int http_dead_arg_number(struct http_req *r, const char *name, double lo,
+    double hi, double *out);
 /* The texts a selection's filter points into. */
 struct http_dead_filter_text {
 	char reason[DEAD_FILTER_TEXT_MAX + 1], group[DEAD_FILTER_TEXT_MAX + 1];

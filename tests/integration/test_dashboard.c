@@ -399,7 +399,7 @@ Test(dashboard, actions_with_the_token)
 	free(body);
 
 	/* in the browser: replay bad-2, the last one; retry rd's 23505 */
-	run_browser(TOKEN, 21);
+	run_browser(TOKEN, 24);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:requeue"), 4);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:dead"), 2);
 	o = act("/api/dead/purge-matching?queue=rd&reason=exited&dry_run=1");

@@ -290,3 +290,193 @@ Test(dead_http, filtered_list_is_what_retry_matching_selects)
 	free(body);
 	h_stop(&d);
 }
+
+/* Redrive id in GET /api/dead/redrives (a new reference). */
+static json_t *
+redrive(long long id)
+{
+	json_t *o = h_http_json_with(port, "/api/dead/redrives",
+	    "Authorization: " AUTH "\r\n"), *rd;
+	size_t i;
+
+	json_array_foreach(json_object_get(o, "redrives"), i, rd)
+		if (jint(rd, "id") == id) {
+			json_incref(rd);
+			json_decref(o);
+			return rd;
+		}
+	cr_assert_fail("no redrive %lld in %s", id, json_dumps(o, 0));
+	return NULL;
+}
+
+/* Wait until redrive id is no longer running: its last state. */
+static json_t *
+wait_ended(long long id)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	for (;;) {
+		json_t *rd = redrive(id);
+		if (strcmp(h_jstr(rd, "state"), "running") != 0)
+			return rd;
+		cr_assert_lt(h_now_ms(), end, "redrive %lld still runs: %s", id,
+		    json_dumps(rd, 0));
+		json_decref(rd);
+		h_sleep_ms(50);
+	}
+}
+
+/* Every job-NNNNNN of 0 .. n-1 once in q's dead list and the requeue
+ * lists of q and b together, none in two; the requeued ones. */
+static long long
+assert_each_once(int n)
+{
+	int *seen = calloc((size_t)n, sizeof(*seen));
+	const char *keys[] = { k.dead, k.requeue, kb.requeue };
+	long long requeued = 0;
+
+	for (int l = 0; l < 3; l++) {
+		redisReply *r = h_redis(&d, "LRANGE %s 0 -1", keys[l]);
+		for (size_t i = 0; i < r->elements; i++) {
+			const char *p = strstr(r->element[i]->str, "\"job\":{\"id\":"
+			    "\"job-");
+			cr_assert_not_null(p, "%s", r->element[i]->str);
+			int j = atoi(p + 17);
+			cr_assert(j >= 0 && j < n);
+			seen[j]++;
+		}
+		if (l > 0)
+			requeued += (long long)r->elements;
+		freeReplyObject(r);
+	}
+	for (int j = 0; j < n; j++)
+		cr_assert_eq(seen[j], 1, "job %d is in %d lists", j, seen[j]);
+	free(seen);
+	return requeued;
+}
+
+Test(dead_http, paced_redrive_runs_in_the_master)
+{
+	fill(0, 3000);
+	/* 1,000 of 23505 at 200/s: 5 s; the answer comes at once */
+	long long t0 = h_now_ms();
+	json_t *o = post("/api/dead/retry-matching?queue=q&reason=23505&"
+	    "rate=200&to=b", 202);
+	long long took = h_now_ms() - t0, id = jint(o, "id");
+	cr_assert_lt(took, 1500, "answered after %lld ms", took);
+	cr_assert_eq(jint(o, "selected"), 1000);
+	cr_assert_str_eq(h_jstr(o, "state"), "running");
+	cr_assert_str_eq(h_jstr(o, "to"), "b");
+	cr_assert_str_eq(h_jstr(json_object_get(o, "selection"), "reason"),
+	    "23505");
+	json_decref(o);
+	/* its progress, then cancelled half way */
+	long long end = h_now_ms() + H_DEADLINE_MS, moved = 0;
+	json_t *rd = NULL;
+	while (moved < 300) {
+		json_decref(rd);
+		rd = redrive(id);
+		moved = jint(rd, "moved");
+		cr_assert_lt(h_now_ms(), end, "%s", json_dumps(rd, 0));
+		h_sleep_ms(50);
+	}
+	cr_assert_str_eq(h_jstr(rd, "state"), "running");
+	cr_assert_eq(jint(rd, "selected"), 1000);
+	cr_assert_eq(jint(rd, "left"), 1000 - moved, "%s", json_dumps(rd, 0));
+	json_decref(rd);
+	char path[200];
+	snprintf(path, sizeof(path), "/api/dead/redrive/cancel?id=%lld", id);
+	json_decref(post(path, 200));
+	rd = wait_ended(id);
+	cr_assert_str_eq(h_jstr(rd, "state"), "cancelled");
+	moved = jint(rd, "moved");
+	cr_assert(moved >= 300 && moved < 1000, "%lld moved", moved);
+	cr_assert(json_is_integer(json_object_get(rd, "finished")));
+	json_decref(rd);
+	h_sleep_ms(300);        /* nothing moves after the end */
+	cr_assert_eq(h_redis_int(&d, "LLEN %s", kb.requeue), moved);
+	cr_assert_eq(assert_each_once(3000), moved);
+	char *body;
+	cr_assert_eq(h_http(port, "POST", path, AUTH, &body), 409, "%s", body);
+	cr_assert(strstr(body, "is cancelled already") != NULL, "%s", body);
+	free(body);
+
+	/* the rest, to q itself, to the end */
+	o = post("/api/dead/retry-matching?queue=q&reason=23505&rate=2000",
+	    202);
+	cr_assert_eq(jint(o, "selected"), 1000 - moved);
+	id = jint(o, "id");
+	json_decref(o);
+	rd = wait_ended(id);
+	cr_assert_str_eq(h_jstr(rd, "state"), "done");
+	cr_assert_eq(jint(rd, "moved"), 1000 - moved);
+	cr_assert_eq(jint(rd, "left"), 0);
+	json_decref(rd);
+	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.requeue), 1000 - moved);
+	cr_assert_eq(assert_each_once(3000), 1000);
+	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 2000);
+	/* counted in the metrics */
+	cr_assert_eq(h_http(port, "GET", "/metrics", NULL, &body), 200);
+	cr_assert(strstr(body, "ferry_dead_redrives_total{state=\"done\"} 1\n")
+	    && strstr(body, "ferry_dead_redrives_total{state=\"cancelled\"} 1\n")
+	    && strstr(body, "ferry_dead_redrives_running 0\n"), "%s", body);
+	free(body);
+	/* the list needs the token */
+	cr_assert_eq(h_http(port, "GET", "/api/dead/redrives", NULL, &body),
+	    403);
+	free(body);
+	h_stop(&d);
+}
+
+Test(dead_http, a_few_redrives_at_once)
+{
+	long long ids[5];
+	char *body, path[200];
+
+	fill(0, 300);
+	for (int i = 0; i < 4; i++) {
+		json_t *o = post("/api/dead/retry-matching?queue=q&reason=23505&"
+		    "rate=1", 202);
+		ids[i] = jint(o, "id");
+		json_decref(o);
+	}
+	/* a fifth, paced or not, is refused; a dry run changes nothing and
+	 * runs */
+	const char *more[] = { "/api/dead/retry-matching?queue=q&rate=5",
+		"/api/dead/purge-matching?queue=q&reason=40001" };
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(h_http(port, "POST", more[i], AUTH, &body), 429, "%s",
+		    body);
+		cr_assert(strstr(body, "4 redrives are running on this ferryd, the "
+		    "most it runs at once: wait for one to end or cancel one") !=
+		    NULL, "%s", body);
+		free(body);
+	}
+	json_decref(post("/api/dead/purge-matching?queue=q&reason=40001&"
+	    "dry_run=1", 200));
+	json_t *o = h_http_json_with(port, "/api/dead/redrives", "Authorization: "
+	    AUTH "\r\n");
+	cr_assert_eq(jint(o, "running"), 4);
+	cr_assert_eq(jint(o, "max"), 4);
+	json_decref(o);
+	/* one cancelled (waiting on its timer: it ends at once), then a
+	 * fifth starts */
+	snprintf(path, sizeof(path), "/api/dead/redrive/cancel?id=%lld",
+	    ids[1]);
+	o = post(path, 200);
+	cr_assert_str_eq(h_jstr(o, "state"), "cancelled");
+	json_decref(o);
+	o = post("/api/dead/purge-matching?queue=q&reason=40001", 200);
+	cr_assert_eq(jint(o, "purged"), 100);
+	json_decref(o);
+	o = post("/api/dead/retry-matching?queue=q&reason=exited&rate=1", 202);
+	ids[4] = jint(o, "id");
+	json_decref(o);
+	cr_assert_eq(h_http(port, "POST", "/api/dead/redrive/cancel?id=99",
+	    AUTH, &body), 404, "%s", body);
+	free(body);
+	/* ferryd stops with 4 running: they end between batches */
+	h_stop(&d);
+	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead) + h_redis_int(&d,
+	    "LLEN %s", k.requeue), 200);
+}

@@ -9,7 +9,9 @@
 // POSTs that carry it as "Authorization: Bearer TOKEN". A selection (reason
 // or SQLSTATE, id pattern, times) groups the dead entries by reason
 // (/api/dead/summary) and retries (at a rate) or purges all it matches
-// (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does.
+// (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does; a
+// paced retry runs in the master, its progress shown from
+// /api/dead/redrives with a button that cancels it.
 "use strict";
 (function () {
 	const REFRESH_MS = 3000, PAGE = 20;
@@ -58,12 +60,14 @@
 	async function post(url) {
 		const r = await fetch(url, { method: "POST", headers: authed() });
 		const body = await r.json().catch(() => ({}));
-		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed +
+		say(r.status === 202 ? "redrive " + body.id + " started: " + body.selected + " selected" :
+		    r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed +
 		    (body.selected !== undefined ? " of " + body.selected + " selected" : "") :
 		    body.purged !== undefined ? "purged " + body.purged : "done")) : "refused (" + r.status + "): " +
 		    (body.error || ""));
 		refresh();
 		if (deadQueue) { loadDead(); loadGroups(); }
+		loadRedrives();
 		return r.ok ? body : null;
 	}
 	function say(text) { $("said").textContent = text; }
@@ -258,6 +262,41 @@
 		return post("/api/dead/retry-matching?" + selection(Object.assign(rate ? { rate } : {}, extra)));
 	}
 
+	// the redrives this master runs (retry/purge all matching), polled
+	// every half second while one runs
+	let redrivesTimer = null;
+	function when(t) { return t ? new Date(t).toLocaleTimeString() : "-"; }
+	async function loadRedrives() {
+		if (!actions || !token()) return;
+		const r = await fetch("/api/dead/redrives", { cache: "no-store", headers: authed() })
+		    .catch(() => null);
+		if (!r || !r.ok) return;
+		const d = await r.json();
+		const tb = $("dead-redrives").tBodies[0];
+		tb.replaceChildren();
+		for (const x of d.redrives) {
+			const sel = Object.entries(x.selection).map(([k, v]) => k + "=" +
+			    (k === "before" || k === "after" ? new Date(v).toISOString() : v)).join(" ");
+			const act = el("td", { class: "t" });
+			if (x.state === "running")
+				act.append(button("cancel", () => post("/api/dead/redrive/cancel?id=" + x.id), "danger"));
+			const bar = el("progress", { max: String(x.selected || 1), value: String(x.moved) });
+			tb.append(el("tr", { "data-id": x.id, "data-state": x.state }, td("id", x.id),
+			    td("queue", x.queue + (x.to && x.to !== x.queue ? " to " + x.to : ""), "t"),
+			    td("action", x.action, "t"), td("selection", sel || "all", "t"),
+			    td("rate", x.rate ? x.rate + "/s" : "-"),
+			    el("td", { "data-k": "progress" }, bar, " ", x.selected === null ? "counting" :
+			        x.moved + " of " + x.selected),
+			    td("moved", x.moved), td("left", x.left),
+			    td("state", x.state + (x.error ? ": " + x.error : ""), "t"),
+			    td("started", when(x.started), "t"), td("finished", when(x.finished), "t"), act));
+		}
+		$("dead-redrives").hidden = d.redrives.length === 0;
+		clearTimeout(redrivesTimer);
+		redrivesTimer = d.redrives.some((x) => x.state === "running") ?
+		    setTimeout(loadRedrives, 500) : null;
+	}
+
 	async function showDoc(q) {
 		const d = await getJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
 		const doc = $("doc");
@@ -272,6 +311,7 @@
 			const [q, w, s, e] = await Promise.all(["/api/queues", "/api/workers",
 			    "/api/series", "/api/events"].map(getJSON));
 			drawQueues(q); drawWorkers(w); drawChart(s); drawEvents(e);
+			if (!redrivesTimer) loadRedrives();
 			document.body.dataset.refreshed = String(Date.now());
 		} catch (err) {
 			$("updated").textContent = "refresh failed: " + err.message;
@@ -291,7 +331,10 @@
 	});
 	if ($("token")) {
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
-		$("token").addEventListener("change", () => sessionStorage.setItem("ferry-token", token()));
+		$("token").addEventListener("change", () => {
+			sessionStorage.setItem("ferry-token", token());
+			loadRedrives();
+		});
 	}
 	for (const n of document.querySelectorAll(".nojs")) n.hidden = true;
 	for (const n of document.querySelectorAll(".js")) n.hidden = false;
