@@ -114,17 +114,12 @@ push(const char *q, int first, int n)
 	redisFree(c);
 }
 
-/* The cluster, three queues on three primaries, PostgreSQL with a table
- * per queue, and the config. */
+/* d in a new folder, its config naming the cluster's nodes. */
 static void
-setup(void)
+use_cluster(void)
 {
-	char queues[2048] = "", global[1024], one[512];
-	size_t len = 0;
-	struct h_run r;
+	size_t len;
 
-	cr_assert_eq(test_cluster_start(&cl, 3, 2, NULL), 0);
-	cr_assert_eq(test_cluster_queue_names(&cl, 3, names), 0);
 	h_setup(&d, NULL, "");
 	len = (size_t)snprintf(redis_lines, sizeof(redis_lines),
 	    "redis_cluster = ");
@@ -133,6 +128,19 @@ setup(void)
 		    "%s127.0.0.1:%d", i > 0 ? ", " : "", cl.node[i].port);
 	snprintf(redis_lines + len, sizeof(redis_lines) - len, "\n");
 	d.redis_lines = redis_lines;
+}
+
+/* The cluster, three queues on three primaries, PostgreSQL with a table
+ * per queue, and the config. */
+static void
+setup(void)
+{
+	char queues[2048] = "", global[1024], one[512];
+	struct h_run r;
+
+	cr_assert_eq(test_cluster_start(&cl, 3, 2, NULL), 0);
+	cr_assert_eq(test_cluster_queue_names(&cl, 3, names), 0);
+	use_cluster();
 	const char *pg = h_pg_start(&d);
 	for (int i = 0; i < 3; i++) {
 		snprintf(one, sizeof(one), "CREATE TABLE events_%s (n bigint)",
@@ -277,14 +285,7 @@ Test(cluster, dead_retry_to_another_queue_refused)
 
 	cr_assert_eq(test_cluster_start(&cl, 3, 0, NULL), 0);
 	cr_assert_eq(test_cluster_queue_names(&cl, 2, names), 0);
-	h_setup(&d, NULL, "");
-	size_t len = (size_t)snprintf(redis_lines, sizeof(redis_lines),
-	    "redis_cluster = ");
-	for (int i = 0; i < cl.n; i++)
-		len += (size_t)snprintf(redis_lines + len, sizeof(redis_lines) - len,
-		    "%s127.0.0.1:%d", i > 0 ? ", " : "", cl.node[i].port);
-	snprintf(redis_lines + len, sizeof(redis_lines) - len, "\n");
-	d.redis_lines = redis_lines;
+	use_cluster();
 	snprintf(queues, sizeof(queues), "[queue %s]\nworkers = 0\n[queue %s]\n"
 	    "workers = 0\n", names[0], names[1]);
 	snprintf(global, sizeof(global), "restart_backoff_min = 10ms\n");
