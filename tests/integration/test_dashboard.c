@@ -11,7 +11,9 @@
  * that `npm ci` installs there; node, npm or chromium missing fails it):
  * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
- * refused when read-only, replay shrinking the list with the token, the
+ * refused when read-only, replay shrinking the list with the token, a
+ * selection filtering the list and its groups, "retry all matching" at
+ * 1/s running in ferryd with its progress shown to its end, the
  * oldest waiting job's age while its queue is paused and none once drained.
  * FERRY_SCREENSHOT=path saves the browser's page there (README's). */
 #include <criterion/criterion.h>
