@@ -37,6 +37,12 @@ bool http_dead_post(struct http_req *r, const char *url);
  * /purge-matching, /replay-reason and /purge-reason */
 bool http_dead_select_get(struct http_req *r, const char *url);
 bool http_dead_select_post(struct http_req *r, const char *url);
+/* http_dead_redrive.c: GET /api/dead/redrives, POST
+ * /api/dead/redrive/cancel, and the redrives counted in Prometheus text. */
+bool http_dead_redrive_get(struct http_req *r, const char *url);
+bool http_dead_redrive_post(struct http_req *r, const char *url);
+struct buf;
+void http_dead_redrive_metrics(struct buf *o);
 bool http_actions_post(struct http_req *r, const char *url);
 void http_dashboard(struct http_req *r);
 /* http_health.c: GET /healthz and /readyz, and their answers counted in

@@ -1,10 +1,10 @@
-/* http_dead.c - the dashboard's dead-letter list: GET /api/dead (a page of
- * entries, newest first, their headers decoded by dead_entry.c) and
+/* http_dead.c - the dashboard's dead entries one at a time: GET
  * /api/dead/one (one entry with its document); POST /api/dead/replay and
  * /api/dead/purge (one entry, named by its index and checked by its sha1,
  * dead_entry_ref: when the list moved meanwhile, 409 and nothing done).
- * The reads go through dead_page.lua, which hands the master at most a
- * prefix of each entry (DEAD_LIST_PREFIX, DEAD_ONE_PREFIX) and a page
+ * The reads (these and the list's, http_dead_list.c) go through
+ * dead_page.lua, which hands the master at most a
+ * prefix of each entry (DEAD_ONE_PREFIX here) and a page
  * bounded by those prefixes' total and by the bytes Redis reads (a page
  * of big entries holds fewer), one read at a time per master (others
  * 503): an entry of many megabytes costs the master a few kilobytes, and
@@ -34,16 +34,12 @@
 #include "script_args.h"
 #include "util.h"
 
-#define DEAD_PAGE_MAX 100
-#define DEAD_LIST_PREFIX 8192           /* the header: a list shows no job */
-#define DEAD_LIST_BUDGET (512 * 1024)   /* prefixes per page, in all */
-#define DEAD_READ_BUDGET (32L << 20)    /* entries read in Redis per page */
 #define DEAD_ONE_PREFIX (1024 * 1024)   /* /api/dead/one's document */
 
 /* GET /api/dead or /api/dead/one waiting for Redis (one at a time) */
 static int dead_reading;
 
-enum dead_what { DEAD_LIST, DEAD_ONE, DEAD_REPLAY, DEAD_PURGE };
+enum dead_what { DEAD_ONE, DEAD_REPLAY, DEAD_PURGE };
 
 /* One request's work, from its first question to its answer. */
 struct dead_op {
@@ -52,7 +48,7 @@ struct dead_op {
 	const struct queue_config *q;   /* checked on every reply: reload */
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
 	struct queue_keys k;
-	long offset, limit, index;
+	long index;
 	int step;                       /* 0: LINDEX asked, 1: acting */
 	bool reading;                   /* counted in dead_reading */
 	char id[JOB_ID_MAX + 1];        /* replay, purge: the entry's id */
@@ -118,33 +114,64 @@ http_dead_cache_key(struct master *m, const struct queue_config *q,
 	return key;
 }
 
-/* A number argument in lo..hi, or def when absent; -1 when invalid. */
-static int
-arg_long(struct http_req *r, const char *name, long def, long lo, long hi,
-    long *out)
+bool
+http_dead_read_begin(struct http_req *r)
 {
-	const char *s = http_req_arg(r, name);
-	char *end;
+	if (dead_reading > 0) {         /* 503: Retry-After (metrics_http.c) */
+		http_req_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "another read of "
+		    "the dead-letter list is under way (one at a time: retry in a "
+		    "second)");
+		return false;
+	}
+	dead_reading++;
+	return true;
+}
 
-	if (s == NULL || *s == '\0') {
-		*out = def;
-		return 0;
-	}
-	long n = strtol(s, &end, 10);
-	if (*end != '\0' || n < lo || n > hi) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s: \"%s\" is not a "
-		    "number in %ld..%ld", name, s, lo, hi);
-		return -1;
-	}
-	*out = n;
-	return 0;
+void
+http_dead_read_end(void)
+{
+	dead_reading--;
+}
+
+int
+http_dead_page(struct master *m, const char *queue, const char *dead,
+    long offset, long limit, long prefix, long budget, master_redis_fn *fn,
+    void *priv)
+{
+	char a[6][24];
+
+	snprintf(a[0], sizeof(a[0]), "%ld", offset);
+	snprintf(a[1], sizeof(a[1]), "%ld", limit);
+	snprintf(a[2], sizeof(a[2]), "%ld", prefix);
+	snprintf(a[3], sizeof(a[3]), "%d", DEAD_ENTRY_REF_BYTES);
+	snprintf(a[4], sizeof(a[4]), "%ld", budget);
+	snprintf(a[5], sizeof(a[5]), "%ld", HTTP_DEAD_READ_BUDGET);
+	const char *argv[] = { "EVAL", lua_script_source[LUA_DEAD_PAGE], "1",
+	    dead, a[0], a[1], a[2], a[3], a[4], a[5] };
+	return master_redis_commandv(m, queue, fn, priv,
+	    (int)FERRY_ARRAY_LEN(argv), argv, NULL);
+}
+
+bool
+http_dead_page_reply_ok(const redisReply *rep)
+{
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER ||
+	    (rep->elements - 1) % 3 != 0)
+		return false;
+	for (size_t i = 1; i < rep->elements; i += 3)
+		if (rep->element[i]->type != REDIS_REPLY_INTEGER ||
+		    rep->element[i + 1]->type != REDIS_REPLY_STRING ||
+		    rep->element[i + 2]->type != REDIS_REPLY_STRING)
+			return false;
+	return true;
 }
 
 static void
 op_done(struct dead_op *op)
 {
 	if (op->reading)
-		dead_reading--;
+		http_dead_read_end();
 	free(op->cache_key);
 	free(op);
 }
@@ -169,12 +196,9 @@ ask(struct master *m, struct dead_op *op, int argc, const char **argv,
 	return 0;
 }
 
-/* The members of one entry (its first len of total bytes): index, id,
- * sha1, bytes, its header (or the raw bytes of a malformed one) and, with
- * job, its document; "truncated" when it was cut. */
-static json_t *
-entry_json(const struct dead_op *op, const char *el, size_t len,
-    size_t total, const char *ref, long index, bool job)
+json_t *
+http_dead_entry_json(const struct queue_config *q, const char *el,
+    size_t len, size_t total, const char *ref, long index, bool job)
 {
 	struct dead_entry e;
 	char id[JOB_ID_MAX + 1];
@@ -184,7 +208,7 @@ entry_json(const struct dead_op *op, const char *el, size_t len,
 	/* a cut document may not give the job's own id: only the header's */
 	if (!e.truncated || (e.ok && e.w.id.p != NULL && e.w.id.n > 2)) {
 		dead_entry_id(e.ok ? &e.w : NULL, el, len,
-		    op->q->max_job_bytes, id);
+		    q->max_job_bytes, id);
 		json_object_set_new(o, "id", json_string(id));
 	} else {
 		json_object_set_new(o, "id", json_null());
@@ -206,7 +230,7 @@ entry_json(const struct dead_op *op, const char *el, size_t len,
 	if (job && e.truncated) {
 		char *note = xasprintf("truncated: the first %zu of %zu bytes "
 		    "(`ferryctl dead show %s ID` prints it whole)", len, total,
-		    op->queue);
+		    q->name);
 		json_object_set_new(o, "note", json_string(note));
 		free(note);
 	}
@@ -219,40 +243,15 @@ entry_json(const struct dead_op *op, const char *el, size_t len,
 static int
 page_done(struct dead_op *op, const redisReply *rep)
 {
-	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
-	    rep->element[0]->type != REDIS_REPLY_INTEGER ||
-	    (rep->elements - 1) % 3 != 0)
+	if (!http_dead_page_reply_ok(rep))
 		return -1;
-	for (size_t i = 1; i < rep->elements; i += 3)
-		if (rep->element[i]->type != REDIS_REPLY_INTEGER ||
-		    rep->element[i + 1]->type != REDIS_REPLY_STRING ||
-		    rep->element[i + 2]->type != REDIS_REPLY_STRING)
-			return -1;
-	long long llen = rep->element[0]->integer;
-	size_t n = (rep->elements - 1) / 3;
-	if (op->what == DEAD_ONE) {
-		if (n == 0) {
-			op_fail(op, MHD_HTTP_NOT_FOUND, "no dead entry at that index");
-			return 0;
-		}
-		redisReply **t = rep->element + 1;
-		http_req_json(op->r, MHD_HTTP_OK, entry_json(op, t[2]->str,
-		    t[2]->len, (size_t)t[0]->integer, t[1]->str, op->index, true));
-		op_done(op);
+	if (rep->elements == 1) {
+		op_fail(op, MHD_HTTP_NOT_FOUND, "no dead entry at that index");
 		return 0;
 	}
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++) {
-		redisReply **t = rep->element + 1 + 3 * i;
-		json_array_append_new(a, entry_json(op, t[2]->str, t[2]->len,
-		    (size_t)t[0]->integer, t[1]->str, op->offset + (long)i,
-		    false));
-	}
-	/* more: entries after these (also when the page was cut short) */
-	http_req_json(op->r, MHD_HTTP_OK, json_pack("{s:s, s:i, s:i, s:I, s:b, "
-	    "s:o}", "queue", op->queue, "offset", (int)op->offset, "limit",
-	    (int)op->limit, "total", (json_int_t)llen, "more",
-	    op->offset + (long long)n < llen, "entries", a));
+	redisReply **t = rep->element + 1;
+	http_req_json(op->r, MHD_HTTP_OK, http_dead_entry_json(op->q, t[2]->str,
+	    t[2]->len, (size_t)t[0]->integer, t[1]->str, op->index, true));
 	op_done(op);
 	return 0;
 }
@@ -329,7 +328,7 @@ on_reply(struct master *m, redisReply *rep, void *priv)
 		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
 		return;
 	}
-	if (op->what == DEAD_LIST || op->what == DEAD_ONE) {
+	if (op->what == DEAD_ONE) {
 		if (page_done(op, rep) == -1)
 			op_fail(op, MHD_HTTP_BAD_GATEWAY, "dead_page.lua: an answer "
 			    "not of its form (is the script the same version?)");
@@ -380,49 +379,6 @@ op_new(struct http_req *r, enum dead_what what)
 	return op;
 }
 
-/* Ask dead_page.lua for limit entries from offset, with at most prefix
- * bytes of each; one such read per master at a time. */
-static void
-ask_page(struct http_req *r, struct dead_op *op, long offset, long limit,
-    long prefix, long budget)
-{
-	char a[6][24];
-
-	if (dead_reading > 0) {         /* 503: Retry-After (metrics_http.c) */
-		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "another read of the "
-		    "dead-letter list is under way (one at a time: retry in a "
-		    "second)");
-		return;
-	}
-	snprintf(a[0], sizeof(a[0]), "%ld", offset);
-	snprintf(a[1], sizeof(a[1]), "%ld", limit);
-	snprintf(a[2], sizeof(a[2]), "%ld", prefix);
-	snprintf(a[3], sizeof(a[3]), "%d", DEAD_ENTRY_REF_BYTES);
-	snprintf(a[4], sizeof(a[4]), "%ld", budget);
-	snprintf(a[5], sizeof(a[5]), "%ld", DEAD_READ_BUDGET);
-	const char *argv[] = { "EVAL", lua_script_source[LUA_DEAD_PAGE], "1",
-	    op->k.dead, a[0], a[1], a[2], a[3], a[4], a[5] };
-	op->reading = true;
-	dead_reading++;
-	ask(http_req_master(r), op, (int)FERRY_ARRAY_LEN(argv), argv, NULL);
-}
-
-static void
-dead_list(struct http_req *r)
-{
-	struct dead_op *op = op_new(r, DEAD_LIST);
-
-	if (op == NULL)
-		return;
-	if (arg_long(r, "offset", 0, 0, 1L << 40, &op->offset) == -1 ||
-	    arg_long(r, "limit", 20, 1, DEAD_PAGE_MAX, &op->limit) == -1) {
-		op_done(op);
-		return;
-	}
-	ask_page(r, op, op->offset, op->limit, DEAD_LIST_PREFIX,
-	    DEAD_LIST_BUDGET);
-}
-
 /* The entry at ?index=: shown (a prefix of it, dead_page.lua), or LINDEX
  * for replay and purge (?sha1= required). */
 static void
@@ -433,7 +389,7 @@ dead_indexed(struct http_req *r, enum dead_what what)
 
 	if (op == NULL)
 		return;
-	if (arg_long(r, "index", -1, 0, 1L << 40, &op->index) == -1 ||
+	if (http_dead_arg_long(r, "index", -1, 0, 1L << 40, &op->index) == -1 ||
 	    op->index == -1) {
 		if (op->index == -1)
 			http_req_error(r, MHD_HTTP_BAD_REQUEST, "index: missing");
@@ -441,7 +397,16 @@ dead_indexed(struct http_req *r, enum dead_what what)
 		return;
 	}
 	if (what == DEAD_ONE) {
-		ask_page(r, op, op->index, 1, DEAD_ONE_PREFIX, DEAD_ONE_PREFIX);
+		if (!http_dead_read_begin(r)) {
+			op_done(op);
+			return;
+		}
+		op->reading = true;
+		if (http_dead_page(http_req_master(r), op->queue, op->k.dead,
+		    op->index, 1, DEAD_ONE_PREFIX, DEAD_ONE_PREFIX, on_reply,
+		    op) == -1)
+			op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not "
+			    "connected now (the master reconnects; try again)");
 		return;
 	}
 	const char *sha = http_req_arg(r, "sha1");
@@ -463,7 +428,7 @@ bool
 http_dead_get(struct http_req *r, const char *url)
 {
 	if (strcmp(url, "/api/dead") == 0)
-		dead_list(r);
+		http_dead_list(r);
 	else if (strcmp(url, "/api/dead/one") == 0)
 		dead_indexed(r, DEAD_ONE);
 	else

@@ -5,13 +5,21 @@
  * and /api/dead/purge-matching (every selected entry retried, at `rate`
  * a second and to queue `to` when given, or purged; `dry_run=1` counts
  * them and changes nothing); /api/dead/replay-reason and /purge-reason
- * are the same with `reason` the exact text of the entries' reason. A move reads the list from its oldest end, a
- * window at a time, only as many entries as it held at the start, and
- * moves each window's selected entries in one dead_move.lua call (out of
- * the dead list and onto requeue in one step: whenever it stops, every
- * entry is dead or moved). With a rate, windows of rate/20 entries wait
- * on a timer of the master's loop between them. Every command goes over
- * the master's asynchronous connection; the request waits for the end.
+ * are the same with `reason` the exact text of the entries' reason.
+ * A move reads the list from its oldest end, a window at a time, only as
+ * many entries as it held at the start, and moves each window's selected
+ * entries in one dead_move.lua call (out of the dead list and onto
+ * requeue in one step: whenever it stops, every entry is dead or moved).
+ * With a rate, windows of rate/20 entries wait on a timer of the master's
+ * loop between them. Every command goes over the master's asynchronous
+ * connection.
+ * A move (not a dry run) is a redrive (http_dead_redrive.c: listed,
+ * cancellable, a few at once). Unpaced, the request waits for its end
+ * (200 with the counts). Paced, it counts what it selects first (a pass
+ * that moves nothing), answers 202 with that count and the redrive's id,
+ * then moves them in the master while the page polls the list of
+ * redrives; the move passes over the same entries (those the list held
+ * when the count began), so "left" falls to 0 at its end.
  * With http_token set, the summary needs it too (entries may hold
  * personal data); the moves are POSTs, which always need it. */
 #include <ev.h>
@@ -27,6 +35,7 @@
 #include "dead_summary.h"
 #include "http.h"
 #include "http_dead.h"
+#include "http_dead_redrive.h"
 #include "lua_scripts.h"
 #include "master_control.h"
 #include "queue.h"
@@ -39,14 +48,17 @@
 enum select_what { SEL_SUMMARY, SEL_RETRY, SEL_PURGE };
 
 struct selection {
-	struct http_req *r;
+	struct http_req *r;     /* NULL once answered (a paced redrive) */
+	struct master *m;
+	struct redrive *rd;     /* retry, purge (not a dry run) */
+	bool counting;          /* a paced redrive's first pass: no moves */
+	bool waiting;           /* on the timer */
 	enum select_what what;
 	char queue[CONFIG_QUEUE_NAME_MAX + 1];
 	char to[CONFIG_QUEUE_NAME_MAX + 1];
 	struct queue_keys k;
 	struct dead_filter f;
-	char reason[DEAD_FILTER_TEXT_MAX + 1], group[DEAD_FILTER_TEXT_MAX + 1];
-	char id_glob[DEAD_FILTER_TEXT_MAX + 1];
+	struct http_dead_filter_text ft;
 	long long limit;        /* -1: none */
 	double rate;            /* 0: unpaced */
 	bool dry_run;
@@ -59,8 +71,6 @@ struct selection {
 	bool failed;
 	char why[300];
 };
-
-static void next_window(struct master *m, struct selection *s);
 
 static void
 sel_free(struct selection *s)
@@ -86,24 +96,89 @@ summary_json(const struct selection *s)
 	    (json_int_t)s->sum.total, "groups", groups);
 }
 
+/* The counts into the redrive the API lists. */
+static void
+sync_redrive(struct selection *s)
+{
+	struct redrive *rd = s->rd;
+
+	if (rd == NULL || s->counting)
+		return;
+	rd->moved = s->moved;
+	rd->gone = s->gone;
+	rd->refused = s->refused;
+	rd->skipped = s->cached;
+	rd->reached = s->selected;
+}
+
+static json_t *
+moved_json(const struct selection *s)
+{
+	return json_pack("{s:I, s:s, s:s?, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, "
+	    "s:s}", "id", (json_int_t)(s->rd != NULL ? s->rd->id : 0), "queue",
+	    s->queue, "reason", s->f.reason_is, "to", s->what == SEL_RETRY ?
+	    s->to : NULL, "dry_run", s->dry_run, "selected",
+	    (json_int_t)s->selected, s->what == SEL_RETRY ? "replayed" :
+	    "purged", (json_int_t)s->moved, "gone", (json_int_t)s->gone,
+	    "refused", (json_int_t)s->refused, "left_cached",
+	    (json_int_t)s->cached, "state", s->rd == NULL ? "done" :
+	    s->rd->cancel ? "cancelled" : "done");
+}
+
+static void next_window(struct master *m, struct selection *s);
+
+/* A paced redrive counted what it selects: answer 202 with it, then move
+ * them from the oldest end again, at the rate. */
+static void
+counted(struct selection *s)
+{
+	s->rd->selected = s->selected;
+	http_req_json(s->r, MHD_HTTP_ACCEPTED, http_redrive_json(s->rd));
+	s->r = NULL;
+	s->counting = false;
+	s->seen = s->kept = s->selected = 0;
+	s->moved = s->gone = s->refused = s->cached = 0;
+	s->start_ms = util_monotonic_ms();
+	next_window(s->m, s);
+}
+
 static void
 finish(struct selection *s)
 {
-	if (s->failed)
+	if (s->counting && !s->failed && !s->rd->cancel) {
+		counted(s);
+		return;
+	}
+	sync_redrive(s);
+	if (s->rd != NULL)
+		http_redrive_end(s->rd, s->rd->cancel ? REDRIVE_CANCELLED :
+		    s->failed ? REDRIVE_FAILED : REDRIVE_DONE, s->failed ? s->why :
+		    NULL);
+	if (s->r == NULL)
+		;
+	else if (s->failed)
 		http_req_error(s->r, MHD_HTTP_BAD_GATEWAY, "%s (%lld moved before "
 		    "it)", s->why, s->moved);
 	else if (s->what == SEL_SUMMARY)
 		http_req_json(s->r, MHD_HTTP_OK, summary_json(s));
 	else
-		http_req_json(s->r, MHD_HTTP_OK, json_pack("{s:s, s:s?, s:s?, s:b, "
-		    "s:I, s:I, s:I, s:I, s:I}", "queue", s->queue, "reason",
-		    s->f.reason_is, "to",
-		    s->what == SEL_RETRY ? s->to : NULL, "dry_run", s->dry_run,
-		    "selected", (json_int_t)s->selected, s->what == SEL_RETRY ?
-		    "replayed" : "purged", (json_int_t)s->moved, "gone",
-		    (json_int_t)s->gone, "refused", (json_int_t)s->refused,
-		    "left_cached", (json_int_t)s->cached));
+		http_req_json(s->r, MHD_HTTP_OK, moved_json(s));
 	sel_free(s);
+}
+
+/* The redrive was cancelled: when on the timer, it ends now; else after
+ * the batch in flight. */
+static void
+on_cancel(struct redrive *rd, void *priv)
+{
+	struct selection *s = priv;
+
+	(void)rd;
+	if (s->waiting) {
+		ev_timer_stop(master_control_loop(s->m), &s->timer);
+		s->waiting = false;
+		finish(s);
+	}
 }
 
 static void
@@ -133,6 +208,7 @@ on_moved(struct master *m, redisReply *rep, void *priv)
 	s->moved += rep->element[0]->integer;
 	s->gone += rep->element[1]->integer;
 	s->kept -= rep->element[0]->integer + rep->element[1]->integer;
+	sync_redrive(s);
 	next_window(m, s);
 }
 
@@ -178,7 +254,7 @@ consider(struct master *m, struct selection *s, struct dead_move_args *a,
 	} else if ((s->limit < 0 || s->selected < s->limit) &&
 	    dead_filter_match(&s->f, &e, id)) {
 		s->selected++;
-		if (movable(m, s, &e) && !s->dry_run) {
+		if (movable(m, s, &e) && !s->dry_run && !s->counting) {
 			char *key = s->what == SEL_PURGE && q != NULL ?
 			    http_dead_cache_key(m, q, &e) : NULL;
 			dead_move_args_add(a, -(s->kept + pos + 1), el->str, el->len,
@@ -257,25 +333,38 @@ on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	read_window(http_req_master(s->r), s);
+	s->waiting = false;
+	next_window(s->m, s);
 }
 
 /* The next window, when the rate allows it. */
 static void
 next_window(struct master *m, struct selection *s)
 {
+	const struct ferry_config *cfg = master_control_config(m);
+
+	if (!s->failed && (config_find_queue(cfg, s->queue) == NULL ||
+	    (s->what == SEL_RETRY && config_find_queue(cfg, s->to) == NULL))) {
+		char why[200];
+		snprintf(why, sizeof(why), "queue %s is no longer configured (a "
+		    "reload removed it)", config_find_queue(cfg, s->queue) == NULL ?
+		    s->queue : s->to);
+		fail(s, why);
+	}
 	if (s->failed || s->seen >= s->total ||
-	    (s->limit >= 0 && s->selected >= s->limit)) {
+	    (s->limit >= 0 && s->selected >= s->limit) ||
+	    (s->rd != NULL && s->rd->cancel)) {
 		finish(s);
 		return;
 	}
-	if (s->rate > 0) {
+	if (s->rate > 0 && !s->counting) {
 		long long due = s->start_ms + (long long)(s->moved * 1000.0 /
 		    s->rate);
 		long long wait = due - util_monotonic_ms();
 		if (wait > 0) {
 			ev_timer_init(&s->timer, on_timer, (double)wait / 1000., 0.);
 			s->timer.data = s;
+			s->waiting = true;
 			ev_timer_start(master_control_loop(m), &s->timer);
 			return;
 		}
@@ -298,87 +387,17 @@ on_llen(struct master *m, redisReply *rep, void *priv)
 	next_window(m, s);
 }
 
-/* A text argument into buf, or NULL when absent. -1 after an answer. */
-static int
-text_arg(struct http_req *r, const char *name, char *buf, const char **out)
-{
-	const char *v = http_req_arg(r, name);
-
-	*out = NULL;
-	if (v == NULL || *v == '\0')
-		return 0;
-	if (strlen(v) > DEAD_FILTER_TEXT_MAX) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s: longer than %d bytes",
-		    name, DEAD_FILTER_TEXT_MAX);
-		return -1;
-	}
-	snprintf(buf, DEAD_FILTER_TEXT_MAX + 1, "%s", v);
-	*out = buf;
-	return 0;
-}
-
-static int
-time_arg(struct http_req *r, const char *name, long long *ms)
-{
-	const char *v = http_req_arg(r, name);
-	char err[400];
-
-	*ms = -1;
-	if (v == NULL || *v == '\0')
-		return 0;
-	if (dead_filter_time(name, v, util_realtime_ms(), ms, err,
-	    sizeof(err)) == 0)
-		return 0;
-	http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s", err);
-	return -1;
-}
-
-static int
-number_arg(struct http_req *r, const char *name, double lo, double hi,
-    double *out)
-{
-	const char *v = http_req_arg(r, name);
-	char *end;
-
-	*out = 0;
-	if (v == NULL || *v == '\0')
-		return 0;
-	*out = strtod(v, &end);
-	if (end != v && *end == '\0' && *out >= lo && *out <= hi)
-		return 0;
-	http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s: \"%s\" is not a number "
-	    "from %g to %g", name, v, lo, hi);
-	return -1;
-}
-
 /* The selection and the options of the request into s; -1 after an
  * answer. */
 static int
 read_args(struct http_req *r, struct selection *s)
 {
-	char err[300];
 	double limit, rate;
 
-	dead_filter_init(&s->f);
-	if (s->exact && (text_arg(r, "reason", s->reason, &s->f.reason_is) != 0 ||
-	    s->f.reason_is == NULL)) {
-		if (s->f.reason_is == NULL)
-			http_req_error(r, MHD_HTTP_BAD_REQUEST, "reason: missing (the "
-			    "reason of the entries, as /api/dead lists it)");
+	if (http_dead_filter_args(r, s->exact, &s->ft, &s->f) != 0 ||
+	    http_dead_arg_number(r, "limit", 1, 1e15, &limit) != 0 ||
+	    http_dead_arg_number(r, "rate", 0.1, RATE_MAX, &rate) != 0)
 		return -1;
-	}
-	if ((!s->exact && text_arg(r, "reason", s->reason, &s->f.reason) != 0) ||
-	    text_arg(r, "group", s->group, &s->f.group) != 0 ||
-	    text_arg(r, "id", s->id_glob, &s->f.id_glob) != 0 ||
-	    time_arg(r, "before", &s->f.before_ms) != 0 ||
-	    time_arg(r, "after", &s->f.after_ms) != 0 ||
-	    number_arg(r, "limit", 1, 1e15, &limit) != 0 ||
-	    number_arg(r, "rate", 0.1, RATE_MAX, &rate) != 0)
-		return -1;
-	if (dead_filter_check(&s->f, err, sizeof(err)) != 0) {
-		http_req_error(r, MHD_HTTP_BAD_REQUEST, "%s", err);
-		return -1;
-	}
 	s->limit = limit > 0 ? (long long)limit : -1;
 	s->rate = s->what == SEL_RETRY ? rate : 0;
 	const char *dry = http_req_arg(r, "dry_run");
@@ -419,6 +438,49 @@ read_to(struct http_req *r, struct selection *s)
 	return 0;
 }
 
+/* The selection as the redrives' list shows it. */
+static json_t *
+selection_json(const struct selection *s)
+{
+	json_t *o = json_object();
+	const char *texts[][2] = { { "reason", s->f.reason },
+		{ "reason_is", s->f.reason_is }, { "group", s->f.group },
+		{ "id", s->f.id_glob } };
+
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(texts); i++)
+		if (texts[i][1] != NULL)
+			json_object_set_new(o, texts[i][0], json_string(texts[i][1]));
+	if (s->f.before_ms >= 0)
+		json_object_set_new(o, "before", json_integer(s->f.before_ms));
+	if (s->f.after_ms >= 0)
+		json_object_set_new(o, "after", json_integer(s->f.after_ms));
+	if (s->limit >= 0)
+		json_object_set_new(o, "limit", json_integer(s->limit));
+	return o;
+}
+
+/* A retry or purge that changes the list runs as a redrive, listed while
+ * it runs; paced, it counts first and answers 202 then. -1 after a 429. */
+static int
+register_redrive(struct http_req *r, struct selection *s)
+{
+	char err[400];
+
+	if ((s->rd = http_redrive_new(err, sizeof(err))) == NULL) {
+		http_req_error(r, MHD_HTTP_TOO_MANY_REQUESTS, "%s", err);
+		return -1;
+	}
+	s->rd->purge = s->what == SEL_PURGE;
+	snprintf(s->rd->queue, sizeof(s->rd->queue), "%s", s->queue);
+	snprintf(s->rd->to, sizeof(s->rd->to), "%s", s->to);
+	s->rd->selection = selection_json(s);
+	s->rd->rate = s->rate;
+	s->rd->on_cancel = on_cancel;
+	s->rd->priv = s;
+	s->counting = s->rate > 0;
+	return 0;
+}
+
 static void
 start(struct http_req *r, enum select_what what, bool exact)
 {
@@ -438,12 +500,18 @@ start(struct http_req *r, enum select_what what, bool exact)
 		sel_free(s);
 		return;
 	}
+	s->m = m;
+	if (what != SEL_SUMMARY && !s->dry_run && register_redrive(r, s) != 0) {
+		sel_free(s);
+		return;
+	}
 	queue_keys_init(&s->k, master_control_config(m)->redis_prefix, q->name);
 	const char *argv[] = { "LLEN", s->k.dead };
 	if (master_redis_command(m, s->queue, on_llen, s, 2, argv) == -1) {
-		sel_free(s);
-		http_req_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "redis is not "
-		    "connected now (the master reconnects; try again)");
+		fail(s, "redis is not connected now (the master reconnects; try "
+		    "again)");
+		s->counting = false;
+		finish(s);
 	}
 }
 

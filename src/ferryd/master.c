@@ -15,6 +15,7 @@
  * A retiring worker has been sent SIGTERM: it finishes its batch and exits,
  * and its position is then freed. Stopping (TERM) retires everything and
  * waits up to shutdown_timeout before SIGKILL; QUIT kills at once. */
+#include "http_dead_redrive.h"
 #include "master_int.h"
 
 #include <errno.h>
@@ -395,6 +396,7 @@ begin_stop(struct master *m, enum master_phase phase)
 		return;
 	m->phase = phase;
 	stop_restarts(m);
+	http_redrives_stop();
 	master_notify_stopping(m);
 	if (phase == MASTER_STOPPING) {
 		m->stop_deadline_ms = util_monotonic_ms() +
@@ -616,6 +618,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_sweep_stop(m);
 	master_ids_stop(m);
 	master_redis_finish(m);
+	http_redrives_free();
 	master_series_stop(m);
 	metrics_stop(m->metrics);
 	m->metrics = NULL;

@@ -300,11 +300,13 @@ route_get(struct metrics_http *h, struct http_req *r, const char *url)
 		struct buf o = BUF_INIT;
 		master_control_metrics(h->m, &o);
 		http_health_metrics(&o);
+		http_dead_redrive_metrics(&o);
 		size_t len = o.len;
 		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
 		    "charset=utf-8", buf_take(&o), len);
 	} else if (!http_health_get(r, url) && !http_api_get(r, url) &&
-	    !http_dead_get(r, url) && !http_dead_select_get(r, url)) {
+	    !http_dead_get(r, url) && !http_dead_select_get(r, url) &&
+	    !http_dead_redrive_get(r, url)) {
 		char *text = xstrdup("not found: the dashboard is at /, the "
 		    "metrics at /metrics\n");
 		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
@@ -325,7 +327,7 @@ route_post(struct http_req *r, const char *url)
 		return;
 	}
 	if (!http_dead_post(r, url) && !http_dead_select_post(r, url) &&
-	    !http_actions_post(r, url))
+	    !http_dead_redrive_post(r, url) && !http_actions_post(r, url))
 		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
 }
 

@@ -6,7 +6,8 @@
 //   FERRY_STATS      a file with `ferryctl stats --json` taken while quiet
 //   FERRY_DEAD_QUEUE the queue whose dead entries are checked
 //   FERRY_REDRIVE_QUEUE (token mode) a queue with 4 dead entries of SQLSTATE
-//                    23505 and 2 others: filtered, grouped, 23505 retried
+//                    23505 and 2 others: filtered (list and groups), 23505
+//                    retried at 1/s in the master, its progress watched
 //   FERRY_TOKEN      the token (token mode), or unset (read-only mode)
 //   FERRY_SCREENSHOT where to save a screenshot (optional)
 //   FERRY_CTL, FERRY_CONFIG  ferryctl and ferryd's config (token mode: a
@@ -144,11 +145,34 @@ try {
 		    x.dataset.group + ":" + x.querySelector('td[data-k="count"]').textContent));
 		check("the filter groups the matching entries by reason", groups.join(",") === "23505:4",
 		    groups.join(","));
+		// the list follows the selection: exactly the 4 entries selected
+		await page.waitForFunction(() => document.querySelector("#dead").dataset.listed === "4",
+		    null, { timeout: 10000 }).catch(() => {});
+		const listed = await page.$$eval('#dead tbody td[data-k="last_error"]', (c) => c.map((x) => x.textContent));
+		const count = await page.textContent("#dead-count");
+		check("the list shows only the entries the selection matches, and their count",
+		    listed.length === 4 && listed.every((t) => t.startsWith("23505")) && count === "4 matching",
+		    listed.join(",") + " / " + count);
+		// retried at 1/s: it runs in ferryd, its progress on the page
+		await page.fill("#dead-f-rate", "1");
 		await page.click("#dead-retry-matching");
 		await page.waitForFunction(() => / selected$/.test(document.querySelector("#said").textContent),
 		    null, { timeout: 20000 }).catch(() => {});
 		const said = await page.textContent("#said");
-		check("retry all matching replays exactly the 4 selected", said === "replayed 4 of 4 selected", said);
+		check("retry all matching at a rate starts a redrive of the 4 selected",
+		    /^redrive [0-9]+ started: 4 selected$/.test(said), said);
+		const moving = await page.waitForFunction(() => {
+			const r = document.querySelector('#dead-redrives tr[data-state="running"]');
+			const m = r && Number(r.querySelector('td[data-k="moved"]').textContent);
+			return r && !document.querySelector("#dead-redrives").hidden && m >= 1 && m < 4 &&
+			    r.querySelector("progress") && r.querySelector('button') ? m : false;
+		}, null, { timeout: 20000, polling: 100 }).then((h) => h.jsonValue(), () => 0);
+		check("while it runs, the page shows its progress and a cancel button", moving >= 1, moving);
+		await page.waitForFunction(() => document.querySelector('#dead-redrives tr[data-state="done"]'),
+		    null, { timeout: 20000 }).catch(() => {});
+		const moved = await page.textContent('#dead-redrives tr[data-state="done"] td[data-k="moved"]')
+		    .catch(() => "");
+		check("the redrive ends having moved the 4", moved === "4", moved);
 		await page.fill("#dead-f-reason", "");
 		await page.fill("#dead-f-after", "");
 		await page.click("#dead-groups-load");

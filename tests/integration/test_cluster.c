@@ -5,7 +5,8 @@
  * primary key by key while its workers run (ASK, TRYAGAIN, then MOVED);
  * the primary of a queue killed so that a replica takes over: every job
  * once in PostgreSQL, nothing dead, no attempt spent. ferryctl enqueue and
- * stats find each queue's node. */
+ * stats find each queue's node; `ferryctl dead retry --to` another queue
+ * is refused (its lists are in another slot). */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -113,17 +114,12 @@ push(const char *q, int first, int n)
 	redisFree(c);
 }
 
-/* The cluster, three queues on three primaries, PostgreSQL with a table
- * per queue, and the config. */
+/* d in a new folder, its config naming the cluster's nodes. */
 static void
-setup(void)
+use_cluster(void)
 {
-	char queues[2048] = "", global[1024], one[512];
-	size_t len = 0;
-	struct h_run r;
+	size_t len;
 
-	cr_assert_eq(test_cluster_start(&cl, 3, 2, NULL), 0);
-	cr_assert_eq(test_cluster_queue_names(&cl, 3, names), 0);
 	h_setup(&d, NULL, "");
 	len = (size_t)snprintf(redis_lines, sizeof(redis_lines),
 	    "redis_cluster = ");
@@ -132,6 +128,19 @@ setup(void)
 		    "%s127.0.0.1:%d", i > 0 ? ", " : "", cl.node[i].port);
 	snprintf(redis_lines + len, sizeof(redis_lines) - len, "\n");
 	d.redis_lines = redis_lines;
+}
+
+/* The cluster, three queues on three primaries, PostgreSQL with a table
+ * per queue, and the config. */
+static void
+setup(void)
+{
+	char queues[2048] = "", global[1024], one[512];
+	struct h_run r;
+
+	cr_assert_eq(test_cluster_start(&cl, 3, 2, NULL), 0);
+	cr_assert_eq(test_cluster_queue_names(&cl, 3, names), 0);
+	use_cluster();
 	const char *pg = h_pg_start(&d);
 	for (int i = 0; i < 3; i++) {
 		snprintf(one, sizeof(one), "CREATE TABLE events_%s (n bigint)",
@@ -264,4 +273,37 @@ Test(cluster, primary_killed_every_job_once)
 	assert_once(q, n);
 	assert_once(names[2], 500);
 	h_stop(&d);
+}
+
+/* `ferryctl dead retry --to` another queue: on a cluster the two queues'
+ * lists are in different slots and no script can move an entry between
+ * them: refused (64) with what to do instead, nothing moved. */
+Test(cluster, dead_retry_to_another_queue_refused)
+{
+	char queues[512], global[600];
+	struct h_run r;
+
+	cr_assert_eq(test_cluster_start(&cl, 3, 0, NULL), 0);
+	cr_assert_eq(test_cluster_queue_names(&cl, 2, names), 0);
+	use_cluster();
+	snprintf(queues, sizeof(queues), "[queue %s]\nworkers = 0\n[queue %s]\n"
+	    "workers = 0\n", names[0], names[1]);
+	snprintf(global, sizeof(global), "restart_backoff_min = 10ms\n");
+	h_config(&d, global, queues);
+	q_int(names[0], "LPUSH ferry:{%s}:dead %s", names[0], "{\"reason\":"
+	    "\"failed by the handler\",\"attempts\":1,\"recoveries\":0,\"time\":"
+	    "1700000000000,\"worker\":\"w\",\"job\":{\"id\":\"x\"}}");
+	h_ctl(&r, d.config, NULL, "dead", "retry", names[0], "--all", "--to",
+	    names[1], (const char *)NULL);
+	h_run_expect(&r, 64);
+	char want[400];
+	snprintf(want, sizeof(want), "ferryctl: dead retry --to %s: with "
+	    "redis_cluster, the dead list of queue %s and the requeue list of "
+	    "queue %s are in different slots, and no single step can move an "
+	    "entry between them; replay to queue %s itself", names[1], names[0],
+	    names[1], names[0]);
+	cr_assert_not_null(strstr(r.err, want), "%s", r.err);
+	h_run_free(&r);
+	cr_assert_eq(q_int(names[0], "LLEN ferry:{%s}:dead", names[0]), 1);
+	cr_assert_eq(q_int(names[1], "LLEN ferry:{%s}:requeue", names[1]), 0);
 }

@@ -11,7 +11,9 @@
  * that `npm ci` installs there; node, npm or chromium missing fails it):
  * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
- * refused when read-only, replay shrinking the list with the token, the
+ * refused when read-only, replay shrinking the list with the token, a
+ * selection filtering the list and its groups, "retry all matching" at
+ * 1/s running in ferryd with its progress shown to its end, the
  * oldest waiting job's age while its queue is paused and none once drained.
  * FERRY_SCREENSHOT=path saves the browser's page there (doc/dashboard.png,
  * the picture in README.md and doc/monitoring.md). */
@@ -400,7 +402,7 @@ Test(dashboard, actions_with_the_token)
 	free(body);
 
 	/* in the browser: replay bad-2, the last one; retry rd's 23505 */
-	run_browser(TOKEN, 21);
+	run_browser(TOKEN, 24);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:requeue"), 4);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:dead"), 2);
 	o = act("/api/dead/purge-matching?queue=rd&reason=exited&dry_run=1");

@@ -2,19 +2,25 @@
 // few seconds it reads /api/queues, /api/workers, /api/series and
 // /api/events and redraws the tables the server wrote and the chart (inline
 // SVG: a few polylines need no library, and nothing is fetched from the
-// network). The dead-letter list is read page by page from /api/dead; with
+// network). The dead-letter list is read page by page from /api/dead (only
+// the entries the selection below matches, a page going on where the last
+// one ended); with
 // a token configured (data-actions="1") replay, purge, pause and resume are
 // POSTs that carry it as "Authorization: Bearer TOKEN". A selection (reason
 // or SQLSTATE, id pattern, times) groups the dead entries by reason
 // (/api/dead/summary) and retries (at a rate) or purges all it matches
-// (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does.
+// (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does; a
+// paced retry runs in the master, its progress shown from
+// /api/dead/redrives with a button that cancels it.
 "use strict";
 (function () {
 	const REFRESH_MS = 3000, PAGE = 20;
 	const actions = document.body.dataset.actions === "1";
 	const $ = (id) => document.getElementById(id);
 	const counters = ["done", "retried", "dead", "recovered"];
-	let deadQueue = null, deadOffset = 0, deadShown = 0;
+	// the list's page starts at deadOffset; deadBack: the starts of the
+	// pages before it (a filtered page ends where its `next` says)
+	let deadQueue = null, deadOffset = 0, deadNext = null, deadBack = [];
 
 	function el(tag, attrs, ...kids) {
 		const e = document.createElement(tag);
@@ -54,13 +60,15 @@
 	async function post(url) {
 		const r = await fetch(url, { method: "POST", headers: authed() });
 		const body = await r.json().catch(() => ({}));
-		say(r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed +
+		say(r.status === 202 ? "redrive " + body.id + " started: " + body.selected + " selected" :
+		    r.ok ? (body.message || (body.replayed !== undefined ? "replayed " + body.replayed +
 		    (body.selected !== undefined ? " of " + body.selected + " selected" : "") :
 		    body.purged !== undefined ? "purged " + body.purged : "done")) : "refused (" + r.status + "): " +
 		    (body.error || ""));
 		refresh();
 		if (deadQueue) { loadDead(); loadGroups(); }
-		return r.ok;
+		loadRedrives();
+		return r.ok ? body : null;
 	}
 	function say(text) { $("said").textContent = text; }
 	function button(label, fn, cls) {
@@ -85,7 +93,7 @@
 			    td("protected_keys", m.protected_keys),
 			    td("protected_lost", m.protected_lost, m.protected_lost > 0 ? "bad" : ""));
 			const act = el("td", { class: "t" });
-			act.append(button("dead letters", () => { deadQueue = q.name; deadOffset = 0; loadDead(); loadGroups(); }));
+			act.append(button("dead letters", () => { deadQueue = q.name; reloadDead(); }));
 			if (actions)
 				act.append(q.paused ? button("resume", () => post("/api/resume?queue=" + encodeURIComponent(q.name)))
 				    : button("pause", () => post("/api/pause?queue=" + encodeURIComponent(q.name))));
@@ -168,10 +176,18 @@
 		$("chart-max").textContent = "top: " + max.toFixed(1) + " jobs/s; " + n + " samples";
 	}
 
+	// the list's first page, and the groups, for the queue and selection now
+	function reloadDead() {
+		deadOffset = 0;
+		deadBack = [];
+		loadDead();
+		loadGroups();
+	}
 	async function loadDead() {
-		const d = await getJSON("/api/dead?queue=" + encodeURIComponent(deadQueue) +
-		    "&offset=" + deadOffset + "&limit=" + PAGE).catch((e) => { say(e.message); return null; });
-		if (!d) return;
+		const r = await fetch("/api/dead?" + selection({ offset: deadOffset, limit: PAGE }),
+		    { cache: "no-store", headers: authed() }).catch((e) => null);
+		const d = r ? await r.json().catch(() => ({})) : {};
+		if (!r || !r.ok) { say("dead letters: " + (r ? r.status + " " + (d.error || "") : "no answer")); return; }
 		$("dead-queue").textContent = deadQueue;
 		const tb = $("dead").tBodies[0];
 		tb.replaceChildren();
@@ -198,10 +214,15 @@
 				    button("replay all", () => post("/api/dead/replay-reason?" + q)),
 				    button("purge all", () => post("/api/dead/purge-reason?" + q), "danger")), " ");
 			}
-		$("dead-prev").disabled = deadOffset === 0;
+		$("dead-prev").disabled = deadBack.length === 0;
 		$("dead-next").disabled = !d.more;
-		deadShown = d.entries.length;  // fewer than PAGE when the entries are big
-		if (d.more && deadShown < PAGE) say("big entries: " + deadShown + " shown, more after them (next)");
+		deadNext = d.next;
+		$("dead").dataset.listed = String(d.entries.length);
+		// fewer than PAGE: big entries, or a selection that matched few of
+		// the entries one request reads
+		if (d.more && d.entries.length < PAGE)
+			say((d.filtered ? d.scanned + " entries read, " : "big entries: ") +
+			    d.entries.length + " shown; more after them (older)");
 	}
 
 	// the selection of the filter fields, as the API takes it
@@ -234,10 +255,46 @@
 			    td("example", g.last_error || g.reason, "err"), act));
 		}
 		$("dead-groups").dataset.total = String(d.total);
+		$("dead-count").textContent = d.total + " matching";
 	}
 	function retryMatching(extra) {
 		const rate = $("dead-f-rate").value.trim();
 		return post("/api/dead/retry-matching?" + selection(Object.assign(rate ? { rate } : {}, extra)));
+	}
+
+	// the redrives this master runs (retry/purge all matching), polled
+	// every half second while one runs
+	let redrivesTimer = null;
+	function when(t) { return t ? new Date(t).toLocaleTimeString() : "-"; }
+	async function loadRedrives() {
+		if (!actions || !token()) return;
+		const r = await fetch("/api/dead/redrives", { cache: "no-store", headers: authed() })
+		    .catch(() => null);
+		if (!r || !r.ok) return;
+		const d = await r.json();
+		const tb = $("dead-redrives").tBodies[0];
+		tb.replaceChildren();
+		for (const x of d.redrives) {
+			const sel = Object.entries(x.selection).map(([k, v]) => k + "=" +
+			    (k === "before" || k === "after" ? new Date(v).toISOString() : v)).join(" ");
+			const act = el("td", { class: "t" });
+			if (x.state === "running")
+				act.append(button("cancel", () => post("/api/dead/redrive/cancel?id=" + x.id), "danger"));
+			const bar = el("progress", { max: String(x.selected || 1), value: String(x.moved) });
+			tb.append(el("tr", { "data-id": x.id, "data-state": x.state }, td("id", x.id),
+			    td("queue", x.queue + (x.to && x.to !== x.queue ? " to " + x.to : ""), "t"),
+			    td("action", x.action, "t"), td("selection", sel || "all", "t"),
+			    td("rate", x.rate ? x.rate + "/s" : "-"),
+			    el("td", { "data-k": "progress" }, bar, " ", x.selected === null ? "counting" :
+			        x.moved + " of " + x.selected),
+			    td("moved", x.moved), td("left", x.left),
+			    td("state", x.state + (x.error ? ": " + x.error : ""), "t"),
+			    td("started", when(x.started), "t"), td("finished", when(x.finished), "t"), act));
+		}
+		$("dead-redrives").hidden = d.redrives.length === 0;
+		clearTimeout(redrivesTimer);
+		redrivesTimer = d.redrives.some((x) => x.state === "running") ?
+		    setTimeout(loadRedrives, 500) : null;
 	}
 
 	async function showDoc(q) {
@@ -254,21 +311,30 @@
 			const [q, w, s, e] = await Promise.all(["/api/queues", "/api/workers",
 			    "/api/series", "/api/events"].map(getJSON));
 			drawQueues(q); drawWorkers(w); drawChart(s); drawEvents(e);
+			if (!redrivesTimer) loadRedrives();
 			document.body.dataset.refreshed = String(Date.now());
 		} catch (err) {
 			$("updated").textContent = "refresh failed: " + err.message;
 		}
 	}
 
-	$("dead-groups-load").addEventListener("click", loadGroups);
+	$("dead-groups-load").addEventListener("click", () => { if (deadQueue) reloadDead(); });
 	$("dead-retry-matching").addEventListener("click", () => retryMatching());
 	$("dead-purge-matching").addEventListener("click", () => post("/api/dead/purge-matching?" + selection()));
 	if (!actions) for (const b of document.querySelectorAll("#dead-filter .act")) b.hidden = true;
-	$("dead-prev").addEventListener("click", () => { deadOffset = Math.max(0, deadOffset - PAGE); loadDead(); });
-	$("dead-next").addEventListener("click", () => { deadOffset += deadShown; loadDead(); });
+	$("dead-prev").addEventListener("click", () => { deadOffset = deadBack.pop() || 0; loadDead(); });
+	$("dead-next").addEventListener("click", () => {
+		if (deadNext === null) return;
+		deadBack.push(deadOffset);
+		deadOffset = deadNext;
+		loadDead();
+	});
 	if ($("token")) {
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
-		$("token").addEventListener("change", () => sessionStorage.setItem("ferry-token", token()));
+		$("token").addEventListener("change", () => {
+			sessionStorage.setItem("ferry-token", token());
+			loadRedrives();
+		});
 	}
 	for (const n of document.querySelectorAll(".nojs")) n.hidden = true;
 	for (const n of document.querySelectorAll(".js")) n.hidden = false;
