@@ -1,6 +1,6 @@
-/* cache.h - the data of jobs that name a cache key (DESIGN.md "Cache
- * lifecycle and memory"): read a batch's keys in two pipelined round trips
- * (TYPE, then GET / HGETALL / LRANGE) and turn each value into JSON. */
+/* cache.h - the data of jobs that name a cache key (doc/design.md, 3.8):
+ * read a batch's keys in two pipelined round trips (TYPE, then GET /
+ * HGETALL / LRANGE) and turn each value into JSON. */
 #ifndef FERRY_CACHE_H
 #define FERRY_CACHE_H
 
@@ -42,8 +42,8 @@ struct cache_item {
 int cache_read(redisContext *c, struct cache_item *items, int n);
 void cache_item_free(struct cache_item *it);
 
-/* The trust boundary of cache keys (DESIGN.md "A job, and the trust
- * boundary"): a job's cache_key may name only the queue's own cache space
+/* The trust boundary of cache keys (doc/design.md, 3.1 and 3.8): a
+ * job's cache_key may name only the queue's own cache space
  * prefix:{q}:cache:, or a key outside prefix: that starts with one of the
  * queue's cache_key_prefixes. Any other key (another application's, or
  * one of ferry's own) is never read, deleted or made persistent. */

@@ -165,7 +165,8 @@ struct ferry_config {
 	/* libpq target_session_attrs; "" = read-write with several hosts */
 	char *pg_target_session_attrs;
 	/* refuse a server whose commits do not wait for a standby when
-	 * several hosts are configured (DESIGN.md "Scale") */
+	 * several hosts are configured (doc/design.md, 5, "PostgreSQL
+	 * failover") */
 	bool require_sync_commit;
 	long pg_statement_timeout_ms;
 	char *pg_batches_schema; /* where ferry_batches is: never search_path */
@@ -177,7 +178,7 @@ struct ferry_config {
 	long restart_backoff_min_ms;
 	long restart_backoff_max_ms;
 	long restart_backoff_reset_ms;
-	/* Redis memory safety (DESIGN.md "Cache lifecycle and memory") */
+	/* Redis memory safety (doc/design.md, 3.8) */
 	bool allow_unsafe_eviction; /* start even with allkeys-* eviction */
 	bool require_persistence;   /* refuse to start without AOF or RDB */
 	long memory_check_interval_ms;

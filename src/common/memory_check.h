@@ -1,6 +1,6 @@
 /* memory_check.h - what ferry must know about a Redis server's memory: read
  * INFO and CONFIG GET replies, judge the eviction policy, persistence and
- * fullness against the config (DESIGN.md "Cache lifecycle and memory"). */
+ * fullness against the config (doc/design.md, 3.8). */
 #ifndef FERRY_MEMORY_CHECK_H
 #define FERRY_MEMORY_CHECK_H
 

@@ -2,8 +2,8 @@
  * table a queue writes (its quoted name, its columns resolved against the
  * table, the SQL generated for them; a queue with tables = has one per
  * table, in order, each with its own staging table), and ferry_batches, the table of one
- * row per batch that makes redelivery harmless (DESIGN.md, "PostgreSQL
- * sink"). Also the start checks of ferryd and `ferryctl init-db`. */
+ * row per batch that makes redelivery harmless (doc/design.md, 4.1).
+ * Also the start checks of ferryd and `ferryctl init-db`. */
 #ifndef FERRY_PG_TARGET_H
 #define FERRY_PG_TARGET_H
 

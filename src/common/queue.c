@@ -1,5 +1,5 @@
-/* queue.c - key names of the Redis layout (DESIGN.md), connecting with
- * timeouts, and calling the embedded Lua scripts by SHA-1. */
+/* queue.c - key names of the Redis layout (doc/design.md, 2), connecting
+ * with timeouts, and calling the embedded Lua scripts by SHA-1. */
 #include "queue.h"
 
 #include <stdio.h>

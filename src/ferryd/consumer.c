@@ -173,7 +173,8 @@ wait_for_jobs(struct consumer *c, struct consumer_lane *ln)
 }
 
 /* A batch fetched before the connection dropped: keep the key stored
- * beside it, which may name a transaction that committed meanwhile. */
+ * beside it, which may name a transaction that committed meanwhile
+ * (doc/design.md, I4). */
 static bool
 resume_key(struct consumer *c, struct consumer_lane *ln)
 {
@@ -324,10 +325,9 @@ give_back(struct consumer *c, struct consumer_lane *ln)
 	return ok;
 }
 
-/* Batch keys stay in ferry_batches for done_retention (days), and worker
- * ids are made of pids, which the kernel reuses: a random part per process
- * keeps a new worker's keys from ever matching an old committed batch
- * (which would ack its jobs unwritten). */
+/* Worker ids are made of pids, which the kernel reuses, and batch keys
+ * stay in ferry_batches for done_retention: a random part per process
+ * keeps a batch key naming one transaction (doc/design.md, I1). */
 static void
 set_nonce(struct consumer *c)
 {

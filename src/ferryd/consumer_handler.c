@@ -183,9 +183,8 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		    b->wrapped);
 		if (h->needs_job_ids)
 			job_id(j);
-		/* recovered too often: never run again. A fencing handler
-		 * first checks the batches it may have been written in (a job
-		 * written before its worker died is done, not dead). */
+		/* recovered too often: never run again; a fencing handler
+		 * buries it (doc/design.md, R11) */
 		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
 			if (h->checks_fence && j->nstamps > 0)
 				j->bury = true;
@@ -198,15 +197,11 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		struct job *j = &b->jobs[i];
-		/* a recovered job refused for a reason that may not have
-		 * held in its batches (its cache key gone or changed since, a
-		 * reload of max_job_bytes or cache_key_prefixes) may have
-		 * been written: a fencing handler checks its batches first,
-		 * and it is dead only if none wrote it (a batch names in its
-		 * record every job it refused so: sink_pg_encode) */
-		/* so may a job of a batch resumed after its connection
-		 * dropped (not fresh): its settle may have been lost after
-		 * its COMMIT, its replay reads the record */
+		/* refused for a reason that may not have held in its
+		 * batches, a recovered job, or one of a batch resumed after
+		 * its connection dropped (its settle may have been lost after
+		 * its COMMIT), may have been written: buried (doc/design.md,
+		 * R12) */
 		if (j->invalid != NULL && j->refusal_varies &&
 		    h->checks_fence && (j->nstamps > 0 || !b->fresh)) {
 			j->bury = true;

@@ -11,7 +11,7 @@
  * everything that holds for one list holds for each: the master hands both
  * back when the worker dies (the scoreboard slot says it has two), a dead
  * host's reaper finds both in owners, and a batch that committed before
- * its worker died is fenced by its own key (DESIGN.md, "PostgreSQL sink").
+ * its worker died is fenced by its own key (doc/design.md, I4).
  * The handler's connection carries one batch at a time: the next is sent
  * only once the one before has its result.
  *
@@ -20,7 +20,8 @@
  * checked, and from its send until it is settled, not while it waits
  * ready behind the batch in flight. So the neighbours of a batch that
  * kills (or hangs) its worker are handed back as they were, and the
- * isolation of recovered jobs (DESIGN.md) is what it is with one lane. */
+ * isolation of recovered jobs (doc/design.md, 3.2) is what it is with one
+ * lane. */
 #include "consumer.h"
 #include "consumer_int.h"
 

@@ -1,6 +1,6 @@
-/* master_id.h - who this master is in Redis (DESIGN.md "Scale"): an id
- * unique to each start, a token that its heartbeat entry holds, the claim
- * of that entry at start, and the arguments of heartbeat.lua. */
+/* master_id.h - who this master is in Redis (doc/design.md, 1 and I8): an
+ * id unique to each start, a token that its heartbeat entry holds, the
+ * claim of that entry at start, and the arguments of heartbeat.lua. */
 #ifndef FERRY_MASTER_ID_H
 #define FERRY_MASTER_ID_H
 

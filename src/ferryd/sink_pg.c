@@ -165,13 +165,10 @@ reserve(struct sink_pg *s, int n)
 }
 
 /* Until this transaction holds the batch's row, an earlier attempt of the
- * batch may: one sent before the connection was lost, still open on the
- * server (its COMMIT waiting for a lock or a synchronous standby) and free
- * to commit later. Retrying the jobs then (under another key) would write
- * them twice; only holding the row (or finding it committed: a replay)
- * settles what the batch did. So whatever kept the row out (a lock or
- * statement timeout behind that attempt, BEGIN failing) is waited out as
- * an outage, under the same key. */
+ * batch (its connection lost, its COMMIT still waiting on the server) may
+ * commit: whatever kept the row out (a lock or statement timeout, BEGIN
+ * failing) is waited out as an outage under the same key, never retried
+ * under another (doc/design.md, I4). */
 void
 sink_pg_row_failed(const char *key, struct pg_failure *f)
 {

@@ -1,8 +1,8 @@
 /* sink_pg.h - the PostgreSQL sink: a batch of jobs becomes rows COPYed into
  * the queue's table in one transaction together with one ferry_batches row
- * under the batch's key, which makes redelivery harmless (DESIGN.md,
- * "PostgreSQL sink"). Only ferryd links it: the checks ferryctl init-db
- * shares are in src/pg_target.h. */
+ * under the batch's key, which makes redelivery harmless (doc/design.md,
+ * 4.1). Only ferryd links it: the checks ferryctl init-db shares are in
+ * src/pg_target.h. */
 #ifndef FERRY_SINK_PG_H
 #define FERRY_SINK_PG_H
 
@@ -31,9 +31,10 @@ void sink_pg_free(struct sink_pg *s);
 
 /* Write the batch whose key is batch_key. Jobs with j->invalid are left as
  * they are. A job with stamps is written only when every batch it names
- * is fenced, never committed (DESIGN.md); a job to bury (j->bury) is never
- * written: it fails ("worker died while processing") unless one of its
- * batches committed it. On SINK_UNAVAILABLE or SINK_FATAL err says why. */
+ * is fenced, never committed (doc/design.md, I3); a job to bury (j->bury)
+ * is never written: it fails ("worker died while processing") unless one
+ * of its batches committed it. On SINK_UNAVAILABLE or SINK_FATAL err says
+ * why. */
 enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize);

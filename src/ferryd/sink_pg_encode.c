@@ -24,11 +24,9 @@ sink_pg_set_result(struct handler_result *r, int outcome, const char *msg)
 	util_utf8_copy(r->message, sizeof(r->message), msg, strlen(msg));
 }
 
-/* Name job j's failure in the batch row's record, so that a replay of the
- * batch (its ack lost) dead-letters it again instead of acking it. The
- * record names a job by the SHA-1 of its document (job_digest), which a
- * reload of max_job_bytes does not change, unlike job_id: a fence under
- * another limit must find it. The message is valid UTF-8 (set_result),
+/* Name job j's failure in the batch row's record (doc/design.md, I5), by
+ * the SHA-1 of its document (job_digest), which a reload of max_job_bytes
+ * does not change, unlike job_id. The message is valid UTF-8 (set_result),
  * so json_string cannot fail; if it ever did, the batch must not commit
  * without the record: -1. */
 int

@@ -1,14 +1,10 @@
 /* sink_pg_fence.c - recovered jobs checked against the batches they may
- * have been written in, before their batch is written. A recovered job
- * names each such batch (its stamps, added by the reclaim): one that had
- * committed wrote (or failed) the job already, and its ferry_batches
- * record says which; one that had not is fenced (a row 'fenced' under its
- * key) and can now never commit. The fences go in a transaction of their
- * own, committed before the batch's: what they found stays true whatever
- * becomes of the batch (a transient error that rolls it back leaves the
- * jobs found written done, and spends no attempt of theirs), and the
- * distinct stamps are fenced once each, in key order, so that two workers
- * fencing the same batches never wait for each other in a cycle. */
+ * have been written in (their stamps), before their batch is written
+ * (doc/design.md, 4.1 and I3). The fences go in a transaction of their
+ * own, committed before the batch's, so that what they found stands
+ * whatever becomes of the batch (R7); the distinct stamps are fenced once
+ * each, in key order, so that two workers fencing the same batches never
+ * wait for each other in a cycle. */
 #include "sink_pg_int.h"
 
 #include <stdio.h>
@@ -61,17 +57,14 @@ distinct_stamps(const struct job *jobs, int n, int *count)
 	return b;
 }
 
-/* The fence of a batch still open in another session waits for it: the
- * transaction of a worker stopped mid-batch (job_timeout, kill -9) runs on
- * in its backend and may yet commit (its COMMIT was sent with its rows).
- * Waited for under the batch clock, such a wait stopped worker after
- * worker, each a recovery more, until the master dead-lettered the jobs
- * unchecked (BURY_MARGIN in src/lua/common.lua) while that transaction
- * then committed them. So the fences of a batch wait at most half of
- * job_timeout together; then the batch waits as in an outage (untimed, no
- * attempt spent) and goes again. Half of statement_timeout too, which
- * would cancel the wait. lock_timeout is per lock: the time is shared by
- * the distinct stamps, each at least FENCE_WAIT_MIN_MS. */
+/* The fence of a batch still open in another session (a worker stopped
+ * mid-batch: its transaction may yet commit) waits for it. Timed by the
+ * batch clock, that wait would stop worker after worker until BURY_MARGIN
+ * dead-lettered written jobs (doc/design.md, R8, I10). So the fences of a
+ * batch wait at most half of job_timeout (and of statement_timeout, which
+ * would cancel the wait) together, then the batch waits as in an outage.
+ * lock_timeout is per lock: the time is shared by the distinct stamps,
+ * each at least FENCE_WAIT_MIN_MS. */
 #define FENCE_WAIT_MIN_MS 50
 
 static bool
@@ -136,9 +129,8 @@ fence_all(struct sink_pg *s, struct fenced_batch *b, int n,
  * written it. A batch that failed it wrote nothing of it, so it goes on as
  * if that batch had not committed (a `dead retry` after the cause is fixed
  * takes effect; the job runs under the settings of now), unless it is
- * buried: then it is dead with that batch's reason. Every batch that ever
- * wrote a job fenced all the job's earlier stamps first, so at most one
- * stamp can be committed with the job in it. True: write it. */
+ * buried: then it is dead with that batch's reason. At most one stamp can
+ * be committed with the job in it (doc/design.md, I3). True: write it. */
 static bool
 decide(const struct job *j, const struct fenced_batch *b, int nb,
     struct handler_result *res)

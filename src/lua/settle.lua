@@ -63,8 +63,7 @@ for b = 4, #ARGV, 6 do
 		m.attempts = math.min(m.attempts + 1, 999999999)
 		m.last_error = str_token(err)
 		m.first_error = m.first_error or m.last_error
-		-- stamps stay: the fence this attempt made may have rolled back,
-		-- and one of those batches could still commit late
+		-- stamps stay (doc/design.md, I2)
 		if outcome == 'retry' then
 			retries[#retries + 1] = { now + tonumber(p), m }
 			if ck ~= '' then persists[#persists + 1] = ck end

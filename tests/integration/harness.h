@@ -86,6 +86,13 @@ void h_teardown(struct ferryd *d);
 /* Wait for the master to exit; returns its wait status or -1 on timeout. */
 int h_wait_exit(pid_t pid, int timeout_ms);
 
+/* `ferryd -f` as pid 1 of a new PID namespace (as in a container), its
+ * output into f's stderr file: the pid of unshare, for
+ * h_stop_in_pid_namespace. */
+pid_t h_start_in_pid_namespace(struct ferryd *f);
+/* SIGTERM to the ferryd that unshare runs (unshare ignores TERM) and its
+ * exit status, which unshare passes on (-1: it did not exit, killed). */
+int h_stop_in_pid_namespace(pid_t unshare);
 /* Live (non-zombie) children of `parent`, sorted; returns the count. */
 int h_children(pid_t parent, pid_t *pids, int max);
 /* Wait until `parent` has exactly n live children; fails the test if not. */

@@ -1,8 +1,8 @@
 /* harness_churn.h - an application's cache beside the queue: a forked
  * writer that keeps SETting keys with a TTL into a Redis at a given rate,
  * as a busy application does, so that a Redis with maxmemory and a
- * volatile-* policy evicts all the time (DESIGN.md "Cache lifecycle and
- * memory"). Link with $(harness) (harness.c's clock). */
+ * volatile-* policy evicts all the time (doc/design.md, 3.8). Link with
+ * $(harness) (harness.c's clock). */
 #ifndef FERRY_TEST_HARNESS_CHURN_H
 #define FERRY_TEST_HARNESS_CHURN_H
 

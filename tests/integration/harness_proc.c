@@ -130,3 +130,40 @@ h_wait_stopped(struct ferryd *d, pid_t pid, bool stopped)
 	cr_assert_fail("process %d is in state %c, not %s", (int)pid, state,
 	    stopped ? "stopped" : "running");
 }
+
+pid_t
+h_start_in_pid_namespace(struct ferryd *f)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		const char *ferryd = getenv("FERRYD");
+		char path[400];
+		snprintf(path, sizeof(path), "%s", ferryd != NULL ? ferryd :
+		    TEST_BUILDDIR "/ferryd");
+		freopen(f->stderr_path, "a", stdout);
+		freopen(f->stderr_path, "a", stderr);
+		setpgid(0, 0);
+		execlp("unshare", "unshare", "--pid", "--fork",
+		    "--kill-child=SIGTERM", path, "-f", "-c", f->config,
+		    (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+int
+h_stop_in_pid_namespace(pid_t unshare)
+{
+	pid_t child;
+	int status;
+
+	if (h_children(unshare, &child, 1) == 1)
+		kill(child, SIGTERM);
+	if ((status = h_wait_exit(unshare, H_DEADLINE_MS)) == -1) {
+		kill(unshare, SIGKILL);     /* --kill-child: TERM to ferryd */
+		waitpid(unshare, NULL, 0);
+	}
+	return status;
+}

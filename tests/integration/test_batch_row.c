@@ -2,8 +2,9 @@
  * fails, driven directly against a real PostgreSQL: a batch whose row is
  * still held by an earlier attempt of its own waits (its jobs are not
  * retried under another key, which would write them twice); a lock
- * another session holds on the table waits too (no job is at fault); and
- * what the fences of recovered jobs found stands when the batch then
+ * another session holds on the table waits too (no job is at fault), and
+ * so does a batch row whose insert was cancelled by statement_timeout;
+ * and what the fences of recovered jobs found stands when the batch then
  * fails. */
 #include <criterion/criterion.h>
 #include <libpq-fe.h>
@@ -182,6 +183,40 @@ Test(batch_row, what_the_fences_found_stands_when_the_batch_fails)
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 1);
 	h_jobs_free(j, 1);
 	h_jobs_free(k, 1);
+	sink_pg_free(s);
+	h_stop(&sc_d);
+}
+
+/* The batch row's insert cancelled by statement_timeout (57014, a class
+ * that alone would retry the jobs; a trigger on ferry_batches sleeps
+ * here): the batch waits as an outage under its key, no job retried, and
+ * goes in once the row can (doc/design.md, R4). */
+Test(batch_row, statement_timeout_on_the_row_is_an_outage)
+{
+	const struct queue_config *q = sc_setup();
+	struct job jobs[3];
+	struct handler_result res[3];
+	char els[3][128], err[256];
+
+	sc_cfg.pg_statement_timeout_ms = 400;
+	sc_make_jobs(jobs, els, 0, 3, NULL);
+	memset(res, 0, sizeof(res));
+	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
+	h_pg_exec(&sc_d, "CREATE FUNCTION slow_key() RETURNS trigger LANGUAGE "
+	    "plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$");
+	h_pg_exec(&sc_d, "CREATE TRIGGER slow_key BEFORE INSERT ON ferry_batches "
+	    "FOR EACH ROW EXECUTE FUNCTION slow_key()");
+	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "t:1", err, sizeof(err)),
+	    SINK_UNAVAILABLE, "%s (job 0: %d %s)", err, res[0].outcome,
+	    res[0].message);
+	cr_assert_not_null(strstr(err, "57014"), "%s", err);
+	for (int i = 0; i < 3; i++)
+		cr_assert_neq(res[i].outcome, HANDLER_RETRY, "job %d: %s", i,
+		    res[i].message);
+	h_pg_exec(&sc_d, "DROP TRIGGER slow_key ON ferry_batches");
+	sc_run_ok(s, jobs, res, 3, "t:1");
+	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 3);
+	h_jobs_free(jobs, 3);
 	sink_pg_free(s);
 	h_stop(&sc_d);
 }

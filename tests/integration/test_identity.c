@@ -18,29 +18,12 @@
 static struct ferryd d, d2;
 static pid_t ns[2];
 
-/* SIGTERM to the ferryd that unshare runs (unshare ignores TERM) and
- * its exit status, which unshare passes on. */
-static int
-stop_in_pid_namespace(pid_t unshare)
-{
-	pid_t child;
-	int status;
-
-	if (h_children(unshare, &child, 1) == 1)
-		kill(child, SIGTERM);
-	if ((status = h_wait_exit(unshare, H_DEADLINE_MS)) == -1) {
-		kill(unshare, SIGKILL);     /* --kill-child: TERM to ferryd */
-		waitpid(unshare, NULL, 0);
-	}
-	return status;
-}
-
 static void
 teardown(void)
 {
 	for (int i = 0; i < 2; i++) {
 		if (ns[i] > 0)
-			stop_in_pid_namespace(ns[i]);
+			h_stop_in_pid_namespace(ns[i]);
 		ns[i] = 0;
 	}
 	h_teardown(&d2);
@@ -74,30 +57,6 @@ entry_token(const char *id, char *out, size_t size)
 	freeReplyObject(v);
 }
 
-/* `ferryd -f` as pid 1 of a new PID namespace (as in a container); its
- * stop_in_pid_namespace stops it. */
-static pid_t
-start_in_pid_namespace(struct ferryd *f)
-{
-	pid_t pid = fork();
-
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		const char *ferryd = getenv("FERRYD");
-		char path[400];
-		snprintf(path, sizeof(path), "%s", ferryd != NULL ? ferryd :
-		    TEST_BUILDDIR "/ferryd");
-		freopen(f->stderr_path, "a", stdout);
-		freopen(f->stderr_path, "a", stderr);
-		setpgid(0, 0);
-		execlp("unshare", "unshare", "--pid", "--fork",
-		    "--kill-child=SIGTERM", path, "-f", "-c", f->config,
-		    (char *)NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
 static bool
 matches(const char *s, const char *pattern)
 {
@@ -118,8 +77,8 @@ Test(identity, pid_1_replicas_get_different_ids)
 
 	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
 	h_setup_peer(&d2, &d, NULL, "[queue q]\nworkers = 1\n");
-	ns[0] = start_in_pid_namespace(&d);
-	ns[1] = start_in_pid_namespace(&d2);
+	ns[0] = h_start_in_pid_namespace(&d);
+	ns[1] = h_start_in_pid_namespace(&d2);
 	h_wait_redis_int(&d, 2, "HLEN ferry:{q}:masters");
 	h_wait_redis_int(&d, 2, "HLEN ferry:{q}:owners");
 	cr_assert_eq(master_ids(ids, 4), 2);
@@ -135,7 +94,7 @@ Test(identity, pid_1_replicas_get_different_ids)
 	freeReplyObject(r);
 	/* both stop cleanly, each removing only its own heartbeat */
 	for (int i = 0; i < 2; i++) {
-		int status = stop_in_pid_namespace(ns[i]);
+		int status = h_stop_in_pid_namespace(ns[i]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		    "status %d", status);
 		ns[i] = 0;

@@ -15,10 +15,14 @@
 #include "pg_events.h"
 
 static struct ferryd d;
+static pid_t in_namespace;      /* unshare, when ferryd runs in one */
 
 static void
 teardown(void)
 {
+	if (in_namespace > 0)
+		h_stop_in_pid_namespace(in_namespace);
+	in_namespace = 0;
 	h_teardown(&d);
 }
 
@@ -135,6 +139,37 @@ Test(pg, pipeline_death_between_commit_and_ack_hands_back_both_lists)
 Test(pg, pipeline_batch_waiting_behind_a_death_gets_no_recovery)
 {
 	die_between_commit_and_ack("yes", 200, 0);
+}
+
+/* A worker id is its master's id and its pid, and both can come again:
+ * here the master id is forced to one value (FERRYD_TEST_MASTER_ID) and
+ * ferryd runs as pid 1 of a new PID namespace, twice, so that the second
+ * start's worker has the first one's id (once its tombstone is forgotten)
+ * and counts its batches from 1 again. The random part of the batch key keeps its first batch from
+ * finding the first start's row and acking its jobs unwritten
+ * (doc/design.md, R1). */
+Test(pg, reused_worker_id_gets_new_batch_keys)
+{
+	setup("", "workers = 1\n");
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
+	setenv("FERRYD_TEST_MASTER_ID", "reused", 1);
+	for (int run = 0; run < 2; run++) {
+		h_push_jobs(&d, "q", run * 10, 10);
+		in_namespace = h_start_in_pid_namespace(&d);
+		h_wait_redis_int(&d, 10 * (run + 1), "HGET ferry:{q}:stats done");
+		int status = h_stop_in_pid_namespace(in_namespace);
+		in_namespace = 0;
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		    "status %d", status);
+		/* the stopped worker's tombstone, forgotten 30 s later */
+		freeReplyObject(h_redis(&d, "DEL ferry:{q}:owners"));
+	}
+	unsetenv("FERRYD_TEST_MASTER_ID");
+	/* both starts' batches under one worker id: the case is made */
+	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT regexp_replace(key, "
+	    "':[^:]*:[0-9]+$', '')) FROM ferry_batches"), 1);
+	assert_rows_once(20);
+	h_stop(&d);
 }
 
 /* The ferryd that `make install` installs ignores the tests' fault points:

@@ -389,6 +389,40 @@ Test(scripts, reclaim_is_total)
 	h_stop(&d);
 }
 
+/* A command a worker sent before it died (a BLMOVE still blocked) may
+ * move a job into its list after the hand-back. The reclaim leaves a
+ * tombstone in owners: the worker's settle is refused (the list is not its
+ * own any more), and the reaper finds the list and hands the job back
+ * (doc/design.md, R17, R20). */
+Test(scripts, late_job_in_a_handed_back_list_goes_back)
+{
+	struct sargs a;
+
+	h_setup(&d, NULL, "[queue q]\n");
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":1}"));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "r K1"));
+	freeReplyObject(reclaim("3", "1"));
+	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 1);
+	/* the late BLMOVE */
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " {\"n\":2}"));
+	redisReply *r = settle(1, 0, NULL);
+	cr_assert(queue_error_is(r, QUEUE_ERR_HANDED_BACK), "settle: %s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "not refused");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 1,
+	    "the handed-back worker settled the late job");
+	sargs_reap(&a, "ferry", "q", 3, 10000, "m2");
+	r = queue_script(d.rc, a.script, a.nkeys, a.argc, a.argv, a.lens);
+	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY, "reap: %s",
+	    r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " REQUEUE), 2,
+	    "the late job was not handed back");
+	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
+	h_stop(&d);
+}
+
 /* `enqueued` counts what producers pushed onto ready by any
  * means (plain LPUSH here), once: fetch counts the documents it takes,
  * and the one BLMOVE took beside them; a resumed batch, retried or
