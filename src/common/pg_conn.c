@@ -72,6 +72,12 @@ set_message(struct pg_failure *f, char *msg)
 }
 
 void
+pg_failure_set_state(struct pg_failure *f, const char *state)
+{
+	snprintf(f->sqlstate, sizeof(f->sqlstate), "%s", state ? state : "");
+}
+
+void
 pg_conn_failure(PGconn *conn, PGresult *r, struct pg_failure *f)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -80,6 +86,7 @@ pg_conn_failure(PGconn *conn, PGresult *r, struct pg_failure *f)
 
 	f->cls = PQstatus(conn) == CONNECTION_BAD ? PG_ERR_UNAVAILABLE :
 	    pg_conn_error_class(state);
+	pg_failure_set_state(f, state);
 	set_message(f, xasprintf("%s: %s", state ? state : "no SQLSTATE",
 	    text ? text : PQerrorMessage(conn)));
 }
@@ -90,6 +97,7 @@ pg_conn_lost(PGconn *conn, struct pg_failure *f)
 	set_message(f, xasprintf("08006: sending to the server failed: %s",
 	    PQerrorMessage(conn)));
 	f->cls = PG_ERR_UNAVAILABLE;
+	pg_failure_set_state(f, "08006");
 }
 
 bool

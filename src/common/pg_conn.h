@@ -31,12 +31,17 @@ enum pg_error_class {
 /* Pure: no server needed. */
 enum pg_error_class pg_conn_error_class(const char *sqlstate);
 
-/* Why the current statement failed; its class in cls. msg is
- * "SQLSTATE: text", valid UTF-8, one line. */
+/* Why the current statement failed; its class in cls, its SQLSTATE in
+ * sqlstate ("" when it has none). msg is what operators read, valid UTF-8,
+ * one line: "SQLSTATE: text" when it has one. Code decides on sqlstate,
+ * never on msg. */
 struct pg_failure {
 	enum pg_error_class cls;
+	char sqlstate[6];
 	char msg[300];
 };
+/* f's SQLSTATE becomes state (NULL or "": none). */
+void pg_failure_set_state(struct pg_failure *f, const char *state);
 
 /* Connect to queue q's server. NULL with "postgres: why" in err. */
 PGconn *pg_conn_open(const struct ferry_config *cfg,

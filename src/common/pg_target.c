@@ -350,6 +350,7 @@ load_record(PGresult *r, const char *key, json_t **out,
 	    "its jobs wait until it is a JSON object again", key, err.text);
 	util_utf8_fix(f->msg);
 	f->cls = PG_ERR_UNAVAILABLE;
+	pg_failure_set_state(f, "XX000");
 	return false;
 }
 
@@ -376,6 +377,7 @@ pg_target_batches_read(PGconn *conn, const struct pg_batches *b,
 		    "in %s was deleted while this worker read it: asking again",
 		    key, b->name);
 		f->cls = PG_ERR_UNAVAILABLE;
+		pg_failure_set_state(f, "XX000");
 		ok = false;
 	}
 	PQclear(r);

@@ -600,10 +600,10 @@ pg_target_prepare(const struct pg_target *t, PGconn *conn, char *err,
 	PQclear(r);
 	snprintf(err, errsize, "postgres: creating the staging table of [queue "
 	    "%s] (a temporary table LIKE %s%s): %s", t->q->name, t->q->table,
-	    strncmp(f.msg, "42501", 5) == 0 ? ": the role needs the TEMP "
-	    "privilege on the database" : strncmp(f.msg, "55P03", 5) == 0 ?
+	    strcmp(f.sqlstate, "42501") == 0 ? ": the role needs the TEMP "
+	    "privilege on the database" : strcmp(f.sqlstate, "55P03") == 0 ?
 	    ": another session holds a lock on it, pg_blocking_pids() names "
 	    "it" : "", f.msg);
-	return f.cls == PG_ERR_DATA || strncmp(f.msg, "42501", 5) == 0 ?
+	return f.cls == PG_ERR_DATA || strcmp(f.sqlstate, "42501") == 0 ?
 	    PG_FATAL : PG_UNAVAILABLE;
 }

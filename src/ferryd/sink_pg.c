@@ -175,15 +175,19 @@ sink_pg_row_failed(const char *key, struct pg_failure *f)
 	char why[sizeof(f->msg)], text[2 * sizeof(f->msg)];
 
 	snprintf(why, sizeof(why), "%s", f->msg);
-	if (strncmp(why, "55P03", 5) == 0 || strncmp(why, "57014", 5) == 0)
-		snprintf(text, sizeof(text), "%.5s: waiting (no attempt spent, "
+	if (strcmp(f->sqlstate, "55P03") == 0 ||
+	    strcmp(f->sqlstate, "57014") == 0) {
+		snprintf(text, sizeof(text), "%s: waiting (no attempt spent, "
 		    "no job written twice): pg_blocking_pids() names the session "
 		    "holding the row of batch %s (an earlier attempt of this "
 		    "batch whose connection was lost, or a worker fencing it), or "
-		    "its insert was cancelled", why, key);
-	else
+		    "its insert was cancelled", f->sqlstate, key);
+	} else {
 		snprintf(text, sizeof(text), "the row of batch %s did not go in "
 		    "(the batch waits, no attempt spent): %s", key, why);
+		/* an outage now, whatever the statement's SQLSTATE was */
+		pg_failure_set_state(f, NULL);
+	}
 	snprintf(f->msg, sizeof(f->msg), "%.*s", (int)sizeof(f->msg) - 1, text);
 	util_utf8_fix(f->msg);
 	f->cls = PG_ERR_UNAVAILABLE;
@@ -217,6 +221,7 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 		snprintf(f->msg, sizeof(f->msg), "batch %s was fenced by another "
 		    "worker", key);
 		f->cls = PG_ERR_OTHER;
+		pg_failure_set_state(f, NULL);
 		return false;
 	}
 	char unnamed[200];
@@ -291,7 +296,7 @@ fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return FAST_FAILED;
 	PQclear(PQexec(s->conn, "ROLLBACK"));
-	if (fs->failed_stage == insert_stage && strncmp(f->msg, "23505", 5) == 0)
+	if (fs->failed_stage == insert_stage && strcmp(f->sqlstate, "23505") == 0)
 		return sink_pg_replay(s, key, jobs, res, n, f) ? FAST_DONE :
 		    FAST_FAILED;
 	/* a refused row (in the COPY or the apply), or a deferred constraint
@@ -462,7 +467,7 @@ write_failed(struct sink_pg *s, struct job *jobs,
 	}
 	if (f->cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
 		snprintf(err, errsize, "postgres: %s%s", f->msg,
-		    strncmp(f->msg, "55P03", 5) == 0 ? " (a lock another session "
+		    strcmp(f->sqlstate, "55P03") == 0 ? " (a lock another session "
 		    "holds, e.g. a migration's: the batch waits, no attempt "
 		    "spent; pg_blocking_pids() names the session)" : "");
 		pg_conn_close(s->conn);

@@ -89,7 +89,7 @@ fence_one(struct sink_pg *s, struct fenced_batch *b, struct pg_failure *f)
 
 	if (!pg_conn_exec(s->conn, s->batches.fence_sql, 1, b->key, NULL, f,
 	    NULL)) {
-		if (strncmp(f->msg, "55P03", 5) == 0)
+		if (strcmp(f->sqlstate, "55P03") == 0)
 			snprintf(f->msg, sizeof(f->msg), "55P03: batch %s "
 			    "(recovered jobs may be in it) is still open in another "
 			    "session (its worker's, or a frozen host's): waiting; if "

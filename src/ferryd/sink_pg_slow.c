@@ -30,6 +30,7 @@ fail_job(struct sink_pg *s, struct job *j, struct handler_result *r,
 		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
 		    "refused row in the batch row");
 		f->cls = PG_ERR_OTHER;
+		pg_failure_set_state(f, "XX000");
 		return false;
 	}
 	return true;
@@ -265,6 +266,7 @@ unrecord(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a "
 			    "failed job in the batch row");
 			f->cls = PG_ERR_OTHER;
+			pg_failure_set_state(f, "XX000");
 			ok = false;
 		}
 	json_decref(gone);
@@ -318,7 +320,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 	}
 	if (!pg_conn_exec(s->conn, s->batches.insert_sql, 1, key, NULL, f,
 	    NULL)) {
-		if (strncmp(f->msg, "23505", 5) != 0) {
+		if (strcmp(f->sqlstate, "23505") != 0) {
 			sink_pg_row_failed(key, f);
 			goto out;
 		}
@@ -336,6 +338,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
 		    "job in the batch row");
 		f->cls = PG_ERR_OTHER;
+		pg_failure_set_state(f, "XX000");
 		goto out;
 	}
 	if (s->enc.nidx > 0 && (!copy_part(s, s->enc.idx, s->enc.nidx, jobs,
@@ -353,6 +356,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 			    "record of failed jobs of batch %s (out of memory?)",
 			    key);
 			f->cls = PG_ERR_OTHER;
+			pg_failure_set_state(f, "XX000");
 			goto out;
 		}
 		bool set = pg_conn_exec(s->conn, s->batches.set_failed_sql, 2, key,
