@@ -18,14 +18,6 @@
 #define CONFIG_CACHE_PREFIX_MAX 64 /* bytes of one cache_key_prefixes item */
 #define CONFIG_CACHE_PREFIXES 16   /* items in cache_key_prefixes */
 
-enum config_log_level {
-	CONFIG_LOG_DEBUG,
-	CONFIG_LOG_INFO,
-	CONFIG_LOG_NOTICE,
-	CONFIG_LOG_WARN,
-	CONFIG_LOG_ERROR,
-};
-
 enum config_handler {
 	CONFIG_HANDLER_NOOP,     /* acknowledge every job */
 	CONFIG_HANDLER_EXEC,     /* run `command` per batch */
@@ -134,7 +126,7 @@ struct ferry_config {
 	char *http_token_file;   /* its first line (config_secret.c) */
 	char *http_allowed_hosts; /* Host names beside the listener's own */
 	char *log;               /* "stderr", "syslog" or a file path */
-	int log_level;           /* enum config_log_level */
+	int log_level;           /* enum log_level (log.h) */
 	char *redis_host;
 	int redis_port;
 	char *redis_socket;      /* non-empty: used instead of host/port */
@@ -307,7 +299,6 @@ const char *config_secret_exposed(const struct ferry_config *cfg,
     const char **file, mode_t *mode);
 
 const char *config_handler_name(int handler);
-const char *config_log_level_name(int level);
 const char *config_mode_name(int mode);
 
 #endif

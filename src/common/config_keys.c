@@ -5,6 +5,7 @@
 #include "config_int.h"
 #include "copy.h"
 #include "handler_env.h"
+#include "log.h"
 #include "rate_limit.h"
 #include "util.h"
 
@@ -42,9 +43,6 @@ struct config_key {
 };
 
 
-static const char *const log_level_names[] = {
-	"debug", "info", "notice", "warn", "error", NULL
-};
 static const char *const handler_names[] = {
 	"noop", "exec", "postgres", NULL
 };
@@ -556,14 +554,6 @@ config_handler_name(int handler)
 	if (handler < 0 || handler >= (int)FERRY_ARRAY_LEN(handler_names) - 1)
 		return "unknown";
 	return handler_names[handler];
-}
-
-const char *
-config_log_level_name(int level)
-{
-	if (level < 0 || level >= (int)FERRY_ARRAY_LEN(log_level_names) - 1)
-		return "unknown";
-	return log_level_names[level];
 }
 
 const char *

@@ -8,7 +8,6 @@
  * syslog socket, closed that way, would have its number reused by the
  * worker's Redis connection and receive the log lines. */
 #include "log.h"
-#include "config.h"
 #include "secure_open.h"
 #include "util.h"
 
@@ -36,11 +35,23 @@ static struct {
 	bool syslog;        /* fd is a datagram socket to syslog_path */
 	char syslog_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char why[256];      /* why the last log_open or log_reopen failed */
-} logger = { 2, NULL, CONFIG_LOG_INFO, "master", false, false, "", "" };
+} logger = { 2, NULL, LOG_LEVEL_INFO, "master", false, false, "", "" };
+
+const char *const log_level_names[] = {
+	"debug", "info", "notice", "warn", "error", NULL
+};
 
 static const int syslog_priority[] = {
 	LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERR,
 };
+
+const char *
+log_level_name(int level)
+{
+	if (level < 0 || level >= (int)FERRY_ARRAY_LEN(log_level_names) - 1)
+		return "unknown";
+	return log_level_names[level];
+}
 
 static int
 open_file(const char *path)
@@ -220,7 +231,7 @@ log_format(char *buf, int size, long long ts_ms, int level, int pid,
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	int off = snprintf(buf, (size_t)size,
 	    "ts=%s.%03lldZ level=%s pid=%d role=", stamp, ts_ms % 1000,
-	    config_log_level_name(level), pid);
+	    log_level_name(level), pid);
 	if (off >= size)
 		return size - 1;
 	off = append_quoted(buf, size, off, role);

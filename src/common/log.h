@@ -6,7 +6,19 @@
 
 #include <stdbool.h>
 
-/* Levels are those of config.h (CONFIG_LOG_DEBUG .. CONFIG_LOG_ERROR). */
+/* How much a line matters; a target shows its level and above. */
+enum log_level {
+	LOG_LEVEL_DEBUG,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_NOTICE,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_ERROR,
+};
+/* The levels' names ("debug" .. "error"), indexed by level, NULL after the
+ * last: what ferryd.ini's log_level takes and what lines show. */
+extern const char *const log_level_names[];
+/* level's name, or "unknown". */
+const char *log_level_name(int level);
 
 /* Open `target`: "stderr", "syslog" or a file path (appended, created 0640;
  * never through a symbolic link, only a regular file). On failure returns
@@ -31,11 +43,11 @@ void log_close(void);
 void log_msg(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define log_debug(...)  log_msg(0, __VA_ARGS__)
-#define log_info(...)   log_msg(1, __VA_ARGS__)
-#define log_notice(...) log_msg(2, __VA_ARGS__)
-#define log_warn(...)   log_msg(3, __VA_ARGS__)
-#define log_error(...)  log_msg(4, __VA_ARGS__)
+#define log_debug(...)  log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
+#define log_info(...)   log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_LEVEL_NOTICE, __VA_ARGS__)
+#define log_warn(...)   log_msg(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_error(...)  log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 
 /* Format one logfmt line (without newline) into buf; exposed for tests. */
 int log_format(char *buf, int size, long long ts_ms, int level, int pid,

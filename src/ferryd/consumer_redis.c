@@ -241,7 +241,7 @@ consumer_connected(struct consumer *c)
 		else if (!c->outage || (refused && !c->auth_refused)) {
 			/* refused credentials too: the operator may fix the
 			 * ACL while we wait, and a restart would not help */
-			log_msg(refused ? CONFIG_LOG_ERROR : CONFIG_LOG_WARN,
+			log_msg(refused ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN,
 			    "queue %s: %s (retrying every %d s at most)",
 			    c->q->name, err, CONSUMER_RETRY_MAX_MS / 1000);
 			if (!c->outage)

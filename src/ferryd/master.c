@@ -344,7 +344,7 @@ worker_died(struct master *m, struct master_worker *w, int status)
 	w->streak++;
 	w->restarts++;
 	mq->totals.restarts++;
-	log_msg(clean ? CONFIG_LOG_INFO : CONFIG_LOG_WARN,
+	log_msg(clean ? LOG_LEVEL_INFO : LOG_LEVEL_WARN,
 	    "queue %s: worker %d (pid %d) %s after %.1f s; restart %d in %ld ms",
 	    mq->cfg.name, w->number, (int)pid, what,
 	    (double)(now - w->started_ms) / 1000., w->restarts, delay);

@@ -281,7 +281,7 @@ Test(hardening, syslog_socket_is_log_fd_and_reconnects)
 	h_tmpdir(d.dir, sizeof(d.dir));
 	snprintf(path, sizeof(path), "%s/log.sock", d.dir);
 	int server = bind_syslog(path);
-	cr_assert_eq(log_open_syslog(path, CONFIG_LOG_INFO), 0, "%s",
+	cr_assert_eq(log_open_syslog(path, LOG_LEVEL_INFO), 0, "%s",
 	    log_open_error());
 	int fd = log_fd();
 	cr_assert_gt(fd, 2, "log_fd() %d is not the syslog socket", fd);

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "config_int.h"
 #include "copy.h"
+#include "log.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -104,7 +105,7 @@ Test(config, defaults)
 	cr_expect_str_eq(c.group, "");
 	cr_expect_str_eq(c.control_socket, "/run/ferryd.sock");
 	cr_expect_str_eq(c.log, "stderr");
-	cr_expect_eq(c.log_level, CONFIG_LOG_INFO);
+	cr_expect_eq(c.log_level, LOG_LEVEL_INFO);
 	cr_expect_str_eq(c.redis_host, "127.0.0.1");
 	cr_expect_eq(c.redis_port, 6379);
 	cr_expect_str_eq(c.redis_socket, "");
@@ -188,7 +189,7 @@ Test(config, every_key_set)
 	cr_expect_str_eq(c.group, "nogroup");
 	cr_expect_str_eq(c.control_socket, "/tmp/c.sock");
 	cr_expect_str_eq(c.log, "syslog");
-	cr_expect_eq(c.log_level, CONFIG_LOG_DEBUG);
+	cr_expect_eq(c.log_level, LOG_LEVEL_DEBUG);
 	cr_expect_str_eq(c.redis_host, "redis.example");
 	cr_expect_eq(c.redis_port, 7000);
 	cr_expect_str_eq(c.redis_socket, "/tmp/r.sock");
@@ -1249,12 +1250,12 @@ Test(config_api, names)
 	cr_expect_str_eq(config_handler_name(CONFIG_HANDLER_POSTGRES),
 	    "postgres");
 	cr_expect_str_eq(config_handler_name(3), "unknown");
-	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_DEBUG), "debug");
-	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_INFO), "info");
-	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_NOTICE), "notice");
-	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_WARN), "warn");
-	cr_expect_str_eq(config_log_level_name(CONFIG_LOG_ERROR), "error");
-	cr_expect_str_eq(config_log_level_name(-1), "unknown");
+	cr_expect_str_eq(log_level_name(LOG_LEVEL_DEBUG), "debug");
+	cr_expect_str_eq(log_level_name(LOG_LEVEL_INFO), "info");
+	cr_expect_str_eq(log_level_name(LOG_LEVEL_NOTICE), "notice");
+	cr_expect_str_eq(log_level_name(LOG_LEVEL_WARN), "warn");
+	cr_expect_str_eq(log_level_name(LOG_LEVEL_ERROR), "error");
+	cr_expect_str_eq(log_level_name(-1), "unknown");
 }
 
 /* --- handler = postgres: columns, conninfo, copies --- */
