@@ -531,9 +531,7 @@ h_sleep_ms(long ms)
 long long
 h_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return servers_now_ms();
 }
 
 void

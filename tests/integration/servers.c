@@ -36,8 +36,8 @@
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
-static long long
-now_ms(void)
+long long
+servers_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -207,11 +207,11 @@ check_gone(pid_t pid, int *status)
 static int
 wait_gone(pid_t pid, long timeout_ms, int *status)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = servers_now_ms() + timeout_ms;
 	for (;;) {
 		if (check_gone(pid, status))
 			return 1;
-		if (now_ms() >= deadline)
+		if (servers_now_ms() >= deadline)
 			return 0;
 		sleep_ms(10);
 	}
@@ -606,7 +606,7 @@ redis_spawn(struct test_redis *r, const char *const *extra)
 static int
 redis_wait_ready(struct test_redis *r, char *why, size_t whysz)
 {
-	long long deadline = now_ms() + START_TIMEOUT_MS;
+	long long deadline = servers_now_ms() + START_TIMEOUT_MS;
 	for (;;) {
 		int status;
 		if (check_gone(r->pid, &status)) {
@@ -627,7 +627,7 @@ redis_wait_ready(struct test_redis *r, char *why, size_t whysz)
 				return PORT_TAKEN;
 			}
 		}
-		if (now_ms() >= deadline) {
+		if (servers_now_ms() >= deadline) {
 			snprintf(why, whysz, "no PONG within %d s",
 			    START_TIMEOUT_MS / 1000);
 			return FAILED;
@@ -1002,7 +1002,7 @@ pg_is_ready(const struct test_pg *p)
 static int
 pg_wait_ready(struct test_pg *p, char *why, size_t whysz)
 {
-	long long deadline = now_ms() + START_TIMEOUT_MS;
+	long long deadline = servers_now_ms() + START_TIMEOUT_MS;
 	for (;;) {
 		int status;
 		if (check_gone(p->pid, &status)) {
@@ -1015,7 +1015,7 @@ pg_wait_ready(struct test_pg *p, char *why, size_t whysz)
 		}
 		if (pg_is_ready(p))
 			return READY;
-		if (now_ms() >= deadline) {
+		if (servers_now_ms() >= deadline) {
 			snprintf(why, whysz, "not accepting connections within "
 			    "%d s", START_TIMEOUT_MS / 1000);
 			return FAILED;
@@ -1250,12 +1250,6 @@ test_pg_promote(struct test_pg *p)
 
 /* ------------------------------------------------------------------ */
 /* helpers shared with servers_ha.c (declared at the end of servers.h) */
-
-long long
-servers_now_ms(void)
-{
-	return now_ms();
-}
 
 void
 servers_sleep_ms(long ms)

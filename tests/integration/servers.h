@@ -94,10 +94,12 @@ int test_pg_kill_immediate(struct test_pg *p);
 int test_pg_promote(struct test_pg *p);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0). */
 int test_free_port(void);
+/* CLOCK_MONOTONIC in ms: the one clock of the test helpers (harness.h's
+ * h_now_ms reads it). */
+long long servers_now_ms(void);
 
 /* Internals shared with servers_ha.c and servers_cluster.c; not for tests. Same behaviour as the
  * static helpers in servers.c they wrap. */
-long long servers_now_ms(void);          /* CLOCK_MONOTONIC in ms */
 void servers_sleep_ms(long ms);
 /* mkdtemp $TMPDIR/ferry-KIND-XXXXXX; -1 with a message */
 int servers_make_temp_dir(char *out, size_t outsz, const char *kind);

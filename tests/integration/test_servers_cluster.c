@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static struct test_cluster cl;
 
@@ -28,14 +27,6 @@ teardown(void)
 }
 
 TestSuite(servers_cluster, .fini = teardown, .timeout = 60);
-
-static long long
-ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* One command; the raw reply, asserted to have arrived. */
 static const char *
@@ -68,11 +59,11 @@ assert_role(int port, const char *want)
 static void
 start_cluster(void)
 {
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	cr_assert_eq(test_cluster_start(&cl, 3, 1, NULL), 0,
 	    "the cluster did not start (see stderr)");
 	fprintf(stderr, "servers_cluster: 3 primaries + 3 replicas ready in "
-	    "%lld ms\n", ms_now() - t0);
+	    "%lld ms\n", servers_now_ms() - t0);
 	cr_assert_eq(cl.n, 6);
 	cr_assert_eq(cl.primaries, 3);
 	cr_assert_eq(cl.replicas, 1);
@@ -188,11 +179,11 @@ Test(servers_cluster, migrate_slot_keeps_the_data)
 	snprintf(c, sizeof(c), "CLUSTER COUNTKEYSINSLOT %d", slot);
 	expect_reply(src, c, ":306\r\n", 0, 0);
 
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	cr_assert_eq(test_cluster_migrate_slot(&cl, slot, dst), 0);
 	fprintf(stderr, "servers_cluster: slot %d (306 keys, lists of 1000 and "
 	    "200000 elements) moved from 127.0.0.1:%d to 127.0.0.1:%d in %lld "
-	    "ms\n", slot, src, dst, ms_now() - t0);
+	    "ms\n", slot, src, dst, servers_now_ms() - t0);
 
 	cr_assert_eq(test_cluster_owner(&cl, slot), dst);
 	for (int i = 0; i < cl.n; i++) {
@@ -332,11 +323,11 @@ Test(servers_cluster, killed_primary_replica_takes_over)
 	cr_assert_str_eq(cmd(dead, "SET ferry:{q2}:meta m\r\nWAIT 1 1000"),
 	    "+OK\r\n:1\r\n");
 
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	cr_assert_eq(test_cluster_kill_primary(&cl, dead), 0);
 	cr_assert_eq(cl.node[di].pid, 0);
 	int newp = test_cluster_wait_failover(&cl, dead, 20000);
-	long long took = ms_now() - t0;
+	long long took = servers_now_ms() - t0;
 	cr_assert_eq(newp, replica, "new primary %d, want the replica %d",
 	    newp, replica);
 	fprintf(stderr, "servers_cluster: kill -9 of primary 127.0.0.1:%d: "

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* what the tests use, see servers_ha.h */
@@ -37,14 +36,6 @@ teardown(void)
 }
 
 TestSuite(servers_ha, .fini = teardown, .timeout = 60);
-
-static long long
-ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* One command; the raw reply, asserted to have arrived. */
 static const char *
@@ -93,11 +84,11 @@ start_all(void)
 	cr_assert_eq(test_redis_replica_start(&replica, &primary, quick_sync), 0);
 	assert_role(primary.port, "master");
 	assert_role(replica.port, "slave");
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_start(&sentinels, 3, NAME, primary.port,
 	    QUORUM, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS, 1), 0);
 	fprintf(stderr, "servers_ha: 3 sentinels ready in %lld ms\n",
-	    ms_now() - t0);
+	    servers_now_ms() - t0);
 	cr_assert_eq(sentinels.n, 3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_gt(sentinels.s[i].pid, 0);
@@ -115,14 +106,14 @@ Test(servers_ha, kill9_primary_promotes_replica)
 	cr_assert_str_eq(cmd(primary.port, "SET before-kill 1\r\nWAIT 1 1000"),
 	    "+OK\r\n:1\r\n");
 
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	test_redis_kill9(&primary);
 	cr_assert_eq(primary.pid, 0);
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, replica.port,
 	    20000), 0);
 	fprintf(stderr, "servers_ha: kill -9 of the primary: the sentinels "
 	    "promoted the replica in %lld ms (down-after %d ms)\n",
-	    ms_now() - t0, DOWN_AFTER_MS);
+	    servers_now_ms() - t0, DOWN_AFTER_MS);
 
 	assert_role(replica.port, "master");
 	cr_assert_eq(test_sentinels_master_port(&sentinels), replica.port);
@@ -138,25 +129,25 @@ Test(servers_ha, forced_failover_swaps_roles)
 	    "WAIT 1 1000"), "+OK\r\n:1\r\n");
 	cr_assert_str_eq(cmd(replica.port, "GET before-failover"), "$1\r\n1\r\n");
 
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_failover(&sentinels), 0);
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, replica.port,
 	    15000), 0);
-	long long promoted = ms_now() - t0;
+	long long promoted = servers_now_ms() - t0;
 	/* the sentinels turn the old primary into a replica of the new one */
 	cr_assert_eq(test_redis_wait_role(primary.port, "slave", 15000), 0);
-	long long demoted = ms_now() - t0;
+	long long demoted = servers_now_ms() - t0;
 
 	char v[64];
-	long long deadline = ms_now() + 10000;
+	long long deadline = servers_now_ms() + 10000;
 	do {
 		repl_field(primary.port, "master_link_status", v, sizeof(v));
 		if (strcmp(v, "up") == 0)
 			break;
 		usleep(50 * 1000);
-	} while (ms_now() < deadline);
+	} while (servers_now_ms() < deadline);
 	cr_assert_str_eq(v, "up", "old primary's master_link_status");
-	long long linked = ms_now() - t0;
+	long long linked = servers_now_ms() - t0;
 	fprintf(stderr, "servers_ha: SENTINEL FAILOVER: replica promoted after "
 	    "%lld ms, old primary a replica after %lld ms, its link up after "
 	    "%lld ms\n", promoted, demoted, linked);
@@ -188,7 +179,7 @@ Test(servers_ha, sigstopped_replica_catches_up)
 
 	cr_assert_eq(test_redis_sigstop(&replica), 0);
 	cr_assert_gt(replica.pid, 0);
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	/* frozen: the socket accepts (kernel backlog) but nothing answers */
 	cr_assert_eq(test_redis_ping(&replica), -1);
 	for (int i = 1; i < 100; i++) {
@@ -199,7 +190,7 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	/* the frozen replica acknowledges nothing */
 	cr_assert_str_eq(cmd(primary.port, "SET k100 100\r\nWAIT 1 100"),
 	    "+OK\r\n:0\r\n");
-	long long left = 2000 - (ms_now() - t0);
+	long long left = 2000 - (servers_now_ms() - t0);
 	if (left > 0)
 		usleep((useconds_t)left * 1000);
 	cr_assert_eq(test_redis_sigcont(&replica), 0);
@@ -211,13 +202,13 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	cr_assert_str_eq(v, "up");
 	/* >=: the primary's periodic PING to its replicas moves the offset */
 	repl_field(primary.port, "master_repl_offset", off, sizeof(off));
-	long long deadline = ms_now() + 10000;
+	long long deadline = servers_now_ms() + 10000;
 	do {
 		repl_field(replica.port, "slave_repl_offset", v, sizeof(v));
 		if (atoll(v) >= atoll(off))
 			break;
 		usleep(20 * 1000);
-	} while (ms_now() < deadline);
+	} while (servers_now_ms() < deadline);
 	cr_assert_geq(atoll(v), atoll(off), "replica offset %s, primary's %s",
 	    v, off);
 	cr_assert_str_eq(cmd(replica.port, "GET k100"), "$3\r\n100\r\n");
@@ -238,12 +229,12 @@ Test(servers_ha, failover_with_one_sentinel_down_and_its_restart)
 	    "killed sentinel still answers on %d", port);
 
 	/* quorum 2 and a majority (2 of 3) are still there */
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	test_redis_kill9(&primary);
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, replica.port,
 	    20000), 0);
 	fprintf(stderr, "servers_ha: kill -9 of the primary with 2 of 3 "
-	    "sentinels: promoted in %lld ms\n", ms_now() - t0);
+	    "sentinels: promoted in %lld ms\n", servers_now_ms() - t0);
 
 	/* back on its port with its dir; it learns the new master */
 	cr_assert_eq(test_sentinel_restart(down), 0);
@@ -251,11 +242,11 @@ Test(servers_ha, failover_with_one_sentinel_down_and_its_restart)
 	cr_assert_eq(down->port, port);
 	cr_assert_str_eq(down->dir, dir);
 	assert_role(port, "sentinel");
-	t0 = ms_now();
+	t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, replica.port,
 	    15000), 0);
 	fprintf(stderr, "servers_ha: the restarted sentinel names the new "
-	    "master after %lld ms\n", ms_now() - t0);
+	    "master after %lld ms\n", servers_now_ms() - t0);
 	cr_assert_eq(test_sentinel_restart(down), -1, "restart while running");
 }
 
@@ -296,8 +287,8 @@ Test(servers_ha, zeroed_stops_and_bad_starts)
 	assert_role(primary.port, "master");
 	/* stop works on a stopped server (SIGCONT after SIGTERM), quickly */
 	cr_assert_eq(test_redis_sigstop(&primary), 0);
-	long long t0 = ms_now();
+	long long t0 = servers_now_ms();
 	test_redis_stop(&primary);
-	cr_assert_lt(ms_now() - t0, 5000);
+	cr_assert_lt(servers_now_ms() - t0, 5000);
 	cr_assert_eq(primary.pid, 0);
 }
