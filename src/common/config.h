@@ -6,7 +6,6 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include <sys/types.h>
 
 #define CONFIG_QUEUE_NAME_MAX 48 /* letters, digits, '_', '-', '.' */
 #define CONFIG_MAX_QUEUES 64
@@ -216,39 +215,8 @@ void config_queue_copy(struct queue_config *dst,
     const struct queue_config *src);
 void config_queue_free(struct queue_config *q);
 
-/* True when queue `a` under config `ca` and queue `b` under `cb` (the same
- * queue before and after a reload) use the postgres handler and talk to
- * PostgreSQL differently: the conninfo (inherited [ferryd] pg_* keys
- * included) or [ferryd] pg_statement_timeout. config_queue_changed, which
- * sees only the queues, cannot tell. */
-bool config_queue_sink_changed(const struct ferry_config *ca,
-    const struct queue_config *a, const struct ferry_config *cb,
-    const struct queue_config *b);
-
-/* The libpq conninfo string for queue `q` (NULL: [ferryd] alone): host,
- * port, dbname, user and password, each from `q` when set there, else from
- * [ferryd], omitted when empty; values in single quotes with ' and \
- * escaped (host and port lists without the blanks around their items).
- * Then target_session_attrs (pg_target_session_attrs, or read-write when
- * there are several hosts), pg_options (the queue's if set, else
- * [ferryd]'s) verbatim, and connect_timeout=5 and application_name=ferryd;
- * pg_options wins over the three. Malloc'd. */
-char *config_pg_conninfo(const struct ferry_config *cfg,
-    const struct queue_config *q);
-
-/* How many hosts queue `q` (NULL: [ferryd] alone) names in pg_host, its
- * own or [ferryd]'s: 0 (libpq's default), 1, or more (a failover set). */
-int config_pg_nhosts(const struct ferry_config *cfg,
-    const struct queue_config *q);
-
 /* Items of a comma-separated list ("a, b" is 2, "" is 0). */
 int config_pg_list_count(const char *list);
-
-/* Whether a COMMIT on a server with these settings (SHOW
- * synchronous_commit, SHOW synchronous_standby_names) waits until a
- * standby has it: NULL if it does, else why not (a constant). */
-const char *config_pg_commit_risk(const char *synchronous_commit,
-    const char *standby_names);
 
 /* "IPV4:PORT" (port 1..65535) into addr and port. Returns 0, or -1 with
  * what is wrong in err. */
@@ -276,27 +244,6 @@ void config_keep_static(const struct ferry_config *old,
  * blanks around it trimmed: true with the item in *item and *len (possibly
  * empty, for ",,"), advancing *cursor; false at the end of the list. */
 bool config_list_next(const char **cursor, const char **item, size_t *len);
-
-/* Password files (config_secret.c). config_load calls config_secret_fill:
- * each redis_password_file / pg_password_file set ([ferryd] or a queue's)
- * fills its key with the file's first line (trailing newline dropped);
- * refused, through `error` (queue index or -1, the _file key, what is
- * wrong), when the key is set inline too or the file cannot be read or is
- * empty. */
-typedef void (*config_secret_error_fn)(void *ctx, int queue, const char *key,
-    const char *why);
-void config_secret_fill(struct ferry_config *cfg, config_secret_error_fn error,
-    void *ctx);
-/* The first line of file `path` into *value (malloc'd): NULL, or what is
- * wrong (malloc'd) with *value NULL. */
-char *config_secret_read(const char *path, char **value);
-/* A password every user may read: when cfg's file (cfg->path) sets one
- * itself (redis_password, redis_sentinel_password, pg_password, not
- * through a _file key) and its mode has 004, that key; else the first
- * redis_password_file / pg_password_file naming such a file, that key.
- * The file in *file, its mode in *mode. NULL when there is none. */
-const char *config_secret_exposed(const struct ferry_config *cfg,
-    const char **file, mode_t *mode);
 
 const char *config_handler_name(int handler);
 const char *config_mode_name(int mode);

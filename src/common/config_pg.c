@@ -1,7 +1,7 @@
 /* config_pg.c - the PostgreSQL side of a queue's configuration: the libpq
  * conninfo string (per-queue pg_* keys over [ferryd]'s), whether a reload
  * changed it, and whether a server's commit settings survive a failover. */
-#include "config.h"
+#include "config_pg.h"
 #include "util.h"
 
 #include <ctype.h>

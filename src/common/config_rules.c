@@ -3,6 +3,7 @@
  * handler, sentinels against redis_host, cluster seeds, PostgreSQL hosts
  * and ports, password files. Each message points at the line to fix. */
 #include "config_int.h"
+#include "config_secret.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * and pg_password_file name a file whose first line is the password, read
  * at every load (start and reload); and the check that a file which does
  * hold a password is not readable by every user. */
-#include "config.h"
+#include "config_secret.h"
 #include "config_int.h"
 #include "util.h"
 

@@ -2,6 +2,7 @@
  * queue's conninfo, statements whose failures carry their SQLSTATE and its
  * class, the commit-safety check of a failover setup, notices. */
 #include "pg_conn.h"
+#include "config_pg.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_secret.h"
 #include "control.h"
 #include "daemon.h"
 #include "exit_codes.h"

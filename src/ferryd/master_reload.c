@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_pg.h"
 #include "log.h"
 #include "master_events.h"
 #include "master_int.h"

@@ -2,6 +2,8 @@
  * exact text of every error message (the temporary path is shown as "F"). */
 #include "config.h"
 #include "config_int.h"
+#include "config_pg.h"
+#include "config_secret.h"
 #include "copy.h"
 #include "log.h"
 #include "util.h"
