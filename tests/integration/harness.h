@@ -116,6 +116,11 @@ long long h_redis_int(struct ferryd *d, const char *fmt, ...);
 void h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...);
 /* Jobs {"n":first} .. {"n":first+n-1} pushed to the queue, pipelined. */
 void h_push_jobs(struct ferryd *f, const char *queue, int first, int n);
+/* The elements make(from) .. make(to - 1) (malloc'd by make, freed here)
+ * LPUSHed onto key, 1,000 a command, pipelined: the first ends at the
+ * right (oldest) end. */
+void h_lpush_made(struct ferryd *d, const char *key, int from, int to,
+    char *(*make)(int));
 /* An exec handler (path in cmd) appending each job line to DIR/done.txt
  * and answering ok. */
 void h_write_recorder(struct ferryd *f, char *cmd, size_t size);

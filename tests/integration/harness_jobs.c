@@ -198,3 +198,35 @@ h_protected_count(struct ferryd *f, const char *q, const char *key)
 	freeReplyObject(r);
 	return n;
 }
+
+void
+h_lpush_made(struct ferryd *d, const char *key, int from, int to,
+    char *(*make)(int))
+{
+	enum { PER = 1000 };
+	const char *argv[PER + 2] = { "LPUSH", key };
+	size_t lens[PER + 2] = { 5, strlen(key) };
+	char *els[PER];
+	int sent = 0;
+
+	for (int at = from; at < to; at += PER) {
+		int m = to - at < PER ? to - at : PER;
+		for (int j = 0; j < m; j++) {
+			els[j] = make(at + j);
+			argv[j + 2] = els[j];
+			lens[j + 2] = strlen(els[j]);
+		}
+		cr_assert_eq(redisAppendCommandArgv(d->rc, m + 2, argv, lens),
+		    REDIS_OK);
+		for (int j = 0; j < m; j++)
+			free(els[j]);
+		sent++;
+	}
+	for (int i = 0; i < sent; i++) {
+		redisReply *r;
+		cr_assert_eq(redisGetReply(d->rc, (void **)&r), REDIS_OK);
+		cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "LPUSH %s: %s", key,
+		    r->type == REDIS_REPLY_ERROR ? r->str : "not an integer");
+		freeReplyObject(r);
+	}
+}

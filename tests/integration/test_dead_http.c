@@ -20,7 +20,6 @@
 #define AUTH "Bearer " TOKEN
 #define QUEUES "[queue q]\nworkers = 0\n[queue b]\nworkers = 0\n"
 #define BASE_MS 1700000000000LL
-#define PER_PUSH 1000
 
 static struct ferryd d;
 static struct queue_keys k, kb;
@@ -70,27 +69,7 @@ entry(int i)
 static void
 fill(int from, int to)
 {
-	const char *argv[PER_PUSH + 2];
-	size_t lens[PER_PUSH + 2];
-	char *els[PER_PUSH];
-
-	for (int at = from; at < to; at += PER_PUSH) {
-		int m = to - at < PER_PUSH ? to - at : PER_PUSH;
-		argv[0] = "LPUSH";
-		argv[1] = k.dead;
-		lens[0] = 5;
-		lens[1] = strlen(k.dead);
-		for (int j = 0; j < m; j++) {
-			els[j] = entry(at + j);
-			argv[j + 2] = els[j];
-			lens[j + 2] = strlen(els[j]);
-		}
-		redisReply *r = redisCommandArgv(d.rc, m + 2, argv, lens);
-		cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
-		freeReplyObject(r);
-		for (int j = 0; j < m; j++)
-			free(els[j]);
-	}
+	h_lpush_made(&d, k.dead, from, to, entry);
 }
 
 static char *

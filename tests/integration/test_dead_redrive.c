@@ -19,7 +19,6 @@
 #define QUEUES "[queue q]\nworkers = 0\nidempotency_window = 1h\n" \
 	"[queue b]\nworkers = 0\nidempotency_window = 1h\n"
 #define N 100000
-#define PER_PUSH 1000
 #define BASE_MS 1700000000000LL
 
 static struct ferryd d;
@@ -69,38 +68,11 @@ entry(int i)
 }
 
 /* Entries 0 .. n-1 onto q's dead list, oldest (0) at the right end,
- * PER_PUSH an LPUSH, pipelined. */
+ * pipelined (h_lpush_made). */
 static void
 fill(int n)
 {
-	const char *argv[PER_PUSH + 2];
-	size_t lens[PER_PUSH + 2];
-	char *els[PER_PUSH];
-	int sent = 0;
-
-	for (int at = 0; at < n; at += PER_PUSH) {
-		int m = n - at < PER_PUSH ? n - at : PER_PUSH;
-		argv[0] = "LPUSH";
-		argv[1] = k.dead;
-		lens[0] = 5;
-		lens[1] = strlen(k.dead);
-		for (int j = 0; j < m; j++) {
-			els[j] = entry(at + j);
-			argv[j + 2] = els[j];
-			lens[j + 2] = strlen(els[j]);
-		}
-		cr_assert_eq(redisAppendCommandArgv(d.rc, m + 2, argv, lens),
-		    REDIS_OK);
-		for (int j = 0; j < m; j++)
-			free(els[j]);
-		sent++;
-	}
-	for (int i = 0; i < sent; i++) {
-		redisReply *r;
-		cr_assert_eq(redisGetReply(d.rc, (void **)&r), REDIS_OK);
-		cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
-		freeReplyObject(r);
-	}
+	h_lpush_made(&d, k.dead, 0, n, entry);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), n);
 }
 
