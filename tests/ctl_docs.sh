@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/ctl_docs.sh - make check: every command and option of ferryctl
 # (read from `ferryctl --help`, the source of truth with the exit codes of
-# src/common/exit_codes.h) is documented in doc/ferryctl.1, and every exit code
+# src/base/exit_codes.h) is documented in doc/ferryctl.1, and every exit code
 # in both. The man page is the reference; the other documents link to it.
 # Fails naming what is missing.
 set -euo pipefail
@@ -23,12 +23,12 @@ commands=$(awk '/^commands/ { on = 1; next } /^[^ ]/ { on = 0 }
 # options: --long and -x (not "-", the standard input)
 options=$(grep -oE -- '--[a-z][a-z-]*|(^|[][ (|,])-[a-zA-Z]\b' <<<"$help" |
 	sed 's/^[][ (|,]//' | sort -u)
-# the values of src/common/exit_codes.h's CTL_EX_ lines: a number, or the name of
+# the values of src/base/exit_codes.h's CTL_EX_ lines: a number, or the name of
 # a code defined before it (CTL_EX_CONFIG is FERRY_EX_CONFIG)
 codes=$(awk '$1 == "#define" && $3 ~ /^[0-9]+$/ { v[$2] = $3 }
 	$1 == "#define" && $3 ~ /^[A-Z_]+$/ && ($3 in v) { v[$2] = v[$3] }
 	$1 == "#define" && $2 ~ /^CTL_EX_/ && ($2 in v) { print v[$2] }' \
-	"$src/src/common/exit_codes.h" | sort -un)
+	"$src/src/base/exit_codes.h" | sort -un)
 [[ -n $commands && -n $options && -n $codes ]] || {
 	echo "ctl_docs: could not read the commands, options or exit codes" >&2
 	exit 1
@@ -44,9 +44,9 @@ check() {
 	done
 }
 
-# --help lists every exit code of src/common/exit_codes.h
+# --help lists every exit code of src/base/exit_codes.h
 check "exit code" "$(awk '/^exit status/ { on = 1; next } on' <<<"$help")" \
-	'^  @ ' "ferryctl --help (src/common/exit_codes.h has it)" <<<"$codes"
+	'^  @ ' "ferryctl --help (src/base/exit_codes.h has it)" <<<"$codes"
 
 # the man page, without groff escapes; its sections by name
 man=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e "s/\\\\(aq/'/g" \

@@ -7,6 +7,7 @@
 # being cut: each is allowed while it lasts, and the check fails once one
 # is gone so that its line is removed (the list only shrinks).
 set -euo pipefail
+shopt -s nullglob
 src=${CHAOS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/src
 
 # One known cycle a line: its modules, blank-separated.
@@ -17,12 +18,12 @@ known_cycles=(
 edges() {
 	local f stem
 	local inc='s/^[[:blank:]]*#[[:blank:]]*include[[:blank:]]*"\([^"/]*\)\.h".*/\1/p'
-	for f in "$src"/*/*.c "$src"/*/*.h; do
+	for f in "$src"/*/*.c "$src"/*/*.h "$src"/*/*/*.c "$src"/*/*/*.h; do
 		stem=$(basename "$f"); stem=${stem%.*}
 		sed -n "$inc" "$f" | while read -r dep; do
 			# x_int.h, x's private header, extends x.h
 			if [ "$dep" != "$stem" ] && [ "$stem" != "${dep}_int" ] &&
-			    compgen -G "$src/*/$dep.h" >/dev/null; then
+			    { compgen -G "$src/*/$dep.h" || compgen -G "$src/*/*/$dep.h"; } >/dev/null; then
 				echo "$stem $dep"
 			fi
 		done
@@ -65,9 +66,9 @@ for c in "${known_cycles[@]}"; do
 	fi
 done
 # x_int.h is x's private half: only x.c and x_*.c include it
-for f in "$src"/*/*_int.h; do
+for f in "$src"/*/*_int.h "$src"/*/*/*_int.h; do
 	x=$(basename "$f" _int.h)
-	for user in $(grep -l "^#include \"${x}_int.h\"" "$src"/*/*.c "$src"/*/*.h); do
+	for user in $(grep -l "^#include \"${x}_int.h\"" "$src"/*/*.c "$src"/*/*.h "$src"/*/*/*.c "$src"/*/*/*.h); do
 		u=$(basename "$user"); u=${u%.*}
 		case $u in "$x" | "${x}"_*) ;; *)
 			echo "include_graph: src/$(basename "$user") includes" \

@@ -240,7 +240,7 @@ static const struct {
 };
 
 /* The command called name: one of the table, or ctl_control for those of
- * ferryd's control socket (src/common/control_commands.c). NULL when none. */
+ * ferryd's control socket (src/format/control_commands.c). NULL when none. */
 static ctl_command_fn *
 find_command(const char *name)
 {

@@ -1,5 +1,5 @@
 /* ctl_control.c - ferryctl's commands to the running ferryd (status,
- * metrics, reload, pause, resume, workers: src/common/control_commands.c): one
+ * metrics, reload, pause, resume, workers: src/format/control_commands.c): one
  * command line to its control socket, its answer to stdout. Needs no
  * Redis, only control_socket from the config: with a broken file they
  * still ask the running ferryd (which keeps its old configuration), at the
@@ -20,7 +20,7 @@
 
 #define CTL_CONTROL_TIMEOUT_S 10
 #define CTL_ANSWER_MAX (64 << 20)
-/* [ferryd] control_socket's default (src/common/config_keys.c) */
+/* [ferryd] control_socket's default (src/config/config_keys.c) */
 #define CTL_DEFAULT_SOCKET "/run/ferryd.sock"
 
 /* The request line, or NULL after a usage message. */

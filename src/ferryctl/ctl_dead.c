@@ -1,6 +1,6 @@
 /* ctl_dead.c - ferryctl dead: list, show, replay and purge the dead-letter
  * entries of a queue, naming jobs by id. Entries are read by the grammar
- * of doc/formats.md (src/common/wrapper.c), never with a JSON parser: the job in
+ * of doc/formats.md (src/format/wrapper.c), never with a JSON parser: the job in
  * an entry is the producer's bytes, which may be anything. Every entry can
  * be listed, shown and purged; one that does not match the grammar is
  * named by the SHA-1 of its bytes and cannot be replayed. Entries are

@@ -1,7 +1,7 @@
 /* ctl_enqueue.c - ferryctl enqueue: check every job the way a worker will
  * (job_parse), so that one bad line pushes nothing; split big "data"
  * arrays and move data into cache keys (chunk.c); then send each chunk of
- * ctl_push.c through src/lua/enqueue.lua (the producers' one enqueue: the
+ * ctl_push.c through src/redis/lua/enqueue.lua (the producers' one enqueue: the
  * same checks again, memory_refuse_percent, the cache keys SET with their
  * TTL and the LPUSH), and print ids. A chunk goes in whole or not at all.
  * --delay and --at (due_time.c) pass a due marker: enqueue.lua keeps jobs

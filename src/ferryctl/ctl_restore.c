@@ -1,5 +1,5 @@
 /* ctl_restore.c - ferryctl dead restore QUEUE FILE: put the dead-letter
- * entries that workers archived (dead_max, src/common/dead_archive.c) back in the
+ * entries that workers archived (dead_max, src/redis/dead_archive.c) back in the
  * queue's requeue list as fresh wrappers that keep their stamps, like
  * `dead retry`, recreating
  * the cache keys whose data the archive lines carry (restore.lua: a key
@@ -116,7 +116,7 @@ repeated(struct restore *r, json_t *doc)
 }
 
 /* The archived data of a cache key: a string, or a non-empty object or
- * array of strings (what src/common/cache.c reads); NULL when it is one. */
+ * array of strings (what src/redis/cache.c reads); NULL when it is one. */
 static const char *
 cache_invalid(json_t *cache)
 {
@@ -142,7 +142,7 @@ cache_invalid(json_t *cache)
 }
 
 /* The job of a line: "job" (a JSON string) or "job_base64" (the entry as
- * src/common/dead_entry.c shows it). 0, with the bytes in *p (*buf malloc'd when
+ * src/format/dead_entry.c shows it). 0, with the bytes in *p (*buf malloc'd when
  * decoded), or -1 after a line error. */
 static int
 line_job(struct restore *r, json_t *doc, const char **p, size_t *n,

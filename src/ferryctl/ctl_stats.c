@@ -27,7 +27,7 @@ static const char *const counter_names[] = {
 #define COUNTER_ENQUEUED 0
 
 /* owners: a worker handed back holds this tombstone, "dead:<ms>"
- * (src/lua/common.lua reclaim) */
+ * (src/redis/lua/common.lua reclaim) */
 #define TOMBSTONE_PREFIX "dead:"
 
 struct proc_info {

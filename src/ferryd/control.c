@@ -1,7 +1,7 @@
 /* control.c - the control socket, served from the master's libev loop and
  * never blocking it: each client sends one command line and reads the
  * answer (text, then a last line "ok", or a first line "error: ...").
- * The commands are src/common/control_commands.c's; master_control.c runs them.
+ * The commands are src/format/control_commands.c's; master_control.c runs them.
  * Clients are non-blocking, bounded in size and in time. */
 #include "control.h"
 

@@ -1,5 +1,5 @@
 /* control.h - the master's control socket: a unix socket in its libev loop
- * where ferryctl asks one command per connection (src/common/control_commands.c:
+ * where ferryctl asks one command per connection (src/format/control_commands.c:
  * status, metrics, reload, pause, resume, workers, help, run by
  * master_control.c) and reads the answer until the server closes. */
 #ifndef FERRY_CONTROL_H

@@ -1,4 +1,4 @@
-/* master_control.c - the control socket's commands (src/common/control_commands.c
+/* master_control.c - the control socket's commands (src/format/control_commands.c
  * lists them; control.c reads them off the socket): status, metrics,
  * reload, pause, resume, workers, help, each an answer written into a
  * buffer; and the view of the master that metrics.c and metrics_text.c

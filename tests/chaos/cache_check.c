@@ -54,7 +54,7 @@ keyset_has(const struct keyset *s, const char *k)
 }
 
 /* How many keys of `named` lie in group g ("<g>.<n>": a group of ferry's
- * own keys, src/lua/common.lua). */
+ * own keys, src/redis/lua/common.lua). */
 static long long
 keyset_in_group(const struct keyset *s, const char *g)
 {

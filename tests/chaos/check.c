@@ -216,7 +216,7 @@ chaos_leftovers(redisContext *c, const char *prefix, const char *q, int say,
 	return left;
 }
 
-/* The ids queue q holds as live (a score in [0, 1): src/lua/common.lua,
+/* The ids queue q holds as live (a score in [0, 1): src/redis/lua/common.lua,
  * idempotency)
  * once nothing waits or runs: every job is done (a time) or dead (-1). The
  * ids held as dead and as done are printed. -1 when Redis failed. */

@@ -1,5 +1,5 @@
 /* servers_ctl.c - `chaos_helper servers NAME:redis|pg ...`: the real servers
- * of a chaos run (tests/integration/servers.c starts them: the same code as
+ * of a chaos run (tests/support/servers.c starts them: the same code as
  * the integration tests) and one TCP proxy per NAME in front of them, so a
  * host's connection to Redis or PostgreSQL can be cut and restored.
  *
@@ -19,7 +19,7 @@
  *
  * `chaos_helper servers ha=NAME LINK...` (scripts/chaos --failover): Redis
  * is a primary, two replicas and three sentinels watching it as NAME
- * (tests/integration/servers_ha.c; quorum 2, down-after 1000 ms,
+ * (tests/support/servers_ha.c; quorum 2, down-after 1000 ms,
  * failover-timeout 5000 ms as in test_sentinel.c). LINKs may only be pg
  * ones: a proxy cannot follow a failover. It prints "redis PORT DIR" for
  * each of the three nodes and "sentinels P1,P2,P3", and takes instead of
@@ -38,8 +38,8 @@
  *   save-logs DIR                 copy each node's redis.log and each
  *                                 sentinel's sentinel.log into DIR */
 #include "chaos.h"
-#include "../integration/servers.h"
-#include "../integration/servers_ha.h"
+#include "../support/servers.h"
+#include "../support/servers_ha.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

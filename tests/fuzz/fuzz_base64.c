@@ -1,4 +1,4 @@
-/* fuzz_base64.c - src/common/base64.c both ways: any bytes encode to padded
+/* fuzz_base64.c - src/base/base64.c both ways: any bytes encode to padded
  * standard base64 that decodes back to them, and decoding is strict: a text
  * it accepts is the one text of its bytes (encoding them again gives it
  * back), so an archive line cannot be read two ways. */

@@ -1,4 +1,4 @@
-/* fuzz_chunk.c - chunk_document (src/common/chunk.c), what ferryctl enqueue pushes
+/* fuzz_chunk.c - chunk_document (src/format/chunk.c), what ferryctl enqueue pushes
  * for a document job_parse accepts: every job it makes is valid and named
  * as it says, the jobs' rows (or cache values) are the document's "data"
  * rows in order, and every other member survives; with --cache each job

@@ -1,4 +1,4 @@
-/* fuzz_config.c - config_load (src/common/config.c) on any file: it accepts or
+/* fuzz_config.c - config_load (src/config/config.c) on any file: it accepts or
  * refuses with at least one message, every message is "FILE: what" or
  * "FILE:LINE: what" with a line of the file, a line over CONFIG_LINE_MAX
  * or with a NUL byte (inih would cut it silently) is always refused,

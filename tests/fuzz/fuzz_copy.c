@@ -1,4 +1,4 @@
-/* fuzz_copy.c - copy_encode_job (src/common/copy.c) with a fixed column set. What
+/* fuzz_copy.c - copy_encode_job (src/format/copy.c) with a fixed column set. What
  * it writes is well-formed COPY text (one line per row, the columns
  * tab-separated, no raw tab, newline or carriage return inside a field (other
  * control bytes may stand as they are), a backslash only in an escape,

@@ -1,4 +1,4 @@
-/* fuzz_dead_entry.c - a dead-letter entry made readable (src/common/dead_entry.c)
+/* fuzz_dead_entry.c - a dead-letter entry made readable (src/format/dead_entry.c)
  * for every element: an entry the grammar accepts shows every member
  * (jansson never refuses a token the grammar accepted) and its job byte
  * for byte, as a string or as base64; a malformed one shows its raw bytes;

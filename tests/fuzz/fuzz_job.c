@@ -1,5 +1,5 @@
 /* fuzz_job.c - job_parse, job_parse_held (wrapped and not), job_id and
- * job_handler_line (src/common/job.c). job.c is included so that its fast path
+ * job_handler_line (src/format/job.c). job.c is included so that its fast path
  * (json_scan) can be held to its reference (job_check_slow, jansson): the
  * two must agree on every document, verdict, wording, id, cache_key and
  * "data" alike. A wrapped element names the same job as its document, and
@@ -7,10 +7,10 @@
  * document unchanged. The first input byte picks max_job_bytes. */
 #include "fuzz.h"
 
-#include "../../src/common/job.c"
+#include "../../src/format/job.c"
 
 /* An invalid job is named by the SHA-1 of its document, except that a bad
- * cache_key keeps the job's own id (src/common/job.c). */
+ * cache_key keeps the job's own id (src/format/job.c). */
 static int
 named_by_sha(const struct job *j)
 {

@@ -1,4 +1,4 @@
-/* fuzz_json_scan.c - the strict scanner (src/common/json_scan.c,
+/* fuzz_json_scan.c - the strict scanner (src/format/json_scan.c,
  * json_scan_text.c) against jansson, the reference job.c keeps: what the
  * scanner accepts jansson accepts too, with the same values, unless
  * its notes say the two may differ ("\u0000", numbers beyond a double,

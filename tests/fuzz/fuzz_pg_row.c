@@ -1,4 +1,4 @@
-/* fuzz_pg_row.c - src/common/pg_target_row.c, what the postgres sink reads
+/* fuzz_pg_row.c - src/pg/pg_target_row.c, what the postgres sink reads
  * of a job beside its rows, held to jansson: the op member (a delete only
  * when the document's top-level "op" is the string "delete"; a value other
  * than delete, upsert, update (mode = update) or null refused, with a

@@ -1,4 +1,4 @@
-/* fuzz_utf8.c - util_utf8_copy (src/common/util.c), which every message passes
+/* fuzz_utf8.c - util_utf8_copy (src/base/util.c), which every message passes
  * before it reaches Redis, PostgreSQL or jansson: the output is valid UTF-8
  * per jansson with no control character, NUL-terminated, at most size - 1
  * bytes, and a cut keeps a prefix: the copy into a small buffer is the

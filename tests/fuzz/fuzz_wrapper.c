@@ -1,4 +1,4 @@
-/* fuzz_wrapper.c - wrapper_parse (src/common/wrapper.c), both kinds, against the
+/* fuzz_wrapper.c - wrapper_parse (src/format/wrapper.c), both kinds, against the
  * grammar of doc/formats.md: an element it accepts is rebuilt byte for
  * byte from what it returned, every string token decodes to valid UTF-8
  * without NUL exactly as jansson decodes it, and the text cjson would

@@ -348,7 +348,7 @@ Test(enqueue_script, cache_keys_are_written_protected)
 }
 
 /* Keys of ferry's own ("<cache space><16 hex>.<n>") are counted by
- * group, one entry "JOBS N BYTES LOST" (src/lua/common.lua): a call's
+ * group, one entry "JOBS N BYTES LOST" (src/redis/lua/common.lua): a call's
  * keys cost one field, not one each. Such a key is its job's alone: no
  * other job of the call may write it, no job may name it (-K). */
 Test(enqueue_script, own_keys_are_counted_by_group)

@@ -1,6 +1,6 @@
 /* test_formats.c - the two readers of doc/formats.md must agree: the same
- * bytes go through src/common/wrapper.c (C) and through parse_wrapper /
- * parse_dead of src/lua/common.lua inside a real redis-server, and every
+ * bytes go through src/format/wrapper.c (C) and through parse_wrapper /
+ * parse_dead of src/redis/lua/common.lua inside a real redis-server, and every
  * verdict and every field must match. The inputs are hand-made edge cases
  * plus a seeded mutation loop over them (the seed is printed; set
  * FERRY_FORMATS_SEED to replay one). */

@@ -183,8 +183,8 @@ Test(scripts, script_errors_name_the_scripts_own_lines)
 	freeReplyObject(h_redis(&d, "SET " READY " not-a-list"));
 	redisReply *r = fetch(10, 0);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
-	/* the RPOP of ready in src/lua/fetch.lua */
-	char *src = h_read_file(TEST_SRCDIR "/src/lua/fetch.lua"), want[64];
+	/* the RPOP of ready in src/redis/lua/fetch.lua */
+	char *src = h_read_file(TEST_SRCDIR "/src/redis/lua/fetch.lua"), want[64];
 	int line = 1;
 	for (char *p = src; *p && strncmp(p, "\tout = redis.call('RPOP'", 24) != 0;
 	    p++)

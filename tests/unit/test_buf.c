@@ -1,4 +1,4 @@
-/* test_buf.c - the growable string of src/common/buf.c: appends and printf past
+/* test_buf.c - the growable string of src/base/buf.c: appends and printf past
  * any initial size keep every byte, logfmt quoting escapes what it must,
  * take hands the text over and leaves the buffer empty. */
 #include <criterion/criterion.h>

@@ -180,7 +180,7 @@ Test(chunk, every_job_has_a_key_of_its_own)
 }
 
 /* Keys come in groups of CHUNK_KEY_GROUP, indexed from 0: the protected
- * hash counts a group in one entry (src/lua/common.lua). */
+ * hash counts a group in one entry (src/redis/lua/common.lua). */
 Test(chunk, keys_come_in_groups)
 {
 	char err[256];

@@ -1,4 +1,4 @@
-/* test_dead_entry.c - a dead-letter entry made readable (src/common/dead_entry.c):
+/* test_dead_entry.c - a dead-letter entry made readable (src/format/dead_entry.c):
  * the header decoded member by member, the job as a JSON string or as
  * base64 whatever its bytes, the id an operator names it by; and base64
  * both ways, strict on decoding; an element read and decoded in one call,

@@ -1,9 +1,9 @@
-/* test_dead_filter.c - selecting dead entries (src/common/dead_filter.c):
+/* test_dead_filter.c - selecting dead entries (src/format/dead_filter.c):
  * a reason as text (either of reason and last_error, ASCII case ignored)
  * or as a SQLSTATE (exactly, at the start of the error), a group, times
  * (RFC 3339, a date, a duration ago; before is exclusive, after
  * inclusive), id patterns; malformed entries; and the groups of a
- * summary (src/common/dead_summary.c). */
+ * summary (src/format/dead_summary.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 'use strict';
 // jobs.js - the list elements one caller's job becomes, as ferryctl enqueue
-// builds them (src/common/chunk.c) and clients/python does (jobs.py): a "data"
+// builds them (src/format/chunk.c) and clients/python does (jobs.py): a "data"
 // array of more than chunkRows rows is split into jobs
 // {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a cache, each
 // job's "data" becomes the value of a key of its own,
@@ -17,9 +17,9 @@
 const crypto = require('node:crypto');
 const { InvalidJobError } = require('./errors');
 
-const ID_MAX = 128;   // src/common/job.h JOB_ID_MAX
+const ID_MAX = 128;   // src/format/job.h JOB_ID_MAX
 const OWN_KEYS = new Set(['id', 'data', 'cache_key']);
-// src/common/chunk.h CHUNK_BARE_REFUSAL
+// src/format/chunk.h CHUNK_BARE_REFUSAL
 const BARE_REFUSAL = 'a job without "data" cannot be cached: its members ' +
   'are its row and also what ferry reads of the job (op, the table ' +
   'member); put the rows under "data", or enqueue it without the cache';
@@ -105,7 +105,7 @@ function textJob(doc, index, cachePrefix, givenId, chunkRows) {
 }
 
 /** The keys of ferry's own of one call: "<prefix><16 hex>.<n>", a new
- * random group every KEY_GROUP keys (src/common/chunk.h CHUNK_KEY_GROUP;
+ * random group every KEY_GROUP keys (src/format/chunk.h CHUNK_KEY_GROUP;
  * enqueue.lua counts a group in one entry of the protected hash). */
 const KEY_GROUP = 1000;
 class CacheKeys {

@@ -1,6 +1,6 @@
 'use strict';
 // producer.js - Producer#enqueue: a caller's jobs through ferry's
-// enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs, every
+// enqueue.lua (src/redis/lua/enqueue.lua, the script ferryctl enqueue runs, every
 // check on), in script calls of at most CALL_JOBS jobs and CALL_BYTES
 // bytes, each all or nothing, with the due marker of delay / runAt when
 // given (the jobs go to the scheduled set), then WAIT for replicas when
@@ -115,7 +115,7 @@ function calls(elements) {
   return out;
 }
 
-/** The error for enqueue.lua's error reply (src/lua/enqueue.lua). */
+/** The error for enqueue.lua's error reply (src/redis/lua/enqueue.lua). */
 function scriptError(message, call, pushed) {
   const space = message.indexOf(' ');
   const code = space < 0 ? message : message.slice(0, space);

@@ -1,5 +1,5 @@
 """jobs.py - the list elements one caller's job becomes, as ferryctl enqueue
-builds them (src/common/chunk.c): a "data" array of more than chunk_rows rows is
+builds them (src/format/chunk.c): a "data" array of more than chunk_rows rows is
 split into jobs {"id":"ID:INDEX",<the other members>,"data":[rows]}; with a
 cache, each job's "data" becomes the value of a key of its own,
 PREFIX:{QUEUE}:cache:<16 hex digits, random>.<n>, and the job names it (a job
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from .errors import InvalidJobError
 
-ID_MAX = 128          # src/common/job.h JOB_ID_MAX
+ID_MAX = 128          # src/format/job.h JOB_ID_MAX
 OWN_KEYS = ("id", "data", "cache_key")
 BARE_REFUSAL = ("a job without \"data\" cannot be cached: its members are "
                 "its row and also what ferry reads of the job (op, the table "
                 "member); put the rows under \"data\", or enqueue it without "
-                "the cache")     # src/common/chunk.h CHUNK_BARE_REFUSAL
+                "the cache")     # src/format/chunk.h CHUNK_BARE_REFUSAL
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _text_job(text, index, cache, given_id, chunk_rows):
                     own_id="" if doc_id is None else str(doc_id))]
 
 
-KEY_GROUP = 1000       # src/common/chunk.h CHUNK_KEY_GROUP
+KEY_GROUP = 1000       # src/format/chunk.h CHUNK_KEY_GROUP
 
 
 class CacheKeys:

@@ -1,5 +1,5 @@
 """producer.py - Producer.enqueue: a caller's jobs through ferry's
-enqueue.lua (src/lua/enqueue.lua, the script ferryctl enqueue runs), in calls
+enqueue.lua (src/redis/lua/enqueue.lua, the script ferryctl enqueue runs), in calls
 of at most CALL_JOBS jobs and CALL_BYTES bytes, each all or nothing, then
 WAIT for replicas when asked (after the script, as ferryctl does). The
 script is the copy shipped in this package, or the installed one
@@ -328,7 +328,7 @@ def _calls(elements):
 
 
 def _error(message, call, pushed):
-    """The exception for enqueue.lua's error reply (src/lua/enqueue.lua)."""
+    """The exception for enqueue.lua's error reply (src/redis/lua/enqueue.lua)."""
     code, _, rest = message.partition(" ")
     if code == "INVALID":
         at, _, reason = rest.partition(" ")

@@ -128,7 +128,7 @@ def document_id(text):
     if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
     if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
-        return "%d" % v                  # 7.0 as src/lua/common.lua dead_id
+        return "%d" % v                  # 7.0 as src/redis/lua/common.lua dead_id
     return None
 
 
