@@ -21,7 +21,7 @@
 #include "log.h"
 #include "master.h"
 #include "master_memory.h"
-#include "metrics_http.h"
+#include "http_server.h"
 #include "pg_target.h"
 #include "util.h"
 
@@ -184,7 +184,7 @@ take_pidfile(const char *path)
  * 1024), then the switch to [ferryd] user. 0, or -1 after saying why. */
 static int
 open_and_drop(const struct ferry_config *cfg, struct control **control,
-    struct metrics_http **http)
+    struct http_server **http)
 {
 	char err[512];
 	uid_t uid;
@@ -195,7 +195,7 @@ open_and_drop(const struct ferry_config *cfg, struct control **control,
 	*control = control_open(cfg->control_socket, err, sizeof(err));
 	if (*control == NULL && err[0] != '\0')
 		goto fail;
-	*http = metrics_http_open(cfg->metrics_listen, err, sizeof(err));
+	*http = http_server_open(cfg->metrics_listen, err, sizeof(err));
 	if (*http == NULL && err[0] != '\0')
 		goto fail;
 	switching = daemon_resolve_user(cfg->user, cfg->group, &uid, &gid, err,
@@ -286,9 +286,9 @@ main(int argc, char **argv)
 	if (getuid() == 0 && *cfg->user == '\0')
 		log_notice("running as root; set [ferryd] user to drop privileges");
 	struct control *control = NULL;
-	struct metrics_http *http = NULL;
+	struct http_server *http = NULL;
 	if (open_and_drop(cfg, &control, &http) == -1) {
-		metrics_http_close(http);
+		http_server_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return not_started(cfg);
@@ -309,7 +309,7 @@ main(int argc, char **argv)
 	else
 		claimed = master_ident_claim(cfg, &ident);
 	if (claimed == -1) {
-		metrics_http_close(http);
+		http_server_close(http);
 		control_close(control);
 		daemon_pidfile_remove(cfg->pidfile, pidfd);
 		return not_started(cfg);

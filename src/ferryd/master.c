@@ -29,7 +29,7 @@
 #include "backoff.h"
 #include "control.h"
 #include "metrics.h"
-#include "metrics_http.h"
+#include "http_server.h"
 #include "master_events.h"
 #include "master_series.h"
 #include "master_ids.h"
@@ -552,7 +552,7 @@ master_stop(struct master *m, int exit_code)
 
 int
 master_run(struct ferry_config *cfg, struct control *control,
-    struct metrics_http *http, const struct master_ident *ident)
+    struct http_server *http, const struct master_ident *ident)
 {
 	struct master master, *m = &master;
 	int workers = 0;
@@ -568,7 +568,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
 		control_close(control);
-		metrics_http_close(http);
+		http_server_close(http);
 		config_free(cfg);
 		free(cfg);
 		return 1;
@@ -600,7 +600,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_sweep_start(m);
 	master_ids_start(m);
 	control_start(m->control, m->loop, m);
-	metrics_http_start(m->http, m->loop, m);
+	http_server_start(m->http, m->loop, m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
@@ -612,7 +612,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	ev_run(m->loop, 0);
 	master_notify_stop(m);
 	control_close(m->control);
-	metrics_http_close(m->http);
+	http_server_close(m->http);
 	master_sentinel_stop(m);
 	master_memory_stop(m);
 	master_sweep_stop(m);

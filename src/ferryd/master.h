@@ -12,14 +12,14 @@
 
 struct master;
 struct control;
-struct metrics_http;
+struct http_server;
 
 /* Run until stopped; returns the process exit status. Takes ownership of
  * cfg (heap-allocated), control and http (control_open's and
- * metrics_http_open's, either NULL); ident names this start in Redis
+ * http_server_open's, either NULL); ident names this start in Redis
  * (claimed by master_ident_claim). */
 int master_run(struct ferry_config *cfg, struct control *control,
-    struct metrics_http *http, const struct master_ident *ident);
+    struct http_server *http, const struct master_ident *ident);
 
 /* The signals the master acts on (main blocks them until the loop runs). */
 void master_signal_set(sigset_t *set);

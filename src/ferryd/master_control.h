@@ -1,5 +1,5 @@
 /* master_control.h - what the control socket (control.c) and the HTTP
- * endpoint (metrics_http.c) may ask of the master, without seeing its
+ * endpoint (http_server.c) may ask of the master, without seeing its
  * state: run one control command, write the Prometheus metrics, and the
  * view of queues and workers that metrics.c reads. */
 #ifndef FERRY_MASTER_CONTROL_H

@@ -1,4 +1,4 @@
-/* http.h - one request to the master's HTTP listener (metrics_http.c), as
+/* http.h - one request to the master's HTTP listener (http_server.c), as
  * the pages and the API (http_api.c, http_dead.c, http_dashboard.c) see
  * it: its arguments and headers, and its answer, given at once or later
  * (after a Redis reply): the connection waits, suspended, meanwhile. */

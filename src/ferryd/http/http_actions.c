@@ -3,7 +3,7 @@
  * resume a queue (POST /api/pause?queue=, /api/resume?queue=), run as the
  * control socket's commands. An action needs [ferryd] http_token (or
  * http_token_file) configured and sent as "Authorization: Bearer TOKEN",
- * by POST only; metrics_http.c refuses every other POST with 403. */
+ * by POST only; http_server.c refuses every other POST with 403. */
 #include <microhttpd.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -117,7 +117,7 @@ http_dead_cache_key(struct master *m, const struct queue_config *q,
 bool
 http_dead_read_begin(struct http_req *r)
 {
-	if (dead_reading > 0) {         /* 503: Retry-After (metrics_http.c) */
+	if (dead_reading > 0) {         /* 503: Retry-After (http_server.c) */
 		http_req_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "another read of "
 		    "the dead-letter list is under way (one at a time: retry in a "
 		    "second)");

@@ -1,4 +1,4 @@
-/* metrics_http.c - the master's HTTP listener ([ferryd] metrics_listen):
+/* http_server.c - the master's HTTP listener ([ferryd] metrics_listen):
  * GET /metrics for Prometheus, and the router of the dashboard (/,
  * http_dashboard.c) and its API (/api/..., http_api.c, http_dead.c,
  * http_actions.c), whose answers may wait for a Redis reply: such a
@@ -24,7 +24,7 @@
  * name of [ferryd] http_allowed_hosts, with its port (else 421); a
  * request without a Host header (HTTP/1.0) is served: a browser always
  * sends one. Every answer forbids framing and referrers. */
-#include "metrics_http.h"
+#include "http_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,7 +53,7 @@
 #define HTTP_BACKLOG 64
 #define HTTP_LOG_INTERVAL_MS 10000
 
-struct metrics_http {
+struct http_server {
 	struct MHD_Daemon *daemon;
 	struct ev_loop *loop;     /* NULL when not serving */
 	struct master *m;
@@ -75,7 +75,7 @@ struct metrics_http {
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	struct metrics_http *h = cls;
+	struct http_server *h = cls;
 	int64_t now = util_monotonic_ms();
 	char msg[512];
 
@@ -97,7 +97,7 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 /* One request, from its first call to MHD's notice that it completed
  * (or to its late answer, when that comes after the notice). */
 struct http_req {
-	struct metrics_http *h;
+	struct http_server *h;
 	struct MHD_Connection *conn;
 	bool answered, suspended, completed;
 	bool orphan;              /* the listener closed while it waited */
@@ -133,10 +133,10 @@ http_req_header(const struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-static void run(struct metrics_http *h);
+static void run(struct http_server *h);
 
 static void
-unlink_waiting(struct metrics_http *h, struct http_req *r)
+unlink_waiting(struct http_server *h, struct http_req *r)
 {
 	for (struct http_req **p = &h->waiting; *p != NULL; p = &(*p)->next)
 		if (*p == r) {
@@ -241,7 +241,7 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 /* The Host header names this listener: host[:port] with one of its names
  * and its port (an absent port is 80). */
 static bool
-host_ok(const struct metrics_http *h, const char *host)
+host_ok(const struct http_server *h, const char *host)
 {
 	static const char *const names[] = { "localhost", "127.0.0.1",
 	    "[::1]" };
@@ -292,7 +292,7 @@ host_free(const char *url)
 
 /* GET and HEAD: the page, the metrics, the probes, the API. */
 static void
-route_get(struct metrics_http *h, struct http_req *r, const char *url)
+route_get(struct http_server *h, struct http_req *r, const char *url)
 {
 	if (strcmp(url, "/") == 0) {
 		http_dashboard(r);
@@ -336,7 +336,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_data_size, void **con_cls)
 {
-	struct metrics_http *h = cls;
+	struct http_server *h = cls;
 	struct http_req *r = *con_cls;
 	static char not_allowed[] = "only GET, HEAD and POST\n";
 	bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
@@ -419,7 +419,7 @@ static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     enum MHD_ConnectionNotificationCode toe)
 {
-	struct metrics_http *h = cls;
+	struct http_server *h = cls;
 	(void)conn;
 	(void)socket_context;
 
@@ -457,8 +457,8 @@ listen_on(const char *addr, int port)
 	return fd;
 }
 
-struct metrics_http *
-metrics_http_open(const char *listen, char *err, size_t errsize)
+struct http_server *
+http_server_open(const char *listen, char *err, size_t errsize)
 {
 	char addr[INET_ADDRSTRLEN], why[160];
 	int port;
@@ -479,7 +479,7 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 		    strerror(errno));
 		return NULL;
 	}
-	struct metrics_http *h = xcalloc(1, sizeof(*h));
+	struct http_server *h = xcalloc(1, sizeof(*h));
 	snprintf(h->listen, sizeof(h->listen), "%s", listen);
 	snprintf(h->addr, sizeof(h->addr), "%s", addr);
 	snprintf(h->port, sizeof(h->port), "%d", port);
@@ -508,7 +508,7 @@ metrics_http_open(const char *listen, char *err, size_t errsize)
 
 /* Let MHD work, then wake up again when its next timeout is due. */
 static void
-run(struct metrics_http *h)
+run(struct http_server *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
@@ -542,7 +542,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct metrics_http *h = w->data;
+	struct http_server *h = w->data;
 	(void)revents;
 
 	while (h->open < HTTP_CONNECTIONS_MAX) {
@@ -565,7 +565,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 void
-metrics_http_start(struct metrics_http *h, struct ev_loop *loop,
+http_server_start(struct http_server *h, struct ev_loop *loop,
     struct master *m)
 {
 	if (h == NULL)
@@ -586,7 +586,7 @@ metrics_http_start(struct metrics_http *h, struct ev_loop *loop,
 }
 
 void
-metrics_http_close(struct metrics_http *h)
+http_server_close(struct http_server *h)
 {
 	if (h == NULL)
 		return;
