@@ -316,7 +316,12 @@ main(int argc, char **argv)
 	}
 	daemon_ready(report_fd);
 	char *pidfile = xstrdup(cfg->pidfile);
-	int status = master_run(cfg, control, http, &ident);
+	struct master_http hooks = {
+		.server = http, .start = http_server_start,
+		.stopping = http_server_stopping, .close = http_server_close,
+		.release = http_server_release,
+	};
+	int status = master_run(cfg, control, &hooks, &ident);
 	daemon_pidfile_remove(pidfile, pidfd);
 	free(pidfile);
 	log_close();

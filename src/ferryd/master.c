@@ -15,7 +15,6 @@
  * A retiring worker has been sent SIGTERM: it finishes its batch and exits,
  * and its position is then freed. Stopping (TERM) retires everything and
  * waits up to shutdown_timeout before SIGKILL; QUIT kills at once. */
-#include "http_dead_redrive.h"
 #include "master_int.h"
 
 #include <errno.h>
@@ -29,7 +28,6 @@
 #include "backoff.h"
 #include "control.h"
 #include "metrics.h"
-#include "http_server.h"
 #include "master_events.h"
 #include "master_series.h"
 #include "master_ids.h"
@@ -396,7 +394,7 @@ begin_stop(struct master *m, enum master_phase phase)
 		return;
 	m->phase = phase;
 	stop_restarts(m);
-	http_redrives_stop();
+	m->http.stopping(m->http.server);
 	master_notify_stopping(m);
 	if (phase == MASTER_STOPPING) {
 		m->stop_deadline_ms = util_monotonic_ms() +
@@ -552,7 +550,7 @@ master_stop(struct master *m, int exit_code)
 
 int
 master_run(struct ferry_config *cfg, struct control *control,
-    struct http_server *http, const struct master_ident *ident)
+    const struct master_http *http, const struct master_ident *ident)
 {
 	struct master master, *m = &master;
 	int workers = 0;
@@ -560,7 +558,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	memset(m, 0, sizeof(*m));
 	m->cfg = cfg;
 	m->control = control;
-	m->http = http;
+	m->http = *http;
 	m->started_ms = util_monotonic_ms();
 	/* nothing reads argv any more: its memory becomes the title */
 	if (proctitle_init() == 0)
@@ -568,7 +566,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	if (scoreboard_create(&m->sb, MASTER_SCOREBOARD_SLOTS) == -1) {
 		log_error("cannot map the scoreboard: %s", strerror(errno));
 		control_close(control);
-		http_server_close(http);
+		http->close(http->server);
 		config_free(cfg);
 		free(cfg);
 		return 1;
@@ -600,7 +598,7 @@ master_run(struct ferry_config *cfg, struct control *control,
 	master_sweep_start(m);
 	master_ids_start(m);
 	control_start(m->control, m->loop, m);
-	http_server_start(m->http, m->loop, m);
+	m->http.start(m->http.server, m->loop, m);
 
 	for (int i = 0; i < cfg->nqueues; i++) {
 		master_reconcile(m, master_queue_new(m, &cfg->queues[i]));
@@ -612,13 +610,13 @@ master_run(struct ferry_config *cfg, struct control *control,
 	ev_run(m->loop, 0);
 	master_notify_stop(m);
 	control_close(m->control);
-	http_server_close(m->http);
+	m->http.close(m->http.server);
 	master_sentinel_stop(m);
 	master_memory_stop(m);
 	master_sweep_stop(m);
 	master_ids_stop(m);
 	master_redis_finish(m);
-	http_redrives_free();
+	m->http.release(m->http.server);
 	master_series_stop(m);
 	metrics_stop(m->metrics);
 	m->metrics = NULL;

@@ -56,7 +56,6 @@ enum master_phase {
 
 struct control;
 struct metrics;
-struct http_server;
 struct master_redis;
 struct master_sentinel;
 
@@ -77,7 +76,7 @@ struct master {
 	struct master_redis *redis;
 	struct master_sentinel *sentinel;  /* redis_sentinels: +switch-master */
 	struct control *control;  /* NULL when control_socket is empty */
-	struct http_server *http; /* NULL when metrics_listen is empty */
+	struct master_http http;  /* server NULL: metrics_listen is empty */
 	struct metrics *metrics;  /* the Redis figures behind metrics */
 	int64_t started_ms;
 };

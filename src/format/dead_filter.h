@@ -1,7 +1,7 @@
 /* dead_filter.h - which dead-letter entries an operator's selection names
  * (by reason, by time, by id pattern), and the group an entry's reason
  * falls in. `ferryctl dead` (src/ferryctl/ctl_dead*.c) and the dashboard's
- * API (src/ferryd/http_dead_*.c) select and group with it, so both mean
+ * API (src/ferryd/http/http_dead_*.c) select and group with it, so both mean
  * the same by "--reason 23505" or "--before 2h". Pure code: no Redis. */
 #ifndef FERRY_DEAD_FILTER_H
 #define FERRY_DEAD_FILTER_H

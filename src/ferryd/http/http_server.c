@@ -43,6 +43,7 @@
 #include "buf.h"
 #include "config.h"
 #include "http.h"
+#include "http_dead_redrive.h"
 #include "log.h"
 #include "master_control.h"
 #include "util.h"
@@ -583,6 +584,20 @@ http_server_start(struct http_server *h, struct ev_loop *loop,
 	h->accept_io.data = h;
 	ev_io_start(loop, &h->accept_io);
 	log_info("metrics served over HTTP at http://%s/metrics", h->listen);
+}
+
+void
+http_server_stopping(struct http_server *h)
+{
+	(void)h;
+	http_redrives_stop();
+}
+
+void
+http_server_release(struct http_server *h)
+{
+	(void)h;
+	http_redrives_free();
 }
 
 void

@@ -18,7 +18,12 @@ struct http_server *http_server_open(const char *listen, char *err,
 /* Serve it in loop, the metrics asked of m (master_control.h). */
 void http_server_start(struct http_server *h, struct ev_loop *loop,
     struct master *m);
+/* A stop began: paced redrives (http_dead_redrive.c) end between batches. */
+void http_server_stopping(struct http_server *h);
 /* Stop serving, close every connection and the socket. */
 void http_server_close(struct http_server *h);
+/* After the master has finished with Redis (every reply called back):
+ * free the redrives that are left. */
+void http_server_release(struct http_server *h);
 
 #endif
