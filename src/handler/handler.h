@@ -81,10 +81,6 @@ struct handler_ops {
 	                         * cache key it reads */
 	bool needs_job_ids;     /* every job's id computed (job_id); else only
 	                         * those the handler fails are named */
-	bool checks_fence;      /* a job recovered more than max_recoveries
-	                         * times, with batch stamps, is buried (j->bury:
-	                         * run fails it unless one of its batches
-	                         * committed it); else it fails at once */
 	bool commits;           /* run commits the batch elsewhere before the
 	                         * Redis ack (where the test hook
 	                         * exit_after_commit fires) */
@@ -92,6 +88,13 @@ struct handler_ops {
 	                         * HANDLER_WAIT, untimed; SB_FREE when it never
 	                         * does */
 
+	/* Optional (NULL: such jobs fail at once): whether a job that will
+	 * not run may have been written by an earlier batch, so that it must
+	 * be buried (j->bury: run fails it only once none of its batches
+	 * committed it). Asked of a job refused (j->invalid set) and of one
+	 * recovered past max_recoveries (died: j->invalid still NULL);
+	 * resumed: this batch ran before and lost its connection. */
+	bool (*buries)(const struct job *j, bool died, bool resumed);
 	/* Once per worker process; never fails (connections are made by run,
 	 * which may then answer HANDLER_WAIT). host is copied if kept. */
 	void *(*open)(const struct handler_host *host);

@@ -109,7 +109,6 @@ const struct handler_ops handler_exec_ops = {
 	.name = "exec",
 	.cache_mode = CACHE_JSON,       /* the value goes to the command */
 	.needs_job_ids = true,
-	.checks_fence = false,
 	.commits = false,
 	.waiting_state = SB_FREE,
 	.open = exec_open,

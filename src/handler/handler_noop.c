@@ -42,7 +42,6 @@ const struct handler_ops handler_noop_ops = {
 	.name = "noop",
 	.cache_mode = CACHE_EXISTS,     /* a job whose cache key is gone fails */
 	.needs_job_ids = true,
-	.checks_fence = false,
 	.commits = false,
 	.waiting_state = SB_FREE,
 	.open = noop_open,

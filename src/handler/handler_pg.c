@@ -1,6 +1,6 @@
 /* handler_pg.c - handler = postgres behind the handler interface: the
  * sink (sink_pg.c) writes each batch in one transaction fenced by its
- * batch key; its statuses map onto the handler's. */
+ * batch key, and answers in the handler's statuses. */
 #include "handler.h"
 
 #include "cache.h"
@@ -13,48 +13,41 @@ pg_open(const struct handler_host *host)
 	return sink_pg_new(host->cfg, host->q);
 }
 
-static enum handler_status
-pg_status(enum sink_status st)
+/* A job that will not run is buried when a batch may have written it
+ * (doc/design.md, R11): it carries stamps (an earlier batch of it may have
+ * committed), or it was refused for a reason that may not have held then
+ * in a batch that ran before (its settle lost after its COMMIT). A job
+ * refused for a reason that holds every time (not JSON...) was never
+ * written: it fails at once. */
+static bool
+pg_buries(const struct job *j, bool died, bool resumed)
 {
-	switch (st) {
-	case SINK_OK:
-	case SINK_SENT:
-		return HANDLER_DONE;
-	case SINK_UNAVAILABLE:
-		return HANDLER_WAIT;
-	case SINK_HANDED_BACK:
-		return HANDLER_HANDED_BACK;
-	case SINK_FATAL:
-		break;
-	}
-	return HANDLER_FATAL;
+	if (!died && !j->refusal_varies)
+		return false;
+	return j->nstamps > 0 || (!died && resumed);
 }
 
 static enum handler_status
 pg_run(void *state, struct job *jobs, struct handler_result *results, int n,
     const char *batch_key, char *err, size_t errsize)
 {
-	return pg_status(sink_pg_run(state, jobs, results, n, batch_key, err,
-	    errsize));
+	return sink_pg_run(state, jobs, results, n, batch_key, err, errsize);
 }
 
 static enum handler_status
 pg_send(void *state, struct job *jobs, struct handler_result *results,
     int n, const char *batch_key, bool *sent, char *err, size_t errsize)
 {
-	enum sink_status st = sink_pg_send(state, jobs, results, n, batch_key,
-	    true, err, errsize);
-
-	*sent = st == SINK_SENT;
-	return pg_status(st);
+	return sink_pg_send(state, jobs, results, n, batch_key, sent, err,
+	    errsize);
 }
 
 static enum handler_status
 pg_finish(void *state, struct job *jobs, struct handler_result *results,
     int n, const char *batch_key, char *err, size_t errsize)
 {
-	return pg_status(sink_pg_finish(state, jobs, results, n, batch_key, err,
-	    errsize));
+	return sink_pg_finish(state, jobs, results, n, batch_key, err,
+	    errsize);
 }
 
 static void
@@ -80,7 +73,7 @@ const struct handler_ops handler_pg_ops = {
 	.name = "postgres",
 	.cache_mode = CACHE_ROWS,       /* a cached value is the job's rows */
 	.needs_job_ids = false,         /* the sink names the jobs it fails */
-	.checks_fence = true,
+	.buries = pg_buries,
 	.commits = true,
 	.waiting_state = SB_WAIT_POSTGRES,
 	.open = pg_open,

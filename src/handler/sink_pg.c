@@ -107,7 +107,7 @@ sink_pg_new(const struct ferry_config *cfg, const struct queue_config *q)
 	s->ntargets = pg_target_count(q);
 	s->routed = *q->tables != '\0';
 	s->targets = xcalloc((size_t)s->ntargets, sizeof(*s->targets));
-	s->enc.parts = xcalloc((size_t)s->ntargets, sizeof(*s->enc.parts));
+	s->b.enc.parts = xcalloc((size_t)s->ntargets, sizeof(*s->b.enc.parts));
 	s->ahead.parts = xcalloc((size_t)s->ntargets, sizeof(*s->ahead.parts));
 	s->copies = xcalloc((size_t)s->ntargets, sizeof(*s->copies));
 	for (int t = 0; t < s->ntargets; t++) {
@@ -143,7 +143,7 @@ sink_pg_free(struct sink_pg *s)
 		pg_target_free(&s->targets[t]);
 	free(s->targets);
 	free(s->copies);
-	encoded_free(&s->enc, s->ntargets);
+	encoded_free(&s->b.enc, s->ntargets);
 	encoded_free(&s->ahead, s->ntargets);
 	free(s);
 }
@@ -152,16 +152,16 @@ sink_pg_free(struct sink_pg *s)
 static void
 reserve(struct sink_pg *s, int n)
 {
-	if (n <= s->enc.cap)
+	if (n <= s->b.enc.cap)
 		return;
 	for (int t = 0; t < s->ntargets; t++) {
-		struct sink_pg_rows *p = &s->enc.parts[t];
+		struct sink_pg_rows *p = &s->b.enc.parts[t];
 		p->off = xrealloc(p->off, sizeof(*p->off) * (size_t)n);
 		p->len = xrealloc(p->len, sizeof(*p->len) * (size_t)n);
 	}
-	s->enc.idx = xrealloc(s->enc.idx, sizeof(*s->enc.idx) * (size_t)n);
-	s->enc.skip = xrealloc(s->enc.skip, sizeof(*s->enc.skip) * (size_t)n);
-	s->enc.cap = n;
+	s->b.enc.idx = xrealloc(s->b.enc.idx, sizeof(*s->b.enc.idx) * (size_t)n);
+	s->b.enc.skip = xrealloc(s->b.enc.skip, sizeof(*s->b.enc.skip) * (size_t)n);
+	s->b.enc.cap = n;
 }
 
 /* Until this transaction holds the batch's row, an earlier attempt of the
@@ -217,7 +217,7 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 		log_warn("batch %s was fenced by another worker: its jobs were "
 		    "handed back, this worker stops without settling", key);
 		json_decref(failed);
-		s->fenced = true;
+		s->b.fenced = true;
 		snprintf(f->msg, sizeof(f->msg), "batch %s was fenced by another "
 		    "worker", key);
 		f->cls = PG_ERR_OTHER;
@@ -239,25 +239,28 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 	return true;
 }
 
-/* How the one-round-trip attempt ended. */
-enum fast_result {
-	FAST_DONE,          /* committed, or replayed from the batch row */
-	FAST_FAILED,        /* not committed: f says why */
-	FAST_SLOW_PATH,     /* a row was refused: isolate it the slow way */
-	FAST_SENT,          /* the first COPY's rows went: the COMMIT's reply
+/* How far the write of a batch went: the one-query path's answer, and
+ * the whole write's. */
+enum write_state {
+	WRITE_COMMITTED,    /* every job has its result (committed, or
+	                     * replayed from the batch row) */
+	WRITE_FAILED,       /* not committed: f says why */
+	WRITE_SLOW,         /* one query: a row was refused; the batch goes
+	                     * statement by statement to isolate it */
+	WRITE_SENT,         /* the last COPY's rows went: the COMMIT's reply
 	                     * is still to come (fast_results again) */
 };
 
 /* The replies of the fast query string (pg_target_fast_sql), in order:
  * BEGIN, the batch row, the COPY, (upsert: the apply), COMMIT. With
- * leave_in_flight, stop once the last COPY's rows are sent (FAST_SENT:
- * s->fast keeps where the replies are); else read them to the end. */
-static enum fast_result
+ * leave_in_flight, stop once the last COPY's rows are sent (WRITE_SENT:
+ * s->b.fast keeps where the replies are); else read them to the end. */
+static enum write_state
 fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
 	const int insert_stage = 1, copy_stage = 2;
-	struct sink_pg_fast *fs = &s->fast;
+	struct sink_pg_fast *fs = &s->b.fast;
 	PGresult *r;
 
 	while ((r = PQgetResult(s->conn)) != NULL) {
@@ -270,74 +273,67 @@ fast_results(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		PQclear(r);
 		if (st == PGRES_COPY_IN) {
 			fs->rows_sent = sink_pg_put_rows(s, s->copies[fs->ncopy++],
-			    s->enc.idx, s->enc.nidx);
+			    s->b.enc.idx, s->b.enc.nidx);
 			if (PQputCopyEnd(s->conn, fs->rows_sent ? NULL :
 			    "ferry: sending the rows failed") != 1) {
 				pg_conn_lost(s->conn, f);
-				return FAST_FAILED;
+				return WRITE_FAILED;
 			}
 			/* after the last COPY the server needs nothing more
 			 * from us (with several tables, not before: the next
 			 * COPY would wait for our rows, its transaction open) */
 			if (leave_in_flight && fs->rows_sent &&
 			    fs->ncopy == s->ncopies)
-				return FAST_SENT;
+				return WRITE_SENT;
 			continue;
 		}
 		fs->stage++;
 	}
 	if (!fs->rows_sent) {
 		pg_conn_lost(s->conn, f);
-		return FAST_FAILED;
+		return WRITE_FAILED;
 	}
 	*f = fs->f;
 	if (fs->failed_stage < 0)
-		return FAST_DONE;
+		return WRITE_COMMITTED;
 	if (PQstatus(s->conn) != CONNECTION_OK)
-		return FAST_FAILED;
+		return WRITE_FAILED;
 	PQclear(PQexec(s->conn, "ROLLBACK"));
 	if (fs->failed_stage == insert_stage && strcmp(f->sqlstate, "23505") == 0)
-		return sink_pg_replay(s, key, jobs, res, n, f) ? FAST_DONE :
-		    FAST_FAILED;
+		return sink_pg_replay(s, key, jobs, res, n, f) ? WRITE_COMMITTED :
+		    WRITE_FAILED;
 	/* a refused row (in the COPY or the apply), or a deferred constraint
 	 * that failed at COMMIT */
 	if (fs->failed_stage >= copy_stage && f->cls == PG_ERR_DATA)
-		return FAST_SLOW_PATH;
+		return WRITE_SLOW;
 	if (fs->failed_stage < copy_stage)
 		sink_pg_row_failed(key, f);
-	return FAST_FAILED;
+	return WRITE_FAILED;
 }
 
 /* The common case, a batch without recovered jobs whose rows all encoded,
  * in two round trips (the statements, then the rows and the COMMIT's
  * reply), like a bare COPY in autocommit. */
-static enum fast_result
+static enum write_state
 write_fast(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const char *key, struct pg_failure *f, bool leave_in_flight)
 {
 	char *sql = pg_target_fast_sql(s->targets, s->ntargets, &s->batches,
-	    s->conn, key, s->enc.deletes, s->copies, &s->ncopies);
+	    s->conn, key, s->b.enc.deletes, s->copies, &s->ncopies);
 
 	if (sql == NULL)
-		return FAST_SLOW_PATH;     /* text the escaping refused */
+		return WRITE_SLOW;     /* text the escaping refused */
 	bool sent = PQsendQuery(s->conn, sql) == 1;
 	free(sql);
 	if (!sent) {
 		pg_conn_lost(s->conn, f);
-		return FAST_FAILED;
+		return WRITE_FAILED;
 	}
-	memset(&s->fast, 0, sizeof(s->fast));
-	s->fast.failed_stage = -1;
-	s->fast.rows_sent = true;
+	memset(&s->b.fast, 0, sizeof(s->b.fast));
+	s->b.fast.failed_stage = -1;
+	s->b.fast.rows_sent = true;
 	return fast_results(s, jobs, res, n, key, f, leave_in_flight);
 }
-
-/* How far write_begin went. */
-enum write_state {
-	WRITE_FAILED,       /* not committed: f says why */
-	WRITE_COMMITTED,    /* every job has its result */
-	WRITE_SENT,         /* in flight: write_end gives the result */
-};
 
 /* The end of a batch's write, once its result is known. */
 static enum write_state
@@ -345,28 +341,22 @@ write_done(struct sink_pg *s, bool ok)
 {
 	/* do not hold a huge batch's memory */
 	for (int t = 0; t < s->ntargets; t++)
-		if (s->enc.parts[t].rows.cap > SINK_ROWS_KEEP)
-			copy_buf_free(&s->enc.parts[t].rows);
+		if (s->b.enc.parts[t].rows.cap > SINK_ROWS_KEEP)
+			copy_buf_free(&s->b.enc.parts[t].rows);
 	return ok ? WRITE_COMMITTED : WRITE_FAILED;
 }
 
 /* After the fast path: committed, failed, or a row refused (then the
  * batch statement by statement). */
 static enum write_state
-write_after_fast(struct sink_pg *s, enum fast_result fr, struct job *jobs,
+write_after_fast(struct sink_pg *s, enum write_state fr, struct job *jobs,
     struct handler_result *res, int n, const char *key, struct pg_failure *f)
 {
-	switch (fr) {
-	case FAST_DONE:
-		return write_done(s, true);
-	case FAST_FAILED:
-		return write_done(s, false);
-	case FAST_SENT:
-		return WRITE_SENT;
-	case FAST_SLOW_PATH:
-		break;
-	}
-	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
+	if (fr == WRITE_SENT)
+		return fr;
+	if (fr == WRITE_SLOW)
+		return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
+	return write_done(s, fr == WRITE_COMMITTED);
 }
 
 /* Recovered jobs are checked against their batches first (the slow
@@ -384,14 +374,14 @@ has_fences(const struct job *jobs, int n)
 static void
 swap_ahead(struct sink_pg *s)
 {
-	struct sink_pg_encoded e = s->enc;
+	struct sink_pg_encoded e = s->b.enc;
 
-	s->enc = s->ahead;
+	s->b.enc = s->ahead;
 	s->ahead = e;
 }
 
 /* The batch under key was encoded ahead (sink_pg_prepare): its rows into
- * s->enc. Whatever was ahead is dropped either way. */
+ * s->b.enc. Whatever was ahead is dropped either way. */
 static bool
 take_ahead(struct sink_pg *s, const char *key)
 {
@@ -436,8 +426,8 @@ write_begin(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 	}
 	/* a job that failed to encode is recorded in the batch row: that
 	 * text goes as a parameter, on the slow path */
-	if (!fences && s->enc.nidx > 0 &&
-	    json_object_size(s->enc.failed) == 0 && !s->enc.record_failed)
+	if (!fences && s->b.enc.nidx > 0 &&
+	    json_object_size(s->b.enc.failed) == 0 && !s->b.enc.record_failed)
 		return write_after_fast(s, write_fast(s, jobs, res, n, key, f,
 		    leave_in_flight), jobs, res, n, key, f);
 	return write_done(s, sink_pg_write_slow(s, jobs, res, n, key, f));
@@ -453,17 +443,17 @@ write_end(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 }
 
 /* What a write that did not commit means for the batch. */
-static enum sink_status
+static enum handler_status
 write_failed(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const struct pg_failure *f,
     char *err, size_t errsize)
 {
-	if (s->fenced) {
+	if (s->b.fenced) {
 		for (int i = 0; i < n; i++)     /* nothing was decided */
 			if (jobs[i].invalid == NULL)
 				sink_pg_set_result(&results[i], HANDLER_PENDING, "");
 		snprintf(err, errsize, "postgres: %s", f->msg);
-		return SINK_HANDED_BACK;
+		return HANDLER_HANDED_BACK;
 	}
 	if (f->cls == PG_ERR_UNAVAILABLE || PQstatus(s->conn) != CONNECTION_OK) {
 		snprintf(err, errsize, "postgres: %s%s", f->msg,
@@ -472,78 +462,92 @@ write_failed(struct sink_pg *s, struct job *jobs,
 		    "spent; pg_blocking_pids() names the session)" : "");
 		pg_conn_close(s->conn);
 		s->conn = NULL;
-		return SINK_UNAVAILABLE;
+		return HANDLER_WAIT;
 	}
 	/* a conflict with another transaction: nothing of the jobs is at
 	 * fault, and the batch (rolled back, its row with it) goes again
 	 * under its key, in queue order, the connection kept */
-	if (f->cls == PG_ERR_TRANSIENT && s->conflicts++ < SINK_CONFLICT_AGAIN) {
+	if (f->cls == PG_ERR_TRANSIENT && s->b.conflicts++ < SINK_CONFLICT_AGAIN) {
 		snprintf(err, errsize, "postgres: %s (a conflict with another "
 		    "transaction: the batch goes again, no attempt spent)", f->msg);
-		return SINK_UNAVAILABLE;
+		return HANDLER_WAIT;
 	}
-	s->conflicts = 0;       /* the jobs are retried: a new start */
+	s->b.conflicts = 0;       /* the jobs are retried: a new start */
 	/* transient past that, or unknown: retry the jobs, but those the
 	 * fences (committed) found done or dead */
 	for (int i = 0; i < n; i++)
-		if (jobs[i].invalid == NULL && !(s->decided && s->enc.skip[i]))
+		if (jobs[i].invalid == NULL && !(s->b.decided && s->b.enc.skip[i]))
 			sink_pg_set_result(&results[i], HANDLER_RETRY, f->msg);
-	return SINK_OK;
+	return HANDLER_DONE;
 }
 
-static enum sink_status
+/* What the write of a batch came to (*sent: left in flight). */
+static enum handler_status
 write_status(struct sink_pg *s, enum write_state w, struct job *jobs,
     struct handler_result *results, int n, const struct pg_failure *f,
-    char *err, size_t errsize)
+    bool *sent, char *err, size_t errsize)
 {
-	s->in_flight = w == WRITE_SENT;
-	if (w == WRITE_SENT)
-		return SINK_SENT;
-	return w == WRITE_COMMITTED ? SINK_OK : write_failed(s, jobs, results,
+	s->b.in_flight = w == WRITE_SENT;
+	*sent = s->b.in_flight;
+	return w != WRITE_FAILED ? HANDLER_DONE : write_failed(s, jobs, results,
 	    n, f, err, errsize);
 }
 
-enum sink_status
-sink_pg_send(struct sink_pg *s, struct job *jobs,
+/* The batch written, or with leave_in_flight left in flight (*sent). */
+static enum handler_status
+write_batch(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
-    bool leave_in_flight, char *err, size_t errsize)
+    bool leave_in_flight, bool *sent, char *err, size_t errsize)
 {
 	struct pg_failure f;
 	enum pg_status st;
 
+	*sent = false;
 	if (s->conn == NULL && (st = connect_db(s, err, errsize)) != PG_OK)
-		return st == PG_FATAL ? SINK_FATAL : SINK_UNAVAILABLE;
-	s->fenced = false;
-	s->decided = false;
-	if (strcmp(s->conflict_key, batch_key) != 0) {
-		snprintf(s->conflict_key, sizeof(s->conflict_key), "%s", batch_key);
-		s->conflicts = 0;
+		return st == PG_FATAL ? HANDLER_FATAL : HANDLER_WAIT;
+	s->b.fenced = false;
+	s->b.decided = false;
+	if (strcmp(s->b.conflict_key, batch_key) != 0) {
+		snprintf(s->b.conflict_key, sizeof(s->b.conflict_key), "%s", batch_key);
+		s->b.conflicts = 0;
 	}
 	return write_status(s, write_begin(s, jobs, results, n, batch_key, &f,
-	    leave_in_flight), jobs, results, n, &f, err, errsize);
+	    leave_in_flight), jobs, results, n, &f, sent, err, errsize);
 }
 
-enum sink_status
+enum handler_status
+sink_pg_send(struct sink_pg *s, struct job *jobs,
+    struct handler_result *results, int n, const char *batch_key,
+    bool *sent, char *err, size_t errsize)
+{
+	return write_batch(s, jobs, results, n, batch_key, true, sent, err,
+	    errsize);
+}
+
+enum handler_status
 sink_pg_finish(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize)
 {
 	struct pg_failure f;
+	bool sent;
 
-	if (!s->in_flight) {
+	if (!s->b.in_flight) {
 		snprintf(err, errsize, "postgres: no batch in flight");
-		return SINK_FATAL;
+		return HANDLER_FATAL;
 	}
 	return write_status(s, write_end(s, jobs, results, n, batch_key, &f),
-	    jobs, results, n, &f, err, errsize);
+	    jobs, results, n, &f, &sent, err, errsize);
 }
 
-enum sink_status
+enum handler_status
 sink_pg_run(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize)
 {
-	return sink_pg_send(s, jobs, results, n, batch_key, false, err,
+	bool sent;
+
+	return write_batch(s, jobs, results, n, batch_key, false, &sent, err,
 	    errsize);
 }
 

@@ -12,17 +12,6 @@
 #include "handler.h"
 #include "job.h"
 
-enum sink_status {
-	SINK_OK,            /* every job has its result */
-	SINK_UNAVAILABLE,   /* nothing decided: keep the batch, retry later */
-	SINK_FATAL,         /* cannot ever work (missing table...): stop */
-	SINK_HANDED_BACK,   /* another worker fenced this batch's key: this
-	                     * worker was handed back as dead; it must settle
-	                     * nothing and stop */
-	SINK_SENT,          /* sink_pg_send: the rows went, the COMMIT's
-	                     * reply is for sink_pg_finish */
-};
-
 struct sink_pg;
 
 struct sink_pg *sink_pg_new(const struct ferry_config *cfg,
@@ -33,24 +22,27 @@ void sink_pg_free(struct sink_pg *s);
  * they are. A job with stamps is written only when every batch it names
  * is fenced, never committed (doc/design.md, I3); a job to bury (j->bury)
  * is never written: it fails ("worker died while processing") unless one
- * of its batches committed it. On SINK_UNAVAILABLE or SINK_FATAL err says
- * why. */
-enum sink_status sink_pg_run(struct sink_pg *s, struct job *jobs,
+ * of its batches committed it. The status is the handler's (handler.h):
+ * HANDLER_DONE when every job has its result, HANDLER_WAIT (an outage, or
+ * a conflict sent again under the same key), HANDLER_HANDED_BACK (another
+ * worker fenced this batch's key), HANDLER_FATAL (a missing table...);
+ * err says why on all but HANDLER_DONE. */
+enum handler_status sink_pg_run(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize);
 
 /* sink_pg_run in two halves, so that the worker can fetch and prepare its
- * next batch while PostgreSQL writes this one: with leave_in_flight, a
- * batch that goes in one query string (no recovered jobs, every row
- * encoded) returns SINK_SENT once its rows are sent, and sink_pg_finish
- * (with the same arguments) reads the rest and gives what sink_pg_run
- * would have. Nothing else may use the sink in between but
- * sink_pg_prepare. Any other batch is written whole by sink_pg_send, as
- * by sink_pg_run. */
-enum sink_status sink_pg_send(struct sink_pg *s, struct job *jobs,
+ * next batch while PostgreSQL writes this one: a batch that goes in one
+ * query string (no recovered jobs, every row encoded) is left in flight
+ * once its rows are sent (HANDLER_DONE with *sent, nothing decided yet),
+ * and sink_pg_finish (with the same arguments) reads the rest and gives
+ * what sink_pg_run would have. Nothing else may use the sink in between
+ * but sink_pg_prepare. Any other batch is written whole by sink_pg_send
+ * (*sent false), as by sink_pg_run. */
+enum handler_status sink_pg_send(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
-    bool leave_in_flight, char *err, size_t errsize);
-enum sink_status sink_pg_finish(struct sink_pg *s, struct job *jobs,
+    bool *sent, char *err, size_t errsize);
+enum handler_status sink_pg_finish(struct sink_pg *s, struct job *jobs,
     struct handler_result *results, int n, const char *batch_key,
     char *err, size_t errsize);
 

@@ -35,7 +35,7 @@ sink_pg_record_failure(struct sink_pg *s, struct job *j, const char *msg)
 	char clean[sizeof(((struct handler_result *)0)->message)];
 
 	util_utf8_copy(clean, sizeof(clean), msg, strlen(msg));
-	if (json_object_set_new(s->enc.failed, job_digest(j),
+	if (json_object_set_new(s->b.enc.failed, job_digest(j),
 	    json_string(clean)) != 0) {
 		log_error("cannot record the failure of job %s in its batch row",
 		    job_id(j));
@@ -65,7 +65,7 @@ encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
     size_t len, char *why, size_t whysize)
 {
 	struct pg_target *tg = &s->targets[t];
-	struct copy_buf *rows = &s->enc.parts[t].rows;
+	struct copy_buf *rows = &s->b.enc.parts[t].rows;
 	size_t at = rows->len;
 	bool del = false;
 	/* job_check validated the producer's document: not again */
@@ -81,7 +81,7 @@ encode_rows(struct sink_pg *s, int t, struct job *j, int i, const char *doc,
 		return -1;
 	if (PG_TARGET_BY_KEY(tg))
 		pg_target_row_suffix(rows, at, del, i);
-	s->enc.deletes |= del;
+	s->b.enc.deletes |= del;
 	return 0;
 }
 
@@ -178,7 +178,7 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 	int t, rc;
 
 	for (t = 0; t < s->ntargets; t++)
-		s->enc.parts[t].off[i] = s->enc.parts[t].rows.len;
+		s->b.enc.parts[t].off[i] = s->b.enc.parts[t].rows.len;
 	if (*s->q->table_member != '\0') {
 		rc = (t = member_target(s, j, why, whysize)) < 0 ? -1 :
 		    encode_rows(s, t, j, i, doc, len, why, whysize);
@@ -195,7 +195,7 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 		free(r.rows);
 	}
 	for (t = 0; t < s->ntargets; t++) {
-		struct sink_pg_rows *p = &s->enc.parts[t];
+		struct sink_pg_rows *p = &s->b.enc.parts[t];
 		if (rc != 0)
 			p->rows.len = p->off[i];
 		p->len[i] = p->rows.len - p->off[i];
@@ -206,23 +206,23 @@ encode_tables(struct sink_pg *s, struct job *j, int i, char *why,
 /* Encode the rows of every job to write into each target's buffer (job
  * i's rows at off[i], len[i] bytes; idx lists the jobs, in order). A job
  * whose rows cannot be encoded (or name a table not configured) fails
- * here and is named in s->enc.failed. skip: jobs a fence found written
+ * here and is named in s->b.enc.failed. skip: jobs a fence found written
  * already (NULL: none). */
 void
 sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int n, const bool *skip)
 {
-	struct sink_pg_rows *p0 = &s->enc.parts[0];
+	struct sink_pg_rows *p0 = &s->b.enc.parts[0];
 	char why[256];
 	int rc;
 
-	json_decref(s->enc.failed);
-	s->enc.failed = json_object();
+	json_decref(s->b.enc.failed);
+	s->b.enc.failed = json_object();
 	for (int t = 0; t < s->ntargets; t++)
-		s->enc.parts[t].rows.len = 0;
-	s->enc.nidx = 0;
-	s->enc.deletes = false;
-	s->enc.record_failed = false;
+		s->b.enc.parts[t].rows.len = 0;
+	s->b.enc.nidx = 0;
+	s->b.enc.deletes = false;
+	s->b.enc.record_failed = false;
 	for (int i = 0; i < n; i++) {
 		/* every refused job is named in the batch's record: recovered
 		 * later (its worker died before the ack) and refused for
@@ -231,7 +231,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		 * refused, a fence must not take it for written */
 		if (jobs[i].invalid != NULL && (skip == NULL || !skip[i]) &&
 		    sink_pg_record_failure(s, &jobs[i], jobs[i].invalid) < 0)
-			s->enc.record_failed = true;
+			s->b.enc.record_failed = true;
 		if (jobs[i].invalid != NULL || (skip != NULL && skip[i]))
 			continue;
 		size_t at = p0->rows.len;
@@ -245,7 +245,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 		if (rc == -1) {
 			sink_pg_set_result(&res[i], HANDLER_FAIL, why);
 			if (sink_pg_record_failure(s, &jobs[i], why) < 0)
-				s->enc.record_failed = true;
+				s->b.enc.record_failed = true;
 			continue;
 		}
 		sink_pg_set_result(&res[i], HANDLER_OK, "");
@@ -253,7 +253,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 			p0->off[i] = at;
 			p0->len[i] = p0->rows.len - at;
 		}
-		s->enc.idx[s->enc.nidx++] = i;
+		s->b.enc.idx[s->b.enc.nidx++] = i;
 	}
 }
 
@@ -262,7 +262,7 @@ sink_pg_encode(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 bool
 sink_pg_put_rows(struct sink_pg *s, int t, const int *idx, int n)
 {
-	const struct sink_pg_rows *p = &s->enc.parts[t];
+	const struct sink_pg_rows *p = &s->b.enc.parts[t];
 
 	for (int i = 0; i < n;) {
 		size_t from = p->off[idx[i]], to = from + p->len[idx[i]];

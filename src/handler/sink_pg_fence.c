@@ -175,10 +175,10 @@ sink_pg_fence(struct sink_pg *s, struct job *jobs,
 	bool ok = nb == 0 || fence_all(s, b, nb, f);
 
 	for (int i = 0; ok && i < n; i++)
-		s->enc.skip[i] = jobs[i].invalid == NULL &&
+		s->b.enc.skip[i] = jobs[i].invalid == NULL &&
 		    (jobs[i].nstamps > 0 || jobs[i].bury) &&
 		    !decide(&jobs[i], b, nb, &res[i]);
-	s->decided = ok;
+	s->b.decided = ok;
 	for (int k = 0; k < nb; k++)
 		json_decref(b[k].failed);
 	free(b);

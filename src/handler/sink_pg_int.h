@@ -32,7 +32,7 @@ struct sink_pg_fast {
 	struct pg_failure f;      /* the first statement that failed */
 };
 
-/* One batch's rows, encoded: the batch being written (sink_pg.enc), or
+/* One batch's rows, encoded: the batch being written (sink_pg.b.enc), or
  * the next one, encoded while the one before is in flight (sink_pg.ahead,
  * sink_pg_prepare) and swapped in by its send. */
 struct sink_pg_encoded {
@@ -46,6 +46,22 @@ struct sink_pg_encoded {
 	bool record_failed;       /* a failure could not go into failed */
 };
 
+/* What the sink keeps of the batch it is writing: set again by each send,
+ * but the count of conflicts, which lasts while the same key comes back. */
+struct sink_pg_batch {
+	struct sink_pg_encoded enc; /* its rows */
+	bool fenced;              /* its own batch key was found fenced */
+	char conflict_key[256];   /* the batch a conflict (40001, 40P01) */
+	int conflicts;            /* sent again in place, how many times */
+	bool decided;             /* enc.skip: jobs the fences decided, which
+	                           * stay decided if the batch fails */
+	bool in_flight;           /* sink_pg_send left the COMMIT's reply
+	                           * to sink_pg_finish */
+	struct sink_pg_fast fast;
+};
+
+/* The sink of one worker: its connection and what lasts across batches,
+ * the batch being written, and the next one encoded ahead. */
 struct sink_pg {
 	const struct ferry_config *cfg;
 	const struct queue_config *q;
@@ -58,19 +74,11 @@ struct sink_pg {
 	bool by_key;              /* a target is upsert or update */
 	struct pg_batches batches;
 	int64_t last_prune_ms;
-	struct sink_pg_encoded enc;   /* the batch being written */
-	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
-	char ahead_key[128];      /* its batch key ("": none) */
-	bool fenced;              /* our own batch key was found fenced */
-	char conflict_key[256];   /* the batch a conflict (40001, 40P01) */
-	int conflicts;            /* sent again in place, how many times */
-	bool decided;             /* enc.skip: jobs the fences decided, which
-	                           * stay decided if the batch fails */
-	bool in_flight;           /* sink_pg_send left the COMMIT's reply
-	                           * to sink_pg_finish */
-	struct sink_pg_fast fast;
 	int commits_safe;         /* last connection's commits wait for a
 	                           * standby: 1, do not: 0, unknown: -1 */
+	struct sink_pg_batch b;       /* the batch being written */
+	struct sink_pg_encoded ahead; /* the next, when ahead_key is set */
+	char ahead_key[128];      /* its batch key ("": none) */
 };
 
 /* A statement without parameters or rows. */
@@ -86,7 +94,7 @@ int sink_pg_record_failure(struct sink_pg *s, struct job *j,
 #define SINK_PG_BY_DIGEST ""
 /* Why a batch's record (NULL: none) says job j failed; NULL: it did not. */
 json_t *sink_pg_recorded(json_t *failed, struct job *j);
-/* Encode the rows of every job to write into s->enc (its idx lists them);
+/* Encode the rows of every job to write into s->b.enc (its idx lists them);
  * skip: jobs a fence found written already (NULL: none). */
 void sink_pg_encode(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const bool *skip);
@@ -99,8 +107,8 @@ void sink_pg_row_failed(const char *key, struct pg_failure *f);
 bool sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f);
 /* Recovered jobs (stamps, bury) checked against their batches, in a
- * transaction of its own (sink_pg_fence.c): s->enc.skip[i] for each job
- * decided there (res[i] done or dead), s->decided. False with f (an
+ * transaction of its own (sink_pg_fence.c): s->b.enc.skip[i] for each job
+ * decided there (res[i] done or dead), s->b.decided. False with f (an
  * outage) when the fences could not go in. */
 bool sink_pg_fence(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f);

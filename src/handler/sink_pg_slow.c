@@ -184,7 +184,7 @@ copy_part(struct sink_pg *s, const int *idx, int n, struct job *jobs,
 
 	if (!sink_pg_sql(s, "SAVEPOINT ferry_part", f))
 		return false;
-	pg_target_statements(s->targets, s->ntargets, s->enc.deletes, false,
+	pg_target_statements(s->targets, s->ntargets, s->b.enc.deletes, false,
 	    &sf.fn);
 	missing = sf.ok ? after_part(s, jobs, res, f) : -1;
 	if (missing == 0)
@@ -227,7 +227,7 @@ writes_by_key(const struct sink_pg *s, int i)
 	if (!s->routed)
 		return true;
 	for (int t = 0; t < s->ntargets; t++)
-		if (PG_TARGET_BY_KEY(&s->targets[t]) && s->enc.parts[t].len[i] > 0)
+		if (PG_TARGET_BY_KEY(&s->targets[t]) && s->b.enc.parts[t].len[i] > 0)
 			return true;
 	return false;
 }
@@ -253,9 +253,9 @@ unrecord(struct sink_pg *s, struct job *jobs, struct handler_result *res,
 
 	for (int k = 0; k < n; k++) {
 		const char *d = job_digest(&jobs[again[k]]);
-		if (json_object_get(s->enc.failed, d) != NULL) {
+		if (json_object_get(s->b.enc.failed, d) != NULL) {
 			json_object_set_new(gone, d, json_true());
-			json_object_del(s->enc.failed, d);
+			json_object_del(s->b.enc.failed, d);
 		}
 	}
 	for (int i = 0; i < njobs && ok && json_object_size(gone) > 0; i++)
@@ -277,15 +277,15 @@ static bool
 copy_again(struct sink_pg *s, struct job *jobs, struct handler_result *res,
     int njobs, struct pg_failure *f)
 {
-	int *again = xmalloc(sizeof(*again) * (size_t)s->enc.nidx), n, still;
+	int *again = xmalloc(sizeof(*again) * (size_t)s->b.enc.nidx), n, still;
 	bool ok = true;
 
 	for (still = -1; ok; ) {
 		n = 0;
-		for (int k = 0; k < s->enc.nidx; k++)
-			if (res[s->enc.idx[k]].outcome == HANDLER_FAIL &&
-			    !writes_by_key(s, s->enc.idx[k]))
-				again[n++] = s->enc.idx[k];
+		for (int k = 0; k < s->b.enc.nidx; k++)
+			if (res[s->b.enc.idx[k]].outcome == HANDLER_FAIL &&
+			    !writes_by_key(s, s->b.enc.idx[k]))
+				again[n++] = s->b.enc.idx[k];
 		if (n == 0 || n == still)
 			break;          /* all in, or no progress */
 		for (int k = 0; k < n; k++)
@@ -308,7 +308,7 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 	bool ok = false;
 
 	for (int i = 0; i < n; i++)
-		s->enc.skip[i] = false;
+		s->b.enc.skip[i] = false;
 	if (!sink_pg_fence(s, jobs, res, n, f))
 		return false;
 	/* deferred constraints are checked after each statement here, so
@@ -328,28 +328,28 @@ sink_pg_write_slow(struct sink_pg *s, struct job *jobs,
 		    sink_pg_replay(s, key, jobs, res, n, f);
 		goto out;
 	}
-	sink_pg_encode(s, jobs, res, n, s->enc.skip);
+	sink_pg_encode(s, jobs, res, n, s->b.enc.skip);
 	/* what the fences decided is part of this batch's record too */
 	for (int i = 0; i < n; i++)
-		if (s->enc.skip[i] && res[i].outcome == HANDLER_FAIL &&
+		if (s->b.enc.skip[i] && res[i].outcome == HANDLER_FAIL &&
 		    sink_pg_record_failure(s, &jobs[i], res[i].message) < 0)
-			s->enc.record_failed = true;
-	if (s->enc.record_failed) {
+			s->b.enc.record_failed = true;
+	if (s->b.enc.record_failed) {
 		snprintf(f->msg, sizeof(f->msg), "XX000: cannot record a failed "
 		    "job in the batch row");
 		f->cls = PG_ERR_OTHER;
 		pg_failure_set_state(f, "XX000");
 		goto out;
 	}
-	if (s->enc.nidx > 0 && (!copy_part(s, s->enc.idx, s->enc.nidx, jobs,
+	if (s->b.enc.nidx > 0 && (!copy_part(s, s->b.enc.idx, s->b.enc.nidx, jobs,
 	    res, f) || !copy_again(s, jobs, res, n, f)))
 		goto out;
-	if (json_object_size(s->enc.failed) > 0) {
+	if (json_object_size(s->b.enc.failed) > 0) {
 		char *text = NULL;
-		if (json_object_set_new(s->enc.failed, SINK_PG_BY_DIGEST,
+		if (json_object_set_new(s->b.enc.failed, SINK_PG_BY_DIGEST,
 		    json_string("failed jobs are named by the SHA-1 of their "
 		    "documents")) != 0 ||
-		    (text = json_dumps(s->enc.failed, JSON_COMPACT)) == NULL) {
+		    (text = json_dumps(s->b.enc.failed, JSON_COMPACT)) == NULL) {
 			/* a NULL record would read as "none failed", one
 			 * without the marker by job id */
 			snprintf(f->msg, sizeof(f->msg), "XX000: cannot encode the "

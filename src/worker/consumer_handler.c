@@ -166,8 +166,8 @@ consumer_finish_handler(struct consumer *c, struct consumer_lane *ln)
 }
 
 /* Parse the jobs and read the cache keys they name; an invalid job (or one
- * whose cache key is gone) fails at once, unless a fencing handler must
- * first check the batches of a recovered one (bury). False when the
+ * whose cache key is gone) fails at once, unless the handler buries it
+ * (handler_ops.buries: a batch may have written it). False when the
  * connection failed while reading the cache (the batch stays held). */
 bool
 consumer_prepare(struct consumer *c, struct batch *b)
@@ -183,10 +183,10 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		    b->wrapped);
 		if (h->needs_job_ids)
 			job_id(j);
-		/* recovered too often: never run again; a fencing handler
-		 * buries it (doc/design.md, R11) */
+		/* recovered too often: never run again, failed or buried
+		 * as the handler says */
 		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
-			if (h->checks_fence && j->nstamps > 0)
+			if (h->buries != NULL && h->buries(j, true, !b->fresh))
 				j->bury = true;
 			else
 				j->invalid = CONSUMER_DIED_REASON;
@@ -197,13 +197,9 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		return false;
 	for (int i = 0; i < b->n; i++) {
 		struct job *j = &b->jobs[i];
-		/* refused for a reason that may not have held in its
-		 * batches, a recovered job, or one of a batch resumed after
-		 * its connection dropped (its settle may have been lost after
-		 * its COMMIT), may have been written: buried (doc/design.md,
-		 * R12) */
-		if (j->invalid != NULL && j->refusal_varies &&
-		    h->checks_fence && (j->nstamps > 0 || !b->fresh)) {
+		/* refused: failed now, or buried as the handler says */
+		if (j->invalid != NULL && h->buries != NULL &&
+		    h->buries(j, false, !b->fresh)) {
 			j->bury = true;
 			j->bury_reason = j->invalid;
 			j->invalid = NULL;

@@ -93,7 +93,7 @@ held_batches_wait(holder_fn *hold, const char *prefix, const char *want)
 		for (int round = 0; round < 2; round++) {
 			memset(res, 0, sizeof(res));
 			cr_assert_eq(sink_pg_run(s, jobs[c], res, 3, key[c], err,
-			    sizeof(err)), SINK_UNAVAILABLE, "%s: %s (job 0: %d %s)",
+			    sizeof(err)), HANDLER_WAIT, "%s: %s (job 0: %d %s)",
 			    key[c], err, res[0].outcome, res[0].message);
 			cr_assert_not_null(strstr(err, want), "%s", err);
 			for (int i = 0; i < 3; i++)
@@ -163,13 +163,13 @@ Test(batch_row, what_the_fences_found_stands_when_the_batch_fails)
 	for (int run = 0; run < 5; run++) {
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, batch, res, 2, "c:1", err,
-		    sizeof(err)), SINK_UNAVAILABLE, "run %d: %s", run, err);
+		    sizeof(err)), HANDLER_WAIT, "run %d: %s", run, err);
 		cr_assert_not_null(strstr(err, "40001"), "%s", err);
 		cr_assert_not_null(strstr(err, "no attempt spent"), "%s", err);
 	}
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, batch, res, 2, "c:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_OK, "J: %d %s", res[0].outcome,
 	    res[0].message);
 	cr_assert_eq(res[1].outcome, HANDLER_RETRY, "K: %d %s", res[1].outcome,
@@ -207,7 +207,7 @@ Test(batch_row, statement_timeout_on_the_row_is_an_outage)
 	h_pg_exec(&sc_d, "CREATE TRIGGER slow_key BEFORE INSERT ON ferry_batches "
 	    "FOR EACH ROW EXECUTE FUNCTION slow_key()");
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "t:1", err, sizeof(err)),
-	    SINK_UNAVAILABLE, "%s (job 0: %d %s)", err, res[0].outcome,
+	    HANDLER_WAIT, "%s (job 0: %d %s)", err, res[0].outcome,
 	    res[0].message);
 	cr_assert_not_null(strstr(err, "57014"), "%s", err);
 	for (int i = 0; i < 3; i++)

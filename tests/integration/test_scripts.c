@@ -393,7 +393,7 @@ Test(scripts, reclaim_is_total)
  * move a job into its list after the hand-back. The reclaim leaves a
  * tombstone in owners: the worker's settle is refused (the list is not its
  * own any more), and the reaper finds the list and hands the job back
- * (doc/design.md, R17, R20). */
+ * (doc/design.md, R16, R19). */
 Test(scripts, late_job_in_a_handed_back_list_goes_back)
 {
 	struct sargs a;

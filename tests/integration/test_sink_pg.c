@@ -13,18 +13,20 @@
 
 TestSuite(sink_pg, .fini = sc_teardown, .timeout = 120);
 
-/* pipeline: the batch sent (SINK_SENT), then finished: it commits, every
- * job done. */
+/* pipeline: the batch sent (left in flight), then finished: it commits,
+ * every job done. */
 static void
 send_then_finish_ok(struct sink_pg *s, struct job *jobs,
     struct handler_result *res, int n, const char *key)
 {
 	char err[256];
+	bool sent;
 
-	cr_assert_eq(sink_pg_send(s, jobs, res, n, key, true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_send(s, jobs, res, n, key, &sent, err,
+	    sizeof(err)), HANDLER_DONE, "%s", err);
+	cr_assert(sent, "the batch was not left in flight");
 	cr_assert_eq(sink_pg_finish(s, jobs, res, n, key, err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(res, n, HANDLER_OK);
 }
 
@@ -40,11 +42,11 @@ Test(sink_pg, same_batch_twice_is_written_once)
 	sc_make_jobs(jobs, els, 0, 10, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(res, 10, HANDLER_OK);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 10, "w1:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(res, 10, HANDLER_OK);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 10);
 	h_jobs_free(jobs, 10);
@@ -71,7 +73,7 @@ Test(sink_pg, zombie_commit_is_rejected)
 		char key[16];
 		snprintf(key, sizeof(key), "b:%d", i + 1);
 		cr_assert_eq(sink_pg_run(b, &stamped[i], res, 1, key, err,
-		    sizeof(err)), SINK_OK, "%s", err);
+		    sizeof(err)), HANDLER_DONE, "%s", err);
 		sc_assert_all(res, 1, HANDLER_OK);
 	}
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5);
@@ -82,7 +84,7 @@ Test(sink_pg, zombie_commit_is_rejected)
 
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(a, jobs, res, 5, "a:1", err, sizeof(err)),
-	    SINK_HANDED_BACK, "%s", err);
+	    HANDLER_HANDED_BACK, "%s", err);
 	sc_assert_all(res, 5, HANDLER_PENDING);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5,
 	    "the zombie's commit went through");
@@ -137,7 +139,7 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	for (int round = 0; round < 2; round++) {
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:9", err,
-		    sizeof(err)), SINK_OK, "%s", err);
+		    sizeof(err)), HANDLER_DONE, "%s", err);
 		for (int i = 0; i < 6; i++)
 			cr_assert_eq(res[i].outcome, i == 1 || i == 3 ?
 			    HANDLER_FAIL : HANDLER_OK, "round %d job %d: %s", round,
@@ -161,7 +163,7 @@ Test(sink_pg, failures_are_recorded_and_replayed)
 	h_jobs_free(jobs, 6);
 	sc_make_jobs(jobs, els, 0, 6, NULL);
 	cr_assert_eq(sink_pg_run(s, jobs, res, 6, "w1:10", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
 		    "job %d: %s", i, res[i].message);
@@ -183,7 +185,7 @@ run_six_job_3_refused(struct sink_pg *s, struct job *jobs,
 
 	memset(res, 0, 6 * sizeof(*res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 6, key, err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(res[i].outcome, i == 3 ? HANDLER_FAIL : HANDLER_OK,
 		    "job %d: %s", i, res[i].message);
@@ -269,7 +271,7 @@ Test(sink_pg, job_recovered_twice_is_written_once)
 	sc_make_jobs(twice + 2, tels + 2, 2, 2, "\"K2\",\"K1\"");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, twice, res, 4, "K3", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(res, 4, HANDLER_OK);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 4,
 	    "a job recovered twice was written twice");
@@ -297,7 +299,7 @@ Test(sink_pg, own_key_found_fenced_decides_nothing)
 	sc_make_jobs(jobs, els, 0, 3, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w:5", err, sizeof(err)),
-	    SINK_HANDED_BACK, "%s", err);
+	    HANDLER_HANDED_BACK, "%s", err);
 	sc_assert_all(res, 3, HANDLER_PENDING);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 0);
 	h_jobs_free(jobs, 3);
@@ -319,14 +321,14 @@ Test(sink_pg, bury_checks_the_stamps_first)
 	sc_make_jobs(jobs, els, 0, 1, NULL);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 1, "K1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_make_jobs(buried, bels, 0, 1, "\"K1\"");      /* written under K1 */
 	sc_make_jobs(buried + 1, bels + 1, 1, 1, "\"K9\"");  /* K9 never did */
 	buried[0].bury = buried[1].bury = true;
 	for (int round = 0; round < 2; round++) {
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, buried, res, 2, "K5", err,
-		    sizeof(err)), SINK_OK, "%s", err);
+		    sizeof(err)), HANDLER_DONE, "%s", err);
 		cr_assert_eq(res[0].outcome, HANDLER_OK, "round %d", round);
 		cr_assert_eq(res[1].outcome, HANDLER_FAIL, "round %d", round);
 		cr_assert_str_eq(res[1].message, "worker died while processing");
@@ -362,7 +364,7 @@ Test(sink_pg, long_multibyte_message_is_recorded)
 	for (int round = 0; round < 2; round++) {
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, jobs, res, 4, "w:8", err, sizeof(err)),
-		    SINK_OK, "%s", err);
+		    HANDLER_DONE, "%s", err);
 		for (int i = 0; i < 4; i++)
 			cr_assert_eq(res[i].outcome, i == 2 ? HANDLER_FAIL :
 			    HANDLER_OK, "round %d job %d: %s", round, i,
@@ -399,12 +401,12 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	    "WHERE key = 'w1:1'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
-	    SINK_UNAVAILABLE, "%s", err);
+	    HANDLER_WAIT, "%s", err);
 	cr_assert_not_null(strstr(err, "postgres: XX000: ferry_batches row "
 	    "w1:1: its record of failed jobs (column failed) does not parse "),
 	    "%s", err);
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w1:2", err, sizeof(err)),
-	    SINK_UNAVAILABLE, "%s", err);
+	    HANDLER_WAIT, "%s", err);
 	cr_assert_not_null(strstr(err, "does not parse"), "%s", err);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM ferry_batches"), 1);
 
@@ -414,14 +416,14 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	h_pg_exec(&sc_d, sql);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 3, "w1:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_OK);
 	cr_assert_eq(res[1].outcome, HANDLER_FAIL);
 	cr_assert_str_eq(res[1].message, "boom");
 	cr_assert_eq(res[2].outcome, HANDLER_OK);
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w1:2", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	/* a recovered job its batch failed was not written there: now */
 	cr_assert_eq(res[0].outcome, HANDLER_OK, "%s", res[0].message);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 4);
@@ -436,14 +438,14 @@ Test(sink_pg, failed_record_of_a_batch_row)
 	    "WHERE key = 'w1:3'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_str_eq(res[0].message, "older");
 	h_pg_exec(&sc_d, "UPDATE ferry_batches SET failed = '{\"\": \"by digest\", "
 	    "\"old\": \"older\"}' WHERE key = 'w1:3'");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, own, res, 1, "w1:3", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_OK, "%s", res[0].message);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 5);
 	h_jobs_free(own, 1);
@@ -473,13 +475,13 @@ Test(sink_pg, copy_that_cannot_start_is_an_outage)
 	h_pg_exec(&sc_d, "ALTER TABLE events RENAME TO events_away");
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
-	    SINK_UNAVAILABLE, "%s (outcome %d %s)", err, res[0].outcome,
+	    HANDLER_WAIT, "%s (outcome %d %s)", err, res[0].outcome,
 	    res[0].message);
 	cr_assert_not_null(strstr(err, "42P01: "), "%s", err);
 	cr_assert_neq(res[0].outcome, HANDLER_RETRY);
 	cr_assert_neq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_eq(sink_pg_run(s, stamped, res, 1, "w:2", err, sizeof(err)),
-	    SINK_UNAVAILABLE, "%s", err);
+	    HANDLER_WAIT, "%s", err);
 	cr_assert_not_null(strstr(err, "does not exist"), "%s", err);
 	h_pg_exec(&sc_d, "ALTER TABLE events_away RENAME TO events");
 	sc_run_ok(s, stamped, res, 1, "w:2");
@@ -538,7 +540,7 @@ Test(sink_pg, ferry_batches_is_pinned_to_its_schema)
 }
 
 /* pipeline: sink_pg_send leaves a batch that goes in one query string in
- * flight (SINK_SENT, nothing decided yet) and sink_pg_finish gives its
+ * flight (left in flight, nothing decided yet) and sink_pg_finish gives its
  * result; the same key sent again is a replay, answered without a flight;
  * a batch with a row PostgreSQL refuses is sent whole and finish isolates
  * the row (dead, its SQLSTATE) as run would. */
@@ -548,6 +550,7 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 	struct job jobs[10], bad[3];
 	struct handler_result res[10];
 	char els[10][128], bels[3][128], err[256];
+	bool sent;
 
 	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
 	sc_make_jobs(jobs, els, 0, 10, NULL);
@@ -557,8 +560,9 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 
 	/* its ack lost: the same key again, answered from the batch row */
 	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", true, err,
-	    sizeof(err)), SINK_OK, "%s", err);
+	cr_assert_eq(sink_pg_send(s, jobs, res, 10, "p:1", &sent, err,
+	    sizeof(err)), HANDLER_DONE, "%s", err);
+	cr_assert(!sent, "the batch was left in flight");
 	sc_assert_all(res, 10, HANDLER_OK);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events"), 10);
 
@@ -567,10 +571,11 @@ Test(sink_pg, send_then_finish_is_run_in_two_halves)
 	h_job_parse(&bad[1], bels[1], 128, false, "{\"n\":\"x\"}");
 	h_job_parse(&bad[2], bels[2], 128, false, "{\"n\":%d}", 102);
 	memset(res, 0, sizeof(res));
-	cr_assert_eq(sink_pg_send(s, bad, res, 3, "p:2", true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_send(s, bad, res, 3, "p:2", &sent, err,
+	    sizeof(err)), HANDLER_DONE, "%s", err);
+	cr_assert(sent, "the batch was not left in flight");
 	cr_assert_eq(sink_pg_finish(s, bad, res, 3, "p:2", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_OK);
 	cr_assert_eq(res[1].outcome, HANDLER_FAIL);
 	cr_assert(strncmp(res[1].message, "22P02", 5) == 0, "%s",
@@ -597,6 +602,7 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	struct handler_result ra[10], rb[10], rc[10], re[10], rf[10];
 	char ea[10][128], eb[10][128], ec[10][128], ee[10][128], ef[10][128];
 	char err[256];
+	bool sent;
 	struct sink_pg *s = sink_pg_new(&sc_cfg, q);
 
 	/* not connected yet: nothing is done ahead */
@@ -604,8 +610,9 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	memset(ra, 0, sizeof(ra));
 	sink_pg_prepare(s, a, ra, 10, "p:a");
 	sc_assert_all(ra, 10, HANDLER_PENDING);
-	cr_assert_eq(sink_pg_send(s, a, ra, 10, "p:a", true, err,
-	    sizeof(err)), SINK_SENT, "%s", err);
+	cr_assert_eq(sink_pg_send(s, a, ra, 10, "p:a", &sent, err,
+	    sizeof(err)), HANDLER_DONE, "%s", err);
+	cr_assert(sent, "the batch was not left in flight");
 
 	/* b ahead while a is in flight, then b's first document changed */
 	sc_make_jobs(b, eb, 100, 10, NULL);
@@ -615,7 +622,7 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	cr_assert_str_eq(eb[0], "{\"n\":100}");
 	eb[0][5] = '9';
 	cr_assert_eq(sink_pg_finish(s, a, ra, 10, "p:a", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(ra, 10, HANDLER_OK);
 	send_then_finish_ok(s, b, rb, 10, "p:b");
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n = 100"),
@@ -630,7 +637,7 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	sc_make_jobs(e, ee, 300, 10, NULL);
 	memset(re, 0, sizeof(re));
 	cr_assert_eq(sink_pg_run(s, e, re, 10, "p:e", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	sc_assert_all(re, 10, HANDLER_OK);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 300 "
 	    "AND n < 400"), 10);
@@ -647,8 +654,9 @@ Test(sink_pg, rows_encoded_ahead_are_written_by_that_batch_only)
 	cr_assert_eq(rf[4].outcome, HANDLER_FAIL);
 	cr_assert(strstr(rf[4].message, "not an object") != NULL, "%s",
 	    rf[4].message);
-	cr_assert_eq(sink_pg_send(s, f, rf, 10, "p:f", true, err,
-	    sizeof(err)), SINK_OK, "%s", err);
+	cr_assert_eq(sink_pg_send(s, f, rf, 10, "p:f", &sent, err,
+	    sizeof(err)), HANDLER_DONE, "%s", err);
+	cr_assert(!sent, "the batch was left in flight");
 	cr_assert_eq(rf[4].outcome, HANDLER_FAIL);
 	cr_assert_eq(h_pg_int(&sc_d, "SELECT count(*) FROM events WHERE n >= 400"),
 	    9);

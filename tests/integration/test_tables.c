@@ -262,7 +262,7 @@ Test(tables, too_deep_a_document_says_so)
 		h_job_parse(&job, el, sizeof(el), false, shapes[i], deep);
 		memset(res, 0, sizeof(res));
 		cr_assert_eq(sink_pg_run(s, &job, res, 1, "w:1", err,
-		    sizeof(err)), SINK_OK, "%s", err);
+		    sizeof(err)), HANDLER_DONE, "%s", err);
 		cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 		cr_assert_not_null(strstr(res[0].message, "nesting deeper than "
 		    "64"), "%s: %s", extra[i], res[0].message);
@@ -298,7 +298,7 @@ Test(tables, kept_record_entry_has_the_reason_of_the_copy_that_failed)
 	char err[256];
 	memset(res, 0, sizeof(res));
 	cr_assert_eq(sink_pg_run(s, jobs, res, 4, "c:1", err, sizeof(err)),
-	    SINK_OK, "%s", err);
+	    HANDLER_DONE, "%s", err);
 	cr_assert_eq(res[0].outcome, HANDLER_FAIL);
 	cr_assert_eq(res[1].outcome, HANDLER_OK, "%s", res[1].message);
 	cr_assert_eq(res[2].outcome, HANDLER_FAIL);

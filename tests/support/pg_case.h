@@ -23,7 +23,7 @@ const struct queue_config *pc_setup(struct ferryd *d,
 /* init-db's check (creating ferry_batches) passes; a sink for q. */
 struct sink_pg *pc_sink(struct ferry_config *cfg,
     const struct queue_config *q);
-/* Documents (each at most 127 bytes) as one batch under key: SINK_OK,
+/* Documents (each at most 127 bytes) as one batch under key: HANDLER_DONE,
  * and job i done, or dead when dead (NULL: none) has dead[i], its
  * message starting with dead[i]. */
 void pc_run(struct sink_pg *s, const char *const *docs, int n,
