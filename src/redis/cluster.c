@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
+#include "redis_ask.h"
 #include "redis_auth.h"
 
 static int first;           /* the seed asked first: answered last */
@@ -94,7 +94,6 @@ static int
 ask_seed(const struct ferry_config *cfg, int i, int slot, long timeout_ms,
     char *host, size_t hostsize, int *port, char *err, size_t errsize)
 {
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	char shost[CONFIG_HOST_MAX];
 	const char *auth[3];
 	int sport, nauth = redis_auth_argv(cfg, auth), rc = -1;
@@ -106,14 +105,10 @@ ask_seed(const struct ferry_config *cfg, int i, int slot, long timeout_ms,
 		    i + 1);
 		return -1;
 	}
-	c = redisConnectWithTimeout(shost, sport, tv);
-	if (c == NULL || c->err) {
-		snprintf(err, errsize, "cluster node %s:%d: %s", shost, sport,
-		    c != NULL ? c->errstr : "out of memory");
-		redisFree(c);
+	c = redis_ask_connect("cluster node", shost, sport, timeout_ms, err,
+	    errsize);
+	if (c == NULL)
 		return -1;
-	}
-	redisSetTimeout(c, tv);
 	if (nauth > 0) {
 		r = redisCommandArgv(c, nauth, auth, NULL);
 		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -138,9 +133,7 @@ ask_seed(const struct ferry_config *cfg, int i, int slot, long timeout_ms,
 	else
 		rc = 0;
 out:
-	freeReplyObject(r);
-	redisFree(c);
-	return rc;
+	return redis_ask_end(c, r, rc);
 }
 
 int

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "config.h"
+#include "redis_ask.h"
 
 static int first;           /* the sentinel asked first: answered last */
 
@@ -33,7 +33,6 @@ static int
 ask_one(const struct ferry_config *cfg, int i, long timeout_ms, char *host,
     size_t hostsize, int *port, char *err, size_t errsize)
 {
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	char shost[CONFIG_HOST_MAX];
 	int sport, rc = -1;
 	redisContext *c;
@@ -44,14 +43,10 @@ ask_one(const struct ferry_config *cfg, int i, long timeout_ms, char *host,
 		    "HOST:PORT", i + 1);
 		return -1;
 	}
-	c = redisConnectWithTimeout(shost, sport, tv);
-	if (c == NULL || c->err) {
-		snprintf(err, errsize, "sentinel %s:%d: %s", shost, sport,
-		    c != NULL ? c->errstr : "out of memory");
-		redisFree(c);
+	c = redis_ask_connect("sentinel", shost, sport, timeout_ms, err,
+	    errsize);
+	if (c == NULL)
 		return -1;
-	}
-	redisSetTimeout(c, tv);
 	if (*cfg->redis_sentinel_password != '\0') {
 		r = redisCommand(c, "AUTH %s", cfg->redis_sentinel_password);
 		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -86,9 +81,7 @@ ask_one(const struct ferry_config *cfg, int i, long timeout_ms, char *host,
 		rc = 0;
 	}
 out:
-	freeReplyObject(r);
-	redisFree(c);
-	return rc;
+	return redis_ask_end(c, r, rc);
 }
 
 int
