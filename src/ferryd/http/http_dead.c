@@ -167,6 +167,31 @@ http_dead_page_reply_ok(const redisReply *rep)
 	return true;
 }
 
+const struct queue_config *
+http_dead_reply_queue(struct master *m, const redisReply *rep,
+    const char *queue, unsigned *status, const char **what)
+{
+	const struct queue_config *q;
+
+	if (rep == NULL) {
+		*status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		*what = "the connection to redis was lost (the master "
+		    "reconnects; try again)";
+		return NULL;
+	}
+	if ((q = config_find_queue(master_control_config(m), queue)) == NULL) {
+		*status = MHD_HTTP_NOT_FOUND;
+		*what = "the queue is gone (reload)";
+		return NULL;
+	}
+	if (rep->type == REDIS_REPLY_ERROR) {
+		*status = MHD_HTTP_BAD_GATEWAY;
+		*what = rep->str;
+		return NULL;
+	}
+	return q;
+}
+
 static void
 op_done(struct dead_op *op)
 {
@@ -313,19 +338,12 @@ static void
 on_reply(struct master *m, redisReply *rep, void *priv)
 {
 	struct dead_op *op = priv;
+	const char *what;
+	unsigned status;
 
-	if (rep == NULL) {
-		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "the connection to redis "
-		    "was lost (the master reconnects; try again)");
-		return;
-	}
-	if ((op->q = config_find_queue(master_control_config(m), op->queue)) ==
-	    NULL) {
-		op_fail(op, MHD_HTTP_NOT_FOUND, "the queue is gone (reload)");
-		return;
-	}
-	if (rep->type == REDIS_REPLY_ERROR) {
-		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
+	if ((op->q = http_dead_reply_queue(m, rep, op->queue, &status,
+	    &what)) == NULL) {
+		op_fail(op, status, what);
 		return;
 	}
 	if (op->what == DEAD_ONE) {

@@ -55,6 +55,13 @@ int http_dead_page(struct master *m, const char *queue, const char *dead,
 /* Is rep dead_page.lua's answer: { LLEN, (length, sha1, prefix)... }? */
 struct redisReply;
 bool http_dead_page_reply_ok(const struct redisReply *rep);
+/* What every reply to a read of queue's dead letters is checked for
+ * first: an answer at all, a queue still configured, no Redis error. The
+ * queue's configuration, or NULL with the HTTP status and message to
+ * fail the request with. */
+const struct queue_config *http_dead_reply_queue(struct master *m,
+    const struct redisReply *rep, const char *queue, unsigned *status,
+    const char **what);
 /* The members of one entry (its first len of total bytes): index, id,
  * sha1, bytes, its header (or the raw bytes of a malformed one) and, with
  * job, its document; "truncated" when it was cut. */

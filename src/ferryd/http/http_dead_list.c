@@ -147,19 +147,12 @@ on_page(struct master *m, redisReply *rep, void *priv)
 {
 	struct list_op *op = priv;
 	const struct queue_config *q;
+	const char *what;
+	unsigned status;
 
-	if (rep == NULL) {
-		op_fail(op, MHD_HTTP_SERVICE_UNAVAILABLE, "the connection to redis "
-		    "was lost (the master reconnects; try again)");
-		return;
-	}
-	if ((q = config_find_queue(master_control_config(m), op->queue)) ==
+	if ((q = http_dead_reply_queue(m, rep, op->queue, &status, &what)) ==
 	    NULL) {
-		op_fail(op, MHD_HTTP_NOT_FOUND, "the queue is gone (reload)");
-		return;
-	}
-	if (rep->type == REDIS_REPLY_ERROR) {
-		op_fail(op, MHD_HTTP_BAD_GATEWAY, rep->str);
+		op_fail(op, status, what);
 		return;
 	}
 	if (!http_dead_page_reply_ok(rep)) {
