@@ -39,68 +39,72 @@ struct row_case {
 	const char *want;
 };
 
-static void
-expect_rows(const char *spec, const struct row_case *rc, size_t n)
-{
-	struct copy_columns c;
-	struct copy_buf b = { 0 };
-	char err[256], *d;
-	size_t i, len;
-	int rows;
-
-	parse_ok(spec, &c);
-	for (i = 0; i < n; i++) {
-		d = dq(rc[i].doc, &len);
-		b.len = 0;
-		err[0] = '\0';
-		rows = copy_encode_job(d, len, &c, &b, err, sizeof(err));
-		cr_assert_eq(rows, rc[i].rows, "%s: %d rows (%s)", rc[i].doc,
-		    rows, err);
-		cr_assert(b.len == strlen(rc[i].want) && (b.len == 0 ||
-		    memcmp(b.data, rc[i].want, b.len) == 0),
-		    "%s:\n got [%.*s]\nwant [%s]", rc[i].doc, (int)b.len,
-		    b.len ? b.data : "", rc[i].want);
-		free(d);
-	}
-	copy_buf_free(&b);
-	copy_columns_free(&c);
-}
-
 struct err_case {
 	const char *doc;
 	const char *msg;
 };
 
+static void
+check_rows(const struct copy_columns *c, struct copy_buf *b, const char *d,
+    size_t len, const struct row_case *rc)
+{
+	char err[256] = "";
+	int rows;
+
+	rows = copy_encode_job(d, len, c, b, err, sizeof(err));
+	cr_assert_eq(rows, rc->rows, "%s: %d rows (%s)", rc->doc, rows, err);
+	cr_assert(b->len == strlen(rc->want) && (b->len == 0 ||
+	    memcmp(b->data, rc->want, b->len) == 0),
+	    "%s:\n got [%.*s]\nwant [%s]", rc->doc, (int)b->len,
+	    b->len ? b->data : "", rc->want);
+}
+
 /* On error the message is exact and out keeps what it held. */
 static void
-expect_errors(const char *spec, const struct err_case *ec, size_t n)
+check_error(const struct copy_columns *c, struct copy_buf *b, const char *d,
+    size_t len, const struct err_case *ec)
+{
+	char err[256];
+	int rows;
+
+	cr_assert_eq(copy_encode_job("{\"a\":\"keep\"}", 12, c, b, err,
+	    sizeof(err)), 1);
+	rows = copy_encode_job(d, len, c, b, err, sizeof(err));
+	cr_assert_eq(rows, -1, "%s: %d rows", ec->doc, rows);
+	cr_assert_str_eq(err, ec->msg, "%s", ec->doc);
+	cr_assert(b->len == 5 && memcmp(b->data, "keep\n", 5) == 0, "%s",
+	    ec->doc);
+}
+
+/* The n cases of rc (or, when rc is NULL, of ec) with spec's columns,
+ * each into a buffer emptied first. */
+static void
+expect_cases(const char *spec, const struct row_case *rc,
+    const struct err_case *ec, size_t n)
 {
 	struct copy_columns c;
 	struct copy_buf b = { 0 };
-	char err[256], *d;
+	char *d;
 	size_t i, len;
-	int rows;
 
 	parse_ok(spec, &c);
 	for (i = 0; i < n; i++) {
-		d = dq(ec[i].doc, &len);
+		d = dq(rc != NULL ? rc[i].doc : ec[i].doc, &len);
 		b.len = 0;
-		cr_assert_eq(copy_encode_job("{\"a\":\"keep\"}", 12, &c, &b,
-		    err, sizeof(err)), 1);
-		rows = copy_encode_job(d, len, &c, &b, err, sizeof(err));
-		cr_assert_eq(rows, -1, "%s: %d rows", ec[i].doc, rows);
-		cr_assert_str_eq(err, ec[i].msg, "%s", ec[i].doc);
-		cr_assert(b.len == 5 && memcmp(b.data, "keep\n", 5) == 0, "%s",
-		    ec[i].doc);
+		if (rc != NULL)
+			check_rows(&c, &b, d, len, &rc[i]);
+		else
+			check_error(&c, &b, d, len, &ec[i]);
 		free(d);
 	}
 	copy_buf_free(&b);
 	copy_columns_free(&c);
 }
 
-#define ROWS(spec, cases) expect_rows(spec, cases, FERRY_ARRAY_LEN(cases))
+#define ROWS(spec, cases) \
+	expect_cases(spec, cases, NULL, FERRY_ARRAY_LEN(cases))
 #define ERRORS(spec, cases) \
-	expect_errors(spec, cases, FERRY_ARRAY_LEN(cases))
+	expect_cases(spec, NULL, cases, FERRY_ARRAY_LEN(cases))
 
 Test(copy, text_escaping)
 {
