@@ -608,13 +608,8 @@ redis_wait_ready(struct test_redis *r, char *why, size_t whysz)
 {
 	long long deadline = servers_now_ms() + START_TIMEOUT_MS;
 	for (;;) {
-		int status;
-		if (check_gone(r->pid, &status)) {
+		if (servers_gone(r->pid, why, whysz)) {
 			r->pid = 0;
-			if (status == -1)
-				snprintf(why, whysz, "it exited");
-			else
-				describe_status(status, why, whysz);
 			return EXITED;
 		}
 		if (test_redis_ping(r) == 0) {
@@ -939,6 +934,23 @@ fail:
 	return -1;
 }
 
+/* A program of PostgreSQL's run in p's directory as the server's user,
+ * its output appended to log. */
+static struct spawn
+pg_spawn_as(const struct test_pg *p, const struct pg_user *u, char **argv,
+    const char *log)
+{
+	struct spawn s = {
+		.argv = argv,
+		.out_path = log,
+		.cwd = p->dir,
+		.switch_user = u->switch_user,
+		.uid = u->uid,
+		.gid = u->gid,
+	};
+	return s;
+}
+
 static int
 pg_spawn(struct test_pg *p, const struct pg_user *u)
 {
@@ -956,17 +968,10 @@ pg_spawn(struct test_pg *p, const struct pg_user *u)
 		"-c", "shared_buffers=32MB", "-c", "max_connections=100",
 		NULL,
 	};
-	struct spawn s = {
-		.argv = argv,
-		.out_path = log,
-		.cwd = p->dir,
-		.switch_user = u->switch_user,
-		.uid = u->uid,
-		.gid = u->gid,
-		/* immediate shutdown: postmaster takes its backends along */
-		.deathsig = SIGQUIT,
-		.new_pgrp = 1,
-	};
+	struct spawn s = pg_spawn_as(p, u, argv, log);
+	/* immediate shutdown: postmaster takes its backends along */
+	s.deathsig = SIGQUIT;
+	s.new_pgrp = 1;
 	pid_t pid = spawn(&s);
 	if (pid < 0)
 		return -1;
@@ -1004,13 +1009,8 @@ pg_wait_ready(struct test_pg *p, char *why, size_t whysz)
 {
 	long long deadline = servers_now_ms() + START_TIMEOUT_MS;
 	for (;;) {
-		int status;
-		if (check_gone(p->pid, &status)) {
+		if (servers_gone(p->pid, why, whysz)) {
 			p->pid = 0;
-			if (status == -1)
-				snprintf(why, whysz, "it exited");
-			else
-				describe_status(status, why, whysz);
 			return EXITED;
 		}
 		if (pg_is_ready(p))
@@ -1078,6 +1078,15 @@ pg_spawn_on_free_port(struct test_pg *p, const struct pg_user *u)
 	}
 }
 
+/* A start that failed: its directory goes, p is cleared. */
+static int
+pg_start_failed(struct test_pg *p)
+{
+	remove_tree(p->dir);
+	memset(p, 0, sizeof(*p));
+	return -1;
+}
+
 int
 test_pg_start(struct test_pg *p)
 {
@@ -1106,9 +1115,7 @@ test_pg_start(struct test_pg *p)
 	if (pg_spawn_on_free_port(p, &u) == 0)
 		return 0;
 fail:
-	remove_tree(p->dir);
-	memset(p, 0, sizeof(*p));
-	return -1;
+	return pg_start_failed(p);
 }
 
 int
@@ -1166,15 +1173,8 @@ pg_tool(const struct test_pg *p, const struct pg_user *u, char **argv,
 	char log[300], why[256];
 
 	snprintf(log, sizeof(log), "%s/%s.log", p->dir, what);
-	struct spawn s = {
-		.argv = argv,
-		.out_path = log,
-		.cwd = p->dir,
-		.switch_user = u->switch_user,
-		.uid = u->uid,
-		.gid = u->gid,
-		.deathsig = SIGKILL,
-	};
+	struct spawn s = pg_spawn_as(p, u, argv, log);
+	s.deathsig = SIGKILL;
 	if (run(&s, timeout_ms, why, sizeof(why)) != 0) {
 		fprintf(stderr, "servers: %s failed: %s\n", argv[0], why);
 		print_tail(log, TAIL_LINES);
@@ -1212,9 +1212,7 @@ test_pg_standby_start(struct test_pg *p, const struct test_pg *primary)
 	if (pg_spawn_on_free_port(p, &u) == 0)
 		return 0;
 fail:
-	remove_tree(p->dir);
-	memset(p, 0, sizeof(*p));
-	return -1;
+	return pg_start_failed(p);
 }
 
 int
