@@ -27,6 +27,17 @@
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
+/* Another poll before deadline: 1 after a poll interval's sleep, 0 once
+ * the deadline has passed. */
+static int
+poll_again(long long deadline)
+{
+	if (servers_now_ms() >= deadline)
+		return 0;
+	servers_sleep_ms(CL_POLL_MS);
+	return 1;
+}
+
 static int
 node_index(const struct test_cluster *cl, int port)
 {
@@ -423,9 +434,8 @@ build(struct test_cluster *cl)
 			free(m);
 			return 0;
 		}
-		if (servers_now_ms() >= deadline)
+		if (!poll_again(deadline))
 			break;
-		servers_sleep_ms(CL_POLL_MS);
 	}
 	free(m);
 	fprintf(stderr, "%s: the cluster of %d primaries with %d replicas each "
@@ -776,9 +786,8 @@ test_cluster_migrate_end(const struct test_cluster *cl, int slot,
 			free(m);
 			return 0;
 		}
-		if (servers_now_ms() >= deadline)
+		if (!poll_again(deadline))
 			break;
-		servers_sleep_ms(CL_POLL_MS);
 	}
 	free(m);
 	fprintf(stderr, "%s: after %d s 127.0.0.1:%d says slot %d is served by "
@@ -920,9 +929,8 @@ test_cluster_wait_failover(const struct test_cluster *cl, int dead_port,
 			free(m);
 			return cand;
 		}
-		if (servers_now_ms() >= deadline)
+		if (!poll_again(deadline))
 			break;
-		servers_sleep_ms(CL_POLL_MS);
 	}
 	free(m);
 	fprintf(stderr, "%s: no replica of 127.0.0.1:%d took over within %d ms: "
