@@ -33,19 +33,13 @@ TestSuite(cache, .fini = teardown, .timeout = 600);
 static int
 ctl(const char *input, char **out, ...)
 {
-	struct h_run r;
 	va_list ap;
+	int status;
 
 	va_start(ap, out);
-	h_ctl_v(&r, d.config, input, ap);
+	status = h_ctl_out_v(d.config, input, out, ap);
 	va_end(ap);
-	fputs(r.err, stderr);
-	if (out != NULL) {
-		*out = r.out;
-		r.out = NULL;
-	}
-	h_run_free(&r);
-	return r.status;
+	return status;
 }
 
 /* An exec handler that records each line in DIR/lines.txt and fails the

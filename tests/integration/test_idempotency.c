@@ -39,20 +39,18 @@ static int
 ctl(const char *input, const char **out, ...)
 {
 	static char *last;
-	struct h_run r;
+	char *now;
 	va_list ap;
+	int status;
 
 	va_start(ap, out);
-	h_ctl_v(&r, d.config, input, ap);
+	status = h_ctl_out_v(d.config, input, &now, ap);
 	va_end(ap);
-	fputs(r.err, stderr);
 	free(last);
-	last = r.out;
-	r.out = NULL;
+	last = now;
 	if (out != NULL)
 		*out = last;
-	h_run_free(&r);
-	return r.status;
+	return status;
 }
 
 /* The score of `id` in the ids set (NAN when it holds none). */
@@ -290,12 +288,7 @@ setup_rows(const char *const *redis_args, int total, char *input,
 	h_ctl(&init, d.config, NULL, "init-db", NULL);
 	h_run_expect(&init, 0);
 	h_run_free(&init);
-	snprintf(input, size, "%s/jobs.jsonl", d.dir);
-	FILE *f = fopen(input, "w");
-	cr_assert_not_null(f);
-	for (int i = 0; i < total; i++)
-		fprintf(f, "{\"id\":\"r%d\",\"data\":[{\"n\":%d}]}\n", i, i);
-	fclose(f);
+	h_jobs_file(&d, total, input, size);
 }
 
 /* Every one of `total` jobs written once, each id held. */
@@ -349,7 +342,7 @@ redis_killed_during_the_call(const char *fsync)
 	const char *const aof[] = { "--appendonly", "yes", "--appendfsync",
 	    fsync, NULL };
 	char input[300], errp[400];
-	int total = 50000, status;
+	int total = 50000;
 
 	setup_rows(aof, total, input, sizeof(input));
 	pid_t pid = spawn_enqueue(input, "enqueue");
@@ -359,14 +352,8 @@ redis_killed_during_the_call(const char *fsync)
 	test_redis_kill9(&d.redis);
 	h_sleep_ms(1500);
 	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	snprintf(errp, sizeof(errp), "%s/enqueue.err", d.dir);
-	char *err = h_read_file(errp);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
-	    status, err);
-	cr_assert_not_null(strstr(err, "so it is safe to send again"), "%s",
-	    err);
-	free(err);
+	h_ctl_wait_ok(pid, errp, "so it is safe to send again");
 	assert_rows_once(total);
 	h_stop(&d);
 }

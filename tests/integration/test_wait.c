@@ -53,18 +53,6 @@ setup(const char *const *redis_args, const char *queues)
 	h_run_free(&init);
 }
 
-/* A file of `total` jobs r<i> with row n = i (its path into input). */
-static void
-jobs_file(int total, char *input, size_t size)
-{
-	snprintf(input, size, "%s/jobs.jsonl", d.dir);
-	FILE *f = fopen(input, "w");
-	cr_assert_not_null(f);
-	for (int i = 0; i < total; i++)
-		fprintf(f, "{\"id\":\"r%d\",\"data\":[{\"n\":%d}]}\n", i, i);
-	fclose(f);
-}
-
 /* `ferryctl -c d.config ARGS...` in the background, the file `input` on
  * stdin, stdout and stderr into d.dir/ctl.out and ctl.err. */
 #define spawn_ctl(input, ...) h_ctl_spawn(d.config, input, ctl_file("out"), \
@@ -97,7 +85,7 @@ Test(wait, each_job_done_or_dead_with_its_reason)
 
 	setup(NULL, PG_QUEUE);
 	h_start(&d, 2);
-	jobs_file(100, input, sizeof(input));
+	h_jobs_file(&d, 100, input, sizeof(input));
 	FILE *f = fopen(input, "a");
 	fputs("{\"id\":\"bad\",\"data\":[{\"n\":\"not a number\"}]}\n", f);
 	fclose(f);
@@ -228,8 +216,8 @@ Test(wait, a_redis_restart_while_waiting)
 {
 	static const char *const aof[] = { "--appendonly", "yes",
 	    "--appendfsync", "always", NULL };
-	char input[300], outp[400];
-	int total = 20000, status;
+	char input[300];
+	int total = 20000;
 
 	setup(aof, "[queue q]\nworkers = 1\nhandler = postgres\n"
 	    "table = rows\nbatch_size = 50\nidempotency_window = 10m\n");
@@ -238,7 +226,7 @@ Test(wait, a_redis_restart_while_waiting)
 	h_pg_exec(&d, "CREATE TRIGGER slow BEFORE INSERT ON rows FOR EACH "
 	    "STATEMENT EXECUTE FUNCTION slow()");
 	h_start(&d, 1);
-	jobs_file(total, input, sizeof(input));
+	h_jobs_file(&d, total, input, sizeof(input));
 	pid_t pid = spawn_ctl(input, "enqueue", "--wait", "5m", "q", "-",
 	    NULL);
 	h_wait_redis_int(&d, total, "ZCARD " IDS);
@@ -247,15 +235,8 @@ Test(wait, a_redis_restart_while_waiting)
 	test_redis_kill9(&d.redis);
 	h_sleep_ms(1500);
 	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	snprintf(outp, sizeof(outp), "%s/ctl.err", d.dir);
-	char *err = h_read_file(outp);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
-	    status, err);
-	cr_assert_not_null(strstr(err, "still waiting"), "%s", err);
-	free(err);
-	snprintf(outp, sizeof(outp), "%s/ctl.out", d.dir);
-	cr_assert_eq(h_count_in_file(outp, " done"), total);
+	h_ctl_wait_ok(pid, ctl_file("err"), "still waiting");
+	cr_assert_eq(h_count_in_file(ctl_file("out"), " done"), total);
 	assert_rows_once(total);
 	h_stop(&d);
 }
@@ -436,7 +417,7 @@ Test(wait, replies_cut_after_the_call_ran)
 	h_start(&d, 2);
 	proxy_start(&x, d.redis.port, 7);
 	config_via(x.listener_port, ctl_ini, sizeof(ctl_ini));
-	jobs_file(total, input, sizeof(input));
+	h_jobs_file(&d, total, input, sizeof(input));
 	char *jobs = h_read_file(input);
 	h_ctl(&r, ctl_ini, jobs, "enqueue", "-q", "--wait", "5m", "q", "-",
 	    NULL);
@@ -552,7 +533,7 @@ netns_redis(const char *dir)
 Test(wait, a_network_partition_during_the_calls, .fini = netns_teardown)
 {
 	char input[300], lines[128], pg[200];
-	int total = 30000, status;
+	int total = 30000;
 
 	setup(NULL, PG_QUEUE);
 	netns_redis(d.dir);
@@ -566,20 +547,14 @@ Test(wait, a_network_partition_during_the_calls, .fini = netns_teardown)
 	struct timeval tv = { 30, 0 };
 	d.rc = redisConnectWithTimeout(ns.addr, 6379, tv);
 	cr_assert(d.rc != NULL && d.rc->err == 0);
-	jobs_file(total, input, sizeof(input));
+	h_jobs_file(&d, total, input, sizeof(input));
 	pid_t pid = spawn_ctl(input, "enqueue", "q", "-", NULL);
 	while (h_redis_int(&d, "LLEN " READY) < 3000)
 		h_sleep_ms(1);
 	cr_assert_eq(sh("ip link set %s down", ns.veth), 0);
 	h_sleep_ms(12000);
 	cr_assert_eq(sh("ip link set %s up", ns.veth), 0);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	char *err = h_read_file(ctl_file("err"));
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
-	    status, err);
-	cr_assert_not_null(strstr(err, "so it is safe to send again"), "%s",
-	    err);
-	free(err);
+	h_ctl_wait_ok(pid, ctl_file("err"), "so it is safe to send again");
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), total);
 	h_start(&d, 2);
 	h_wait_pg_int(&d, total, "SELECT count(*) FROM rows");

@@ -116,6 +116,9 @@ long long h_redis_int(struct ferryd *d, const char *fmt, ...);
 void h_wait_redis_int(struct ferryd *d, long long want, const char *fmt, ...);
 /* Jobs {"n":first} .. {"n":first+n-1} pushed to the queue, pipelined. */
 void h_push_jobs(struct ferryd *f, const char *queue, int first, int n);
+/* A file DIR/jobs.jsonl of `total` jobs r<i> with row n = i (its path
+ * into input), for ferryctl enqueue. */
+void h_jobs_file(struct ferryd *f, int total, char *input, size_t size);
 /* The elements make(from) .. make(to - 1) (malloc'd by make, freed here)
  * LPUSHed onto key, 1,000 a command, pipelined: the first ends at the
  * right (oldest) end. */
@@ -166,12 +169,19 @@ int h_ctl(struct h_run *r, const char *config, const char *input, ...);
 int h_ctl_v(struct h_run *r, const char *config, const char *input,
     va_list args);
 void h_run_free(struct h_run *r);
+/* h_ctl_v with its stderr passed on to ours: the exit status, and stdout
+ * (malloc'd) into *out when out is not NULL. */
+int h_ctl_out_v(const char *config, const char *input, char **out,
+    va_list args);
 /* The same in the background: stdin from the file `input`, stdout and
  * stderr into files; its pid, for waitpid. */
 pid_t h_ctl_spawn(const char *config, const char *input, const char *out_path,
     const char *err_path, ...);
 /* Fail the test unless the run exited with status (its output shown). */
 void h_run_expect(const struct h_run *r, int status);
+/* Wait for the ferryctl of h_ctl_spawn `pid`: it exits 0 and its stderr
+ * (the file err_path) holds needle. */
+void h_ctl_wait_ok(pid_t pid, const char *err_path, const char *needle);
 
 /* Make each `event` (INSERT, UPDATE, DELETE, "INSERT OR UPDATE"...)
  * statement on table 10 ms longer (a statement trigger): a run lasts long

@@ -11,6 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void
+h_jobs_file(struct ferryd *f, int total, char *input, size_t size)
+{
+	snprintf(input, size, "%s/jobs.jsonl", f->dir);
+	FILE *fp = fopen(input, "w");
+	cr_assert_not_null(fp);
+	for (int i = 0; i < total; i++)
+		fprintf(fp, "{\"id\":\"r%d\",\"data\":[{\"n\":%d}]}\n", i, i);
+	fclose(fp);
+}
+
 /* Push jobs {"n":first} .. {"n":first+n-1}, pipelined. */
 void
 h_push_jobs(struct ferryd *f, const char *queue, int first, int n)

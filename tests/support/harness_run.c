@@ -143,6 +143,34 @@ h_ctl_spawn(const char *config, const char *input, const char *out_path,
 }
 
 int
+h_ctl_out_v(const char *config, const char *input, char **out, va_list ap)
+{
+	struct h_run r;
+
+	h_ctl_v(&r, config, input, ap);
+	fputs(r.err, stderr);
+	if (out != NULL) {
+		*out = r.out;
+		r.out = NULL;
+	}
+	h_run_free(&r);
+	return r.status;
+}
+
+void
+h_ctl_wait_ok(pid_t pid, const char *err_path, const char *needle)
+{
+	int status;
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	char *err = h_read_file(err_path);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d: %s",
+	    status, err);
+	cr_assert_not_null(strstr(err, needle), "%s", err);
+	free(err);
+}
+
+int
 h_count_lines(const char *s)
 {
 	int n = 0;
