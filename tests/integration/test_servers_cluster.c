@@ -8,6 +8,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include "harness_servers.h"
 #include "servers.h"
 #include "servers_ha.h"
 #include "servers_cluster.h"
@@ -28,31 +29,12 @@ teardown(void)
 
 TestSuite(servers_cluster, .fini = teardown, .timeout = 60);
 
-/* One command; the raw reply, asserted to have arrived. */
-static const char *
-cmd(int port, const char *c)
-{
-	static char buf[65536];
-	cr_assert_gt(test_redis_command(port, c, buf, sizeof(buf)), 0,
-	    "no reply from 127.0.0.1:%d to %s", port, c);
-	return buf;
-}
-
 static const char *
 cmdf(int port, const char *fmt, const char *arg)
 {
 	char c[1024];
 	snprintf(c, sizeof(c), fmt, arg);
-	return cmd(port, c);
-}
-
-static void
-assert_role(int port, const char *want)
-{
-	char role[64];
-	cr_assert_eq(test_redis_role(port, role, sizeof(role)), 0,
-	    "ROLE on 127.0.0.1:%d: no answer", port);
-	cr_assert_str_eq(role, want, "ROLE on 127.0.0.1:%d", port);
+	return h_cmd(port, c);
 }
 
 /* 3 primaries, 1 replica each, as every test here uses. */
@@ -87,7 +69,7 @@ expect_reply(int port, const char *c, const char *fmt, int a, int b)
 {
 	char want[256];
 	snprintf(want, sizeof(want), fmt, a, b);
-	cr_assert_str_eq(cmd(port, c), want, "reply of 127.0.0.1:%d to %s",
+	cr_assert_str_eq(h_cmd(port, c), want, "reply of 127.0.0.1:%d to %s",
 	    port, c);
 }
 
@@ -98,12 +80,12 @@ Test(servers_cluster, starts_and_slots_agree_with_keyslot)
 {
 	start_cluster();
 	for (int i = 0; i < cl.n; i++) {
-		const char *info = cmd(cl.node[i].port, "CLUSTER INFO");
+		const char *info = h_cmd(cl.node[i].port, "CLUSTER INFO");
 		cr_assert_not_null(strstr(info, "cluster_state:ok\r\n"),
 		    "127.0.0.1:%d: %s", cl.node[i].port, info);
 		cr_assert_not_null(strstr(info, "cluster_known_nodes:6\r\n"));
 		cr_assert_not_null(strstr(info, "cluster_size:3\r\n"));
-		assert_role(cl.node[i].port, i < 3 ? "master" : "slave");
+		h_assert_role(cl.node[i].port, i < 3 ? "master" : "slave");
 	}
 	int ports[TEST_CLUSTER_MAX_NODES];
 	cr_assert_eq(test_cluster_primary_ports(&cl, ports,
@@ -160,18 +142,18 @@ Test(servers_cluster, migrate_slot_keeps_the_data)
 	cr_assert_gt(src, 0);
 	int dst = other_primary(src);
 
-	cr_assert_str_eq(cmd(src, PUSH_1000 "ferry:{q0}:ready"), ":1000\r\n");
-	cr_assert_str_eq(cmd(src, "SET ferry:{q0}:meta hello"), "+OK\r\n");
-	cr_assert_str_eq(cmd(src, "HSET ferry:{q0}:h a 1 b 2"), ":2\r\n");
-	cr_assert_str_eq(cmd(src, "ZADD ferry:{q0}:z 1.5 x"), ":1\r\n");
+	cr_assert_str_eq(h_cmd(src, PUSH_1000 "ferry:{q0}:ready"), ":1000\r\n");
+	cr_assert_str_eq(h_cmd(src, "SET ferry:{q0}:meta hello"), "+OK\r\n");
+	cr_assert_str_eq(h_cmd(src, "HSET ferry:{q0}:h a 1 b 2"), ":2\r\n");
+	cr_assert_str_eq(h_cmd(src, "ZADD ferry:{q0}:z 1.5 x"), ":1\r\n");
 	/* a name that needs quoting, a big list (~2.5 MB to MIGRATE), and 300
 	 * long names (several GETKEYSINSLOT batches and MIGRATE lines) */
-	cr_assert_str_eq(cmd(src, "SET \"ferry:{q0}:sp ace\\\"q'\" x"),
+	cr_assert_str_eq(h_cmd(src, "SET \"ferry:{q0}:sp ace\\\"q'\" x"),
 	    "+OK\r\n");
-	cr_assert_str_eq(cmd(src, "EVAL \"for i=1,200000 do redis.call('rpush',"
-	    "KEYS[1],'element-'..i) end return redis.call('llen',KEYS[1])\" 1 "
-	    "ferry:{q0}:big"), ":200000\r\n");
-	cr_assert_str_eq(cmd(src, "EVAL \"for i=1,300 do redis.call('set',"
+	cr_assert_str_eq(h_cmd(src, "EVAL \"for i=1,200000 do "
+	    "redis.call('rpush',KEYS[1],'element-'..i) end return "
+	    "redis.call('llen',KEYS[1])\" 1 ferry:{q0}:big"), ":200000\r\n");
+	cr_assert_str_eq(h_cmd(src, "EVAL \"for i=1,300 do redis.call('set',"
 	    "'ferry:{q0}:job:'..string.rep('0',30)..i,i) end return 300\" 0"),
 	    ":300\r\n");
 	expect_reply(src, "CLUSTER COUNTKEYSINSLOT 0", ":%d\r\n", 0, 0);
@@ -195,20 +177,21 @@ Test(servers_cluster, migrate_slot_keeps_the_data)
 	}
 	expect_reply(dst, c, ":306\r\n", 0, 0);
 	expect_reply(src, c, ":0\r\n", 0, 0);
-	cr_assert_str_eq(cmd(dst, "LLEN ferry:{q0}:big"), ":200000\r\n");
-	cr_assert_str_eq(cmd(dst, "LINDEX ferry:{q0}:big -1"),
+	cr_assert_str_eq(h_cmd(dst, "LLEN ferry:{q0}:big"), ":200000\r\n");
+	cr_assert_str_eq(h_cmd(dst, "LINDEX ferry:{q0}:big -1"),
 	    "$14\r\nelement-200000\r\n");
-	cr_assert_str_eq(cmd(dst, "GET \"ferry:{q0}:sp ace\\\"q'\""),
+	cr_assert_str_eq(h_cmd(dst, "GET \"ferry:{q0}:sp ace\\\"q'\""),
 	    "$1\r\nx\r\n");
-	cr_assert_str_eq(cmd(dst, "GET ferry:{q0}:job:"
+	cr_assert_str_eq(h_cmd(dst, "GET ferry:{q0}:job:"
 	    "000000000000000000000000000000300"), "$3\r\n300\r\n");
-	cr_assert_str_eq(cmd(dst, "LLEN ferry:{q0}:ready"), ":1000\r\n");
-	cr_assert_str_eq(cmd(dst, "LINDEX ferry:{q0}:ready 0"), "$2\r\ne1\r\n");
-	cr_assert_str_eq(cmd(dst, "LINDEX ferry:{q0}:ready -1"),
+	cr_assert_str_eq(h_cmd(dst, "LLEN ferry:{q0}:ready"), ":1000\r\n");
+	cr_assert_str_eq(h_cmd(dst, "LINDEX ferry:{q0}:ready 0"),
+	    "$2\r\ne1\r\n");
+	cr_assert_str_eq(h_cmd(dst, "LINDEX ferry:{q0}:ready -1"),
 	    "$5\r\ne1000\r\n");
-	cr_assert_str_eq(cmd(dst, "GET ferry:{q0}:meta"), "$5\r\nhello\r\n");
-	cr_assert_str_eq(cmd(dst, "HGET ferry:{q0}:h b"), "$1\r\n2\r\n");
-	cr_assert_str_eq(cmd(dst, "ZSCORE ferry:{q0}:z x"), "$3\r\n1.5\r\n");
+	cr_assert_str_eq(h_cmd(dst, "GET ferry:{q0}:meta"), "$5\r\nhello\r\n");
+	cr_assert_str_eq(h_cmd(dst, "HGET ferry:{q0}:h b"), "$1\r\n2\r\n");
+	cr_assert_str_eq(h_cmd(dst, "ZSCORE ferry:{q0}:z x"), "$3\r\n1.5\r\n");
 	/* the old owner redirects for good */
 	expect_reply(src, "LLEN ferry:{q0}:ready", "-MOVED %d 127.0.0.1:%d\r\n",
 	    slot, dst);
@@ -236,12 +219,12 @@ Test(servers_cluster, migration_in_pieces_answers_ask_and_tryagain)
 	char c[512], want[128];
 	for (int k = 0; k < 5; k++) {
 		snprintf(c, sizeof(c), "SET ferry:{q1}:k%d v%d", k, k);
-		cr_assert_str_eq(cmd(src, c), "+OK\r\n");
+		cr_assert_str_eq(h_cmd(src, c), "+OK\r\n");
 	}
 
 	cr_assert_eq(test_cluster_migrate_begin(&cl, slot, dst), 0);
 	/* nothing moved yet: the source serves what it has, ASKs for the rest */
-	cr_assert_str_eq(cmd(src, "GET ferry:{q1}:k0"), "$2\r\nv0\r\n");
+	cr_assert_str_eq(h_cmd(src, "GET ferry:{q1}:k0"), "$2\r\nv0\r\n");
 	expect_reply(src, "GET ferry:{q1}:absent", "-ASK %d 127.0.0.1:%d\r\n",
 	    slot, dst);
 	cr_assert_eq(test_cluster_owner(&cl, slot), src);
@@ -251,7 +234,7 @@ Test(servers_cluster, migration_in_pieces_answers_ask_and_tryagain)
 	for (int k = 0; k < 5; k++) {
 		snprintf(c, sizeof(c), "EXISTS ferry:{q1}:k%d", k);
 		/* a key the migrating source does not have: ASK */
-		const char *r = cmd(src, c);
+		const char *r = h_cmd(src, c);
 		snprintf(want, sizeof(want), "-ASK %d 127.0.0.1:%d\r\n", slot, dst);
 		if (strcmp(r, want) == 0)
 			moved[nmoved++] = k;
@@ -270,22 +253,22 @@ Test(servers_cluster, migration_in_pieces_answers_ask_and_tryagain)
 	expect_reply(dst, c, "-MOVED %d 127.0.0.1:%d\r\n", slot, src);
 	snprintf(c, sizeof(c), "ASKING\r\nGET ferry:{q1}:k%d", moved[0]);
 	snprintf(want, sizeof(want), "+OK\r\n$2\r\nv%d\r\n", moved[0]);
-	cr_assert_str_eq(cmd(dst, c), want);
+	cr_assert_str_eq(h_cmd(dst, c), want);
 	/* multi-key commands spanning moved and unmoved keys */
 	const char *tryagain =
 	    "-TRYAGAIN Multiple keys request during rehashing of slot\r\n";
 	snprintf(c, sizeof(c), "MGET ferry:{q1}:k%d ferry:{q1}:k%d", moved[0],
 	    there[0]);
-	cr_assert_str_eq(cmd(src, c), tryagain);
+	cr_assert_str_eq(h_cmd(src, c), tryagain);
 	snprintf(c, sizeof(c), "EVAL \"return redis.call('get',KEYS[2])\" 2 "
 	    "ferry:{q1}:k%d ferry:{q1}:k%d", moved[1], there[1]);
-	cr_assert_str_eq(cmd(src, c), tryagain);
+	cr_assert_str_eq(h_cmd(src, c), tryagain);
 	/* only unmoved keys: served; only missing keys: ASK */
 	snprintf(c, sizeof(c), "MGET ferry:{q1}:k%d ferry:{q1}:k%d", there[0],
 	    there[1]);
 	snprintf(want, sizeof(want), "*2\r\n$2\r\nv%d\r\n$2\r\nv%d\r\n",
 	    there[0], there[1]);
-	cr_assert_str_eq(cmd(src, c), want);
+	cr_assert_str_eq(h_cmd(src, c), want);
 	snprintf(c, sizeof(c), "MGET ferry:{q1}:k%d ferry:{q1}:k%d", moved[0],
 	    moved[1]);
 	expect_reply(src, c, "-ASK %d 127.0.0.1:%d\r\n", slot, dst);
@@ -298,11 +281,11 @@ Test(servers_cluster, migration_in_pieces_answers_ask_and_tryagain)
 	for (int k = 0; k < 5; k++) {
 		snprintf(c, sizeof(c), "GET ferry:{q1}:k%d", k);
 		snprintf(want, sizeof(want), "$2\r\nv%d\r\n", k);
-		cr_assert_str_eq(cmd(dst, c), want);
+		cr_assert_str_eq(h_cmd(dst, c), want);
 		expect_reply(src, c, "-MOVED %d 127.0.0.1:%d\r\n", slot, dst);
 	}
 	snprintf(c, sizeof(c), "MGET ferry:{q1}:k0 ferry:{q1}:k4");
-	cr_assert_str_eq(cmd(dst, c), "*2\r\n$2\r\nv0\r\n$2\r\nv4\r\n");
+	cr_assert_str_eq(h_cmd(dst, c), "*2\r\n$2\r\nv0\r\n$2\r\nv4\r\n");
 }
 
 Test(servers_cluster, killed_primary_replica_takes_over)
@@ -318,9 +301,9 @@ Test(servers_cluster, killed_primary_replica_takes_over)
 	int replica = cl.node[3 + di].port;  /* node[primaries + i*1 + 0] */
 
 	/* one connection: WAIT counts the replicas that have its writes */
-	cr_assert_str_eq(cmd(dead, PUSH_1000 "ferry:{q2}:ready\r\nWAIT 1 1000"),
-	    ":1000\r\n:1\r\n");
-	cr_assert_str_eq(cmd(dead, "SET ferry:{q2}:meta m\r\nWAIT 1 1000"),
+	cr_assert_str_eq(h_cmd(dead, PUSH_1000 "ferry:{q2}:ready\r\nWAIT 1 "
+	    "1000"), ":1000\r\n:1\r\n");
+	cr_assert_str_eq(h_cmd(dead, "SET ferry:{q2}:meta m\r\nWAIT 1 1000"),
 	    "+OK\r\n:1\r\n");
 
 	long long t0 = servers_now_ms();
@@ -334,13 +317,13 @@ Test(servers_cluster, killed_primary_replica_takes_over)
 	    "its replica 127.0.0.1:%d serves its slots, cluster_state ok "
 	    "everywhere, after %lld ms\n", dead, newp, took);
 
-	assert_role(newp, "master");
+	h_assert_role(newp, "master");
 	cr_assert_eq(test_cluster_owner(&cl, slot), newp);
-	cr_assert_str_eq(cmd(newp, "LLEN ferry:{q2}:ready"), ":1000\r\n");
-	cr_assert_str_eq(cmd(newp, "LINDEX ferry:{q2}:ready -1"),
+	cr_assert_str_eq(h_cmd(newp, "LLEN ferry:{q2}:ready"), ":1000\r\n");
+	cr_assert_str_eq(h_cmd(newp, "LINDEX ferry:{q2}:ready -1"),
 	    "$5\r\ne1000\r\n");
-	cr_assert_str_eq(cmd(newp, "GET ferry:{q2}:meta"), "$1\r\nm\r\n");
-	cr_assert_str_eq(cmd(newp, "RPUSH ferry:{q2}:ready after"),
+	cr_assert_str_eq(h_cmd(newp, "GET ferry:{q2}:meta"), "$1\r\nm\r\n");
+	cr_assert_str_eq(h_cmd(newp, "RPUSH ferry:{q2}:ready after"),
 	    ":1001\r\n");
 	int ports[TEST_CLUSTER_MAX_NODES];
 	int np = test_cluster_primary_ports(&cl, ports, TEST_CLUSTER_MAX_NODES);

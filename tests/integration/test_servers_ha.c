@@ -5,6 +5,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include "harness_servers.h"
 #include "servers.h"
 #include "servers_ha.h"
 
@@ -37,42 +38,11 @@ teardown(void)
 
 TestSuite(servers_ha, .fini = teardown, .timeout = 60);
 
-/* One command; the raw reply, asserted to have arrived. */
-static const char *
-cmd(int port, const char *c)
-{
-	static char buf[16384];
-	cr_assert_gt(test_redis_command(port, c, buf, sizeof(buf)), 0,
-	    "no reply from 127.0.0.1:%d to %s", port, c);
-	return buf;
-}
-
 /* "field:value" from INFO replication on port ("" if absent). */
 static void
 repl_field(int port, const char *field, char *out, size_t outsz)
 {
-	char pat[128];
-	const char *info = cmd(port, "INFO replication");
-	snprintf(pat, sizeof(pat), "\n%s:", field);
-	const char *p = strstr(info, pat);
-	out[0] = '\0';
-	if (p == NULL)
-		return;
-	p += strlen(pat);
-	size_t n = strcspn(p, "\r\n");
-	if (n >= outsz)
-		n = outsz - 1;
-	memcpy(out, p, n);
-	out[n] = '\0';
-}
-
-static void
-assert_role(int port, const char *want)
-{
-	char role[64];
-	cr_assert_eq(test_redis_role(port, role, sizeof(role)), 0,
-	    "ROLE on 127.0.0.1:%d: no answer", port);
-	cr_assert_str_eq(role, want, "ROLE on 127.0.0.1:%d", port);
+	servers_info_field(h_cmd(port, "INFO replication"), field, out, outsz);
 }
 
 /* The primary, one replica of it and 3 sentinels (quorum 2) that see both
@@ -82,8 +52,8 @@ start_all(void)
 {
 	cr_assert_eq(test_redis_start(&primary, quick_sync), 0);
 	cr_assert_eq(test_redis_replica_start(&replica, &primary, quick_sync), 0);
-	assert_role(primary.port, "master");
-	assert_role(replica.port, "slave");
+	h_assert_role(primary.port, "master");
+	h_assert_role(replica.port, "slave");
 	long long t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_start(&sentinels, 3, NAME, primary.port,
 	    QUORUM, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS, 1), 0);
@@ -92,7 +62,7 @@ start_all(void)
 	cr_assert_eq(sentinels.n, 3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_gt(sentinels.s[i].pid, 0);
-		assert_role(sentinels.s[i].port, "sentinel");
+		h_assert_role(sentinels.s[i].port, "sentinel");
 	}
 	cr_assert_eq(test_sentinels_master_port(&sentinels), primary.port);
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, primary.port, 1000),
@@ -103,8 +73,8 @@ Test(servers_ha, kill9_primary_promotes_replica)
 {
 	start_all();
 	/* one connection: WAIT counts the replicas that have its writes */
-	cr_assert_str_eq(cmd(primary.port, "SET before-kill 1\r\nWAIT 1 1000"),
-	    "+OK\r\n:1\r\n");
+	cr_assert_str_eq(h_cmd(primary.port, "SET before-kill 1\r\nWAIT 1 "
+	    "1000"), "+OK\r\n:1\r\n");
 
 	long long t0 = servers_now_ms();
 	test_redis_kill9(&primary);
@@ -115,19 +85,20 @@ Test(servers_ha, kill9_primary_promotes_replica)
 	    "promoted the replica in %lld ms (down-after %d ms)\n",
 	    servers_now_ms() - t0, DOWN_AFTER_MS);
 
-	assert_role(replica.port, "master");
+	h_assert_role(replica.port, "master");
 	cr_assert_eq(test_sentinels_master_port(&sentinels), replica.port);
 	/* the promoted replica has the data and takes writes */
-	cr_assert_str_eq(cmd(replica.port, "GET before-kill"), "$1\r\n1\r\n");
-	cr_assert_str_eq(cmd(replica.port, "SET after-kill 2"), "+OK\r\n");
+	cr_assert_str_eq(h_cmd(replica.port, "GET before-kill"), "$1\r\n1\r\n");
+	cr_assert_str_eq(h_cmd(replica.port, "SET after-kill 2"), "+OK\r\n");
 }
 
 Test(servers_ha, forced_failover_swaps_roles)
 {
 	start_all();
-	cr_assert_str_eq(cmd(primary.port, "SET before-failover 1\r\n"
+	cr_assert_str_eq(h_cmd(primary.port, "SET before-failover 1\r\n"
 	    "WAIT 1 1000"), "+OK\r\n:1\r\n");
-	cr_assert_str_eq(cmd(replica.port, "GET before-failover"), "$1\r\n1\r\n");
+	cr_assert_str_eq(h_cmd(replica.port, "GET before-failover"),
+	    "$1\r\n1\r\n");
 
 	long long t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_failover(&sentinels), 0);
@@ -156,17 +127,19 @@ Test(servers_ha, forced_failover_swaps_roles)
 	cr_assert_eq(atoi(v), replica.port, "old primary replicates from %s", v);
 	repl_field(primary.port, "master_host", v, sizeof(v));
 	cr_assert_str_eq(v, "127.0.0.1");
-	assert_role(replica.port, "master");
-	assert_role(primary.port, "slave");
+	h_assert_role(replica.port, "master");
+	h_assert_role(primary.port, "slave");
 	cr_assert_eq(test_sentinels_master_port(&sentinels), replica.port);
 
 	/* writes now go to the new primary and reach the old one */
-	cr_assert_str_eq(cmd(replica.port, "SET after-failover 2\r\n"
+	cr_assert_str_eq(h_cmd(replica.port, "SET after-failover 2\r\n"
 	    "WAIT 1 1000"), "+OK\r\n:1\r\n");
-	cr_assert_str_eq(cmd(primary.port, "GET after-failover"), "$1\r\n2\r\n");
-	cr_assert_str_eq(cmd(primary.port, "GET before-failover"),
+	cr_assert_str_eq(h_cmd(primary.port, "GET after-failover"),
+	    "$1\r\n2\r\n");
+	cr_assert_str_eq(h_cmd(primary.port, "GET before-failover"),
 	    "$1\r\n1\r\n");
-	cr_assert_eq(strncmp(cmd(primary.port, "SET x 1"), "-READONLY", 9), 0);
+	cr_assert_eq(strncmp(h_cmd(primary.port, "SET x 1"), "-READONLY", 9),
+	    0);
 }
 
 Test(servers_ha, sigstopped_replica_catches_up)
@@ -174,7 +147,7 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	char v[64], off[64];
 	cr_assert_eq(test_redis_start(&primary, quick_sync), 0);
 	cr_assert_eq(test_redis_replica_start(&replica, &primary, quick_sync), 0);
-	cr_assert_str_eq(cmd(primary.port, "SET k0 0\r\nWAIT 1 1000"),
+	cr_assert_str_eq(h_cmd(primary.port, "SET k0 0\r\nWAIT 1 1000"),
 	    "+OK\r\n:1\r\n");
 
 	cr_assert_eq(test_redis_sigstop(&replica), 0);
@@ -185,10 +158,10 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	for (int i = 1; i < 100; i++) {
 		char c[64];
 		snprintf(c, sizeof(c), "SET k%d %d", i, i);
-		cr_assert_str_eq(cmd(primary.port, c), "+OK\r\n");
+		cr_assert_str_eq(h_cmd(primary.port, c), "+OK\r\n");
 	}
 	/* the frozen replica acknowledges nothing */
-	cr_assert_str_eq(cmd(primary.port, "SET k100 100\r\nWAIT 1 100"),
+	cr_assert_str_eq(h_cmd(primary.port, "SET k100 100\r\nWAIT 1 100"),
 	    "+OK\r\n:0\r\n");
 	long long left = 2000 - (servers_now_ms() - t0);
 	if (left > 0)
@@ -196,7 +169,7 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	cr_assert_eq(test_redis_sigcont(&replica), 0);
 
 	/* the replica catches up: link up, same offset, the data */
-	cr_assert_str_eq(cmd(primary.port, "SET k101 101\r\nWAIT 1 1500"),
+	cr_assert_str_eq(h_cmd(primary.port, "SET k101 101\r\nWAIT 1 1500"),
 	    "+OK\r\n:1\r\n");
 	repl_field(replica.port, "master_link_status", v, sizeof(v));
 	cr_assert_str_eq(v, "up");
@@ -211,9 +184,9 @@ Test(servers_ha, sigstopped_replica_catches_up)
 	} while (servers_now_ms() < deadline);
 	cr_assert_geq(atoll(v), atoll(off), "replica offset %s, primary's %s",
 	    v, off);
-	cr_assert_str_eq(cmd(replica.port, "GET k100"), "$3\r\n100\r\n");
-	cr_assert_str_eq(cmd(replica.port, "DBSIZE"), ":102\r\n");
-	assert_role(replica.port, "slave");
+	cr_assert_str_eq(h_cmd(replica.port, "GET k100"), "$3\r\n100\r\n");
+	cr_assert_str_eq(h_cmd(replica.port, "DBSIZE"), ":102\r\n");
+	h_assert_role(replica.port, "slave");
 }
 
 Test(servers_ha, failover_with_one_sentinel_down_and_its_restart)
@@ -241,7 +214,7 @@ Test(servers_ha, failover_with_one_sentinel_down_and_its_restart)
 	cr_assert_gt(down->pid, 0);
 	cr_assert_eq(down->port, port);
 	cr_assert_str_eq(down->dir, dir);
-	assert_role(port, "sentinel");
+	h_assert_role(port, "sentinel");
 	t0 = servers_now_ms();
 	cr_assert_eq(test_sentinels_wait_master(&sentinels, replica.port,
 	    15000), 0);
@@ -279,12 +252,12 @@ Test(servers_ha, zeroed_stops_and_bad_starts)
 
 	/* a frozen primary: ROLE fails, it comes back as it was */
 	cr_assert_eq(test_redis_start(&primary, NULL), 0);
-	assert_role(primary.port, "master");
+	h_assert_role(primary.port, "master");
 	cr_assert_eq(test_redis_sigstop(&primary), 0);
 	char role[16];
 	cr_assert_eq(test_redis_role(primary.port, role, sizeof(role)), -1);
 	cr_assert_eq(test_redis_sigcont(&primary), 0);
-	assert_role(primary.port, "master");
+	h_assert_role(primary.port, "master");
 	/* stop works on a stopped server (SIGCONT after SIGTERM), quickly */
 	cr_assert_eq(test_redis_sigstop(&primary), 0);
 	long long t0 = servers_now_ms();

@@ -126,15 +126,16 @@ int test_sentinels_wait_master(const struct test_sentinels *ss, int port,
  * with the last reply otherwise. */
 int test_sentinels_failover(const struct test_sentinels *ss);
 
+/* The value of "field:value" in an INFO reply into out ("" if absent). */
+void servers_info_field(const char *info, const char *field, char *out,
+    size_t outsz);
+
 /* Internals shared with servers_cluster.c; not for tests. Same behaviour as
- * the static RESP and INFO helpers in servers_ha.c they wrap. */
+ * the static RESP helpers in servers_ha.c they wrap. */
 /* one scalar reply at *pp (bulk, simple string, integer, error, nil: "")
  * into out, advances; 0, or -1 if malformed or an array */
 int servers_resp_scalar(const char **pp, char *out, size_t outsz);
 /* the array header "*N" at *pp: N (-1 nil), advances; -2 if not an array */
 long servers_resp_array(const char **pp);
-/* "field:value" of an INFO reply into out ("" if absent) */
-void servers_info_field(const char *info, const char *field, char *out,
-    size_t outsz);
 
 #endif
