@@ -2,6 +2,7 @@
  * with timeouts, and calling the embedded Lua scripts by SHA-1. */
 #include "queue.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,31 +14,34 @@
 #include "sentinel.h"
 #include "util.h"
 
+/* Each key is "PREFIX:{QUEUE}:" and a name: the hash tag keeps a queue's
+ * keys in one cluster slot. Most names are their field's; the two prefixes
+ * end in ':' for what follows them. */
+#define KEY(field) { offsetof(struct queue_keys, field), #field }
+static const struct {
+	size_t offset;          /* of a char [QUEUE_KEY_MAX] in queue_keys */
+	const char *name;
+} key_names[] = {
+	KEY(ready), KEY(requeue), KEY(delayed), KEY(scheduled), KEY(dead),
+	KEY(stats), KEY(owners), KEY(bkeys), KEY(protected), KEY(config),
+	KEY(ids), KEY(clock),
+	/* the masters' heartbeats: in the queue's slot, so that reap.lua can
+	 * read them in a cluster too */
+	KEY(masters),
+	{ offsetof(struct queue_keys, cache_prefix), "cache:" },
+	{ offsetof(struct queue_keys, proc_prefix), "proc:" },
+};
+#undef KEY
+_Static_assert(sizeof(struct queue_keys) ==
+    FERRY_ARRAY_LEN(key_names) * QUEUE_KEY_MAX,
+    "every field of queue_keys is a key named in key_names");
+
 void
 queue_keys_init(struct queue_keys *k, const char *prefix, const char *queue)
 {
-	snprintf(k->ready, sizeof(k->ready), "%s:{%s}:ready", prefix, queue);
-	snprintf(k->requeue, sizeof(k->requeue), "%s:{%s}:requeue", prefix, queue);
-	snprintf(k->delayed, sizeof(k->delayed), "%s:{%s}:delayed", prefix, queue);
-	snprintf(k->scheduled, sizeof(k->scheduled), "%s:{%s}:scheduled", prefix,
-	    queue);
-	snprintf(k->dead, sizeof(k->dead), "%s:{%s}:dead", prefix, queue);
-	snprintf(k->stats, sizeof(k->stats), "%s:{%s}:stats", prefix, queue);
-	snprintf(k->owners, sizeof(k->owners), "%s:{%s}:owners", prefix, queue);
-	snprintf(k->bkeys, sizeof(k->bkeys), "%s:{%s}:bkeys", prefix, queue);
-	snprintf(k->protected, sizeof(k->protected), "%s:{%s}:protected", prefix,
-	    queue);
-	snprintf(k->config, sizeof(k->config), "%s:{%s}:config", prefix, queue);
-	snprintf(k->ids, sizeof(k->ids), "%s:{%s}:ids", prefix, queue);
-	snprintf(k->cache_prefix, sizeof(k->cache_prefix), "%s:{%s}:cache:",
-	    prefix, queue);
-	snprintf(k->proc_prefix, sizeof(k->proc_prefix), "%s:{%s}:proc:", prefix,
-	    queue);
-	snprintf(k->clock, sizeof(k->clock), "%s:{%s}:clock", prefix, queue);
-	/* the masters' heartbeats: in the queue's slot, so that reap.lua can
-	 * read them in a cluster too */
-	snprintf(k->masters, sizeof(k->masters), "%s:{%s}:masters", prefix,
-	    queue);
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(key_names); i++)
+		snprintf((char *)k + key_names[i].offset, QUEUE_KEY_MAX,
+		    "%s:{%s}:%s", prefix, queue, key_names[i].name);
 }
 
 int
