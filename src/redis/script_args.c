@@ -14,10 +14,25 @@ start(struct sargs *a, enum lua_script s, const char *prefix,
 }
 
 static void
+put_bytes(struct sargs *a, const char *v, size_t len)
+{
+	a->lens[a->argc] = len;
+	a->argv[a->argc++] = v;
+}
+
+static void
 put(struct sargs *a, const char *v)
 {
-	a->lens[a->argc] = strlen(v);
-	a->argv[a->argc++] = v;
+	put_bytes(a, v, strlen(v));
+}
+
+/* The script's KEYS, in its order (NULL ends the list), before any ARGV. */
+static void
+put_keys(struct sargs *a, const char *const *keys)
+{
+	for (; *keys != NULL; keys++)
+		put(a, *keys);
+	a->nkeys = a->argc;
 }
 
 static const char *
@@ -37,15 +52,8 @@ sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
 	/* the token bucket of rate_limit, in the queue's slot: named here
 	 * always, read and written only when sargs_fetch_limit sets a rate */
 	snprintf(a->rate, sizeof(a->rate), "%s:{%s}:rate", prefix, queue);
-	/* KEYS: ready, proc, bkeys, owners, requeue, stats, rate */
-	put(a, a->k.ready);
-	put(a, a->proc);
-	put(a, a->k.bkeys);
-	put(a, a->k.owners);
-	put(a, a->k.requeue);
-	put(a, a->k.stats);
-	put(a, a->rate);
-	a->nkeys = 7;
+	put_keys(a, (const char *const[]){ a->k.ready, a->proc, a->k.bkeys,
+	    a->k.owners, a->k.requeue, a->k.stats, a->rate, NULL });
 	/* ARGV: n, worker id, batch key, held, master id, max_recoveries,
 	 * rate (jobs/s, 0: none), burst (tokens) */
 	put(a, num(a, 0, n));
@@ -72,8 +80,7 @@ sargs_register(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master)
 {
 	start(a, LUA_REGISTER, prefix, queue);
-	put(a, a->k.owners);            /* KEYS: owners */
-	a->nkeys = 1;
+	put_keys(a, (const char *const[]){ a->k.owners, NULL });
 	put(a, worker);                 /* ARGV: worker id, master id */
 	put(a, master);
 }
@@ -84,15 +91,8 @@ sargs_settle(struct sargs *a, const char *prefix, const char *queue,
 {
 	start(a, LUA_SETTLE, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
-	/* KEYS: proc, delayed, dead, stats, bkeys, owners, protected */
-	put(a, a->proc);
-	put(a, a->k.delayed);
-	put(a, a->k.dead);
-	put(a, a->k.stats);
-	put(a, a->k.bkeys);
-	put(a, a->k.owners);
-	put(a, a->k.protected);
-	a->nkeys = 7;
+	put_keys(a, (const char *const[]){ a->proc, a->k.delayed, a->k.dead,
+	    a->k.stats, a->k.bkeys, a->k.owners, a->k.protected, NULL });
 	/* ARGV: worker id, master id, job count, then per named job */
 	put(a, worker);
 	put(a, master);
@@ -105,14 +105,8 @@ sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
 {
 	start(a, LUA_RECLAIM, prefix, queue);
 	queue_proc_key(&a->k, worker, a->proc, sizeof(a->proc));
-	/* KEYS: proc, requeue, dead, stats, owners, bkeys */
-	put(a, a->proc);
-	put(a, a->k.requeue);
-	put(a, a->k.dead);
-	put(a, a->k.stats);
-	put(a, a->k.owners);
-	put(a, a->k.bkeys);
-	a->nkeys = 6;
+	put_keys(a, (const char *const[]){ a->proc, a->k.requeue, a->k.dead,
+	    a->k.stats, a->k.owners, a->k.bkeys, NULL });
 	/* ARGV: worker id, max_recoveries, 1 (bump and count) / 0 (count) /
 	 * stopped */
 	put(a, worker);
@@ -125,15 +119,9 @@ sargs_reap(struct sargs *a, const char *prefix, const char *queue,
     int max_recoveries, long heartbeat_ttl_ms, const char *master)
 {
 	start(a, LUA_REAP, prefix, queue);
-	/* KEYS: owners, requeue, dead, stats, bkeys, clock, masters */
-	put(a, a->k.owners);
-	put(a, a->k.requeue);
-	put(a, a->k.dead);
-	put(a, a->k.stats);
-	put(a, a->k.bkeys);
-	put(a, a->k.clock);
-	put(a, a->k.masters);
-	a->nkeys = 7;
+	put_keys(a, (const char *const[]){ a->k.owners, a->k.requeue,
+	    a->k.dead, a->k.stats, a->k.bkeys, a->k.clock, a->k.masters,
+	    NULL });
 	/* ARGV: key prefix, queue name, max_recoveries, heartbeat_ttl ms,
 	 * master id */
 	put(a, prefix);
@@ -148,12 +136,8 @@ sargs_promote(struct sargs *a, const char *prefix, const char *queue,
     int limit)
 {
 	start(a, LUA_PROMOTE, prefix, queue);
-	/* KEYS: delayed, requeue, scheduled, ready */
-	put(a, a->k.delayed);
-	put(a, a->k.requeue);
-	put(a, a->k.scheduled);
-	put(a, a->k.ready);
-	a->nkeys = 4;
+	put_keys(a, (const char *const[]){ a->k.delayed, a->k.requeue,
+	    a->k.scheduled, a->k.ready, NULL });
 	put(a, num(a, 0, limit));       /* ARGV: at most this many */
 }
 
@@ -162,12 +146,9 @@ sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
     const char *el, size_t len)
 {
 	start(a, LUA_DEAD_RETRY, prefix, queue);
-	put(a, a->k.dead);              /* KEYS: dead, requeue, stats */
-	put(a, a->k.requeue);
-	put(a, a->k.stats);
-	a->nkeys = 3;
-	a->argv[a->argc] = el;          /* ARGV: the entry's bytes */
-	a->lens[a->argc++] = len;
+	put_keys(a, (const char *const[]){ a->k.dead, a->k.requeue,
+	    a->k.stats, NULL });
+	put_bytes(a, el, len);          /* ARGV: the entry's bytes */
 }
 
 void
@@ -182,8 +163,7 @@ sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
 		put(a, cache_key);
 	a->nkeys = a->argc;
 	put(a, num(a, 0, count));       /* ARGV: LREM count, the entry */
-	a->argv[a->argc] = el;
-	a->lens[a->argc++] = len;
+	put_bytes(a, el, len);
 }
 
 void
