@@ -80,6 +80,19 @@ check_table_member(const char *v, char *buf, size_t size)
 	{ s, k, t, off, def, lo, hi, NULL, NULL }
 #define ENUM(s, k, off, def, nm) { s, k, T_ENUM, off, def, 0, 0, nm, NULL }
 #define BOOL(s, k, off, def) { s, k, T_BOOL, off, def, 0, 0, NULL, NULL }
+/* The PostgreSQL connection: in [ferryd], and again in a queue, where a
+ * key set overrides [ferryd]'s (config_pg.c); FIELD is F or Q. */
+#define PG_CONNECTION_KEYS(s, FIELD, port_def) \
+	STR(s, "pg_host", FIELD(pg_host), "", NULL), \
+	STR(s, "pg_port", FIELD(pg_port), port_def, config_check_pg_ports), \
+	STR(s, "pg_database", FIELD(pg_database), "", NULL), \
+	STR(s, "pg_user", FIELD(pg_user), "", NULL), \
+	STR(s, "pg_password", FIELD(pg_password), "", NULL), \
+	STR(s, "pg_password_file", FIELD(pg_password_file), "", \
+	    config_check_abs_path), \
+	STR(s, "pg_options", FIELD(pg_options), "", NULL), \
+	STR(s, "pg_target_session_attrs", FIELD(pg_target_session_attrs), \
+	    "", config_check_pg_tsa)
 
 static const struct config_key config_keys[] = {
 	STR(S_FERRYD, "pidfile", F(pidfile), "/run/ferryd.pid", config_check_pidfile),
@@ -118,16 +131,7 @@ static const struct config_key config_keys[] = {
 	NUM(S_FERRYD, "redis_wait_timeout", T_DURATION, F(redis_wait_timeout_ms),
 	    "1s", 10, MS_MIN),
 	STR(S_FERRYD, "redis_prefix", F(redis_prefix), "ferry", config_check_prefix),
-	STR(S_FERRYD, "pg_host", F(pg_host), "", NULL),
-	STR(S_FERRYD, "pg_port", F(pg_port), "5432", config_check_pg_ports),
-	STR(S_FERRYD, "pg_database", F(pg_database), "", NULL),
-	STR(S_FERRYD, "pg_user", F(pg_user), "", NULL),
-	STR(S_FERRYD, "pg_password", F(pg_password), "", NULL),
-	STR(S_FERRYD, "pg_password_file", F(pg_password_file), "",
-	    config_check_abs_path),
-	STR(S_FERRYD, "pg_options", F(pg_options), "", NULL),
-	STR(S_FERRYD, "pg_target_session_attrs", F(pg_target_session_attrs),
-	    "", config_check_pg_tsa),
+	PG_CONNECTION_KEYS(S_FERRYD, F, "5432"),
 	BOOL(S_FERRYD, "require_sync_commit", F(require_sync_commit), "no"),
 	NUM(S_FERRYD, "pg_statement_timeout", T_DURATION,
 	    F(pg_statement_timeout_ms), "60s", MS_SEC, MS_DAY),
@@ -201,16 +205,8 @@ static const struct config_key config_keys[] = {
 	STR(S_QUEUE, "version", Q(version), "", config_check_column),
 	ENUM(S_QUEUE, "missing", Q(missing), "dead", missing_names),
 	STR(S_QUEUE, "op_member", Q(op_member), "op", check_member),
-	STR(S_QUEUE, "pg_host", Q(pg_host), "", NULL),
-	STR(S_QUEUE, "pg_port", Q(pg_port), "", config_check_pg_ports),
-	STR(S_QUEUE, "pg_database", Q(pg_database), "", NULL),
-	STR(S_QUEUE, "pg_user", Q(pg_user), "", NULL),
-	STR(S_QUEUE, "pg_password", Q(pg_password), "", NULL),
-	STR(S_QUEUE, "pg_password_file", Q(pg_password_file), "",
-	    config_check_abs_path),
-	STR(S_QUEUE, "pg_options", Q(pg_options), "", NULL),
-	STR(S_QUEUE, "pg_target_session_attrs", Q(pg_target_session_attrs),
-	    "", config_check_pg_tsa),
+	/* each empty: [ferryd]'s */
+	PG_CONNECTION_KEYS(S_QUEUE, Q, ""),
 };
 #define NKEYS FERRY_ARRAY_LEN(config_keys)
 const size_t config_nkeys = NKEYS;
