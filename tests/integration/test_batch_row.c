@@ -16,15 +16,7 @@
 
 TestSuite(batch_row, .fini = sc_teardown, .timeout = 120);
 
-static void
-exec_ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-
-	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql,
-	    PQerrorMessage(c));
-	PQclear(r);
-}
+#define exec_ok(c, sql) h_pq_exec((c), (sql))
 
 /* The first attempt of batch `key`, sent before the connection was lost
  * and still open on the server (its COMMIT waiting for a lock or a

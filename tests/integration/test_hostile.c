@@ -28,14 +28,10 @@ setup_pg(const char *queue_extra)
 {
 	char queues[512];
 
-	h_setup(&d, NULL, "");
 	snprintf(queues, sizeof(queues), "[queue q]\nhandler = postgres\n"
 	    "table = events\ncolumns = n\n%s", queue_extra);
-	h_config(&d, h_pg_start(&d), queues);
-	h_pg_exec(&d, "CREATE TABLE events (n bigint)");
-	struct h_run r;
-	cr_assert_eq(h_ctl(&r, d.config, NULL, "init-db", NULL), 0, "%s", r.err);
-	h_run_free(&r);
+	h_setup_pg(&d, queues, "CREATE TABLE events (n bigint)",
+	    (const char *)NULL);
 }
 
 /* A batch key a worker has used, from ferry_batches. */

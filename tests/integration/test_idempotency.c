@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -230,10 +229,8 @@ Test(idempotency, dead_ids_are_held_until_purged)
 	const char *out;
 
 	h_setup(&d, NULL, "");
-	snprintf(cmd, sizeof(cmd), "%s/handler.sh", d.dir);
-	h_write_file(cmd, "#!/bin/sh\nwhile IFS= read -r line; do\n"
-	    "  echo \"fail boom\"\ndone\n");
-	chmod(cmd, 0755);
+	h_write_script(&d, "handler.sh", cmd, sizeof(cmd),
+	    "while IFS= read -r line; do\n  echo \"fail boom\"\ndone\n");
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
 	    "handler = exec\ncommand = %s\nmax_attempts = 1\n"
 	    "idempotency_window = 1s\n", cmd);

@@ -8,10 +8,10 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +68,21 @@ wait_ready(int status)
 	}
 }
 
+/* Wait until /readyz answers 503; its body gives each reason listed (the
+ * list ends with NULL). */
+static void __attribute__((sentinel))
+wait_not_ready(const char *reason, ...)
+{
+	char *body = wait_ready(503);
+	va_list ap;
+
+	va_start(ap, reason);
+	for (; reason != NULL; reason = va_arg(ap, const char *))
+		cr_assert_not_null(strstr(body, reason), "%s", body);
+	va_end(ap);
+	free(body);
+}
+
 Test(probes, ready_without_token_or_a_known_host)
 {
 	char *body;
@@ -102,9 +117,7 @@ Test(probes, redis_down_is_not_ready)
 	h_start(&d, 1);
 	free(wait_ready(200));
 	test_redis_kill9(&d.redis);
-	body = wait_ready(503);
-	cr_assert_not_null(strstr(body, "\"redis: "), "%s", body);
-	free(body);
+	wait_not_ready("\"redis: ", (const char *)NULL);
 	cr_assert_eq(probe("/healthz", NULL), 200, "alive all the same");
 	cr_assert_eq(test_redis_restart(&d.redis, NULL), 0);
 	free(wait_ready(200));
@@ -117,8 +130,6 @@ Test(probes, redis_down_is_not_ready)
 
 Test(probes, a_worker_waiting_for_postgres_is_not_ready)
 {
-	char *body;
-
 	pe_setup(&d, http_lines(NULL), "workers = 1\n");
 	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_start(&d, 1);
@@ -126,10 +137,8 @@ Test(probes, a_worker_waiting_for_postgres_is_not_ready)
 	cr_assert_eq(test_pg_pause(&d.pg), 0);
 	h_push_jobs(&d, "q", 0, 10);
 	h_wait_log(&d, "waits in Redis", 1);
-	body = wait_ready(503);
-	cr_assert_not_null(strstr(body, "queue q: worker 1 waits for "
-	    "PostgreSQL"), "%s", body);
-	free(body);
+	wait_not_ready("queue q: worker 1 waits for PostgreSQL",
+	    (const char *)NULL);
 	cr_assert_eq(test_pg_resume(&d.pg), 0);
 	h_wait_redis_int(&d, 10, "HGET ferry:{q}:stats done");
 	free(wait_ready(200));
@@ -140,7 +149,6 @@ Test(probes, a_worker_waiting_for_postgres_is_not_ready)
  * (5 s): meanwhile its queue is not ready. */
 Test(probes, a_queue_short_of_workers_is_not_ready)
 {
-	char *body;
 	pid_t pid;
 
 	h_setup(&d, http_lines("restart_backoff_min = 5s\n"),
@@ -154,12 +162,8 @@ Test(probes, a_queue_short_of_workers_is_not_ready)
 		if (i == 0)
 			h_wait_children(&d, 1);
 	}
-	body = wait_ready(503);
-	cr_assert_not_null(strstr(body, "queue q: worker 1 is restarting"),
-	    "%s", body);
-	cr_assert_not_null(strstr(body, "queue q: 0 of 1 workers ready"), "%s",
-	    body);
-	free(body);
+	wait_not_ready("queue q: worker 1 is restarting",
+	    "queue q: 0 of 1 workers ready", (const char *)NULL);
 	free(wait_ready(200));
 	h_stop(&d);
 }
@@ -171,10 +175,8 @@ Test(probes, draining_is_neither_ready_nor_healthy)
 	char cmd[400], queues[600], *body;
 
 	h_setup(&d, NULL, "");
-	snprintf(cmd, sizeof(cmd), "%s/slow.sh", d.dir);
-	h_write_file(cmd, "#!/bin/sh\nwhile IFS= read -r line; do\n"
-	    "  sleep 3; echo ok\ndone\n");
-	chmod(cmd, 0755);
+	h_write_script(&d, "slow.sh", cmd, sizeof(cmd),
+	    "while IFS= read -r line; do\n  sleep 3; echo ok\ndone\n");
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
 	    "handler = exec\ncommand = %s\n", cmd);
 	h_config(&d, http_lines(NULL), queues);
@@ -183,9 +185,7 @@ Test(probes, draining_is_neither_ready_nor_healthy)
 	h_push_jobs(&d, "q", 0, 1);
 	h_wait_redis_int(&d, 0, "LLEN ferry:{q}:ready");
 	kill(d.pid, SIGTERM);
-	body = wait_ready(503);
-	cr_assert_not_null(strstr(body, "ferryd is stopping"), "%s", body);
-	free(body);
+	wait_not_ready("ferryd is stopping", (const char *)NULL);
 	cr_assert_eq(probe("/healthz", &body), 503);
 	cr_assert_str_eq(body, "stopping\n");
 	free(body);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +23,23 @@ teardown(void)
 }
 
 TestSuite(queue, .fini = teardown, .timeout = 900);
+
+/* Queue q of d with one worker running the exec handler `path` and the
+ * [queue q] lines `extra`; jobs {"n":first} .. {"n":first+n-1} pushed and
+ * ferryd started; returns once `done` of them are done and one is dead. */
+static void
+run_exec(const char *path, const char *extra, int first, int n, int done)
+{
+	char queues[800];
+
+	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
+	    "handler = exec\ncommand = %s\n%s", path, extra);
+	h_config(&d, NULL, queues);
+	h_push_jobs(&d, "q", first, n);
+	h_start(&d, 1);
+	h_wait_redis_int(&d, done, "HGET ferry:{q}:stats done");
+	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+}
 
 Test(queue, noop_drains_the_queue)
 {
@@ -86,27 +102,16 @@ Test(queue, nothing_lost_when_workers_are_killed)
  * other job is done, no other job is dead. */
 Test(queue, poison_job_is_isolated)
 {
-	char path[400], queues[800];
+	char path[400];
 
 	h_setup(&d, NULL, "");
-	snprintf(path, sizeof(path), "%s/poison.sh", d.dir);
-	h_write_file(path,
-	    "#!/bin/sh\n"
-	    "while IFS= read -r line; do\n"
+	h_write_script(&d, "poison.sh", path, sizeof(path),
+	    H_SH_EACH_JOB
 	    "  case \"$line\" in *'\"n\":13}'*) kill -SEGV $$;; esac\n"
-	    "  id=${line#*\\\"id\\\":\\\"}; id=${id%%%%\\\"*}\n"
 	    "  echo \"ok $id\"\n"
 	    "done\n");
-	chmod(path, 0755);
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
-	    "batch_size = 50\nhandler = exec\ncommand = %s\n"
-	    "max_attempts = 3\nbackoff_base_ms = 50\nbackoff_max_ms = 100\n",
-	    path);
-	h_config(&d, NULL, queues);
-	h_push_jobs(&d, "q", 0, 200);
-	h_start(&d, 1);
-	h_wait_redis_int(&d, 199, "HGET ferry:{q}:stats done");
-	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	run_exec(path, "batch_size = 50\nmax_attempts = 3\n"
+	    "backoff_base_ms = 50\nbackoff_max_ms = 100\n", 0, 200, 199);
 	json_t *dead = h_dead_entries(&d, "q");
 	json_t *e = json_array_get(dead, 0);
 	cr_assert_str_eq(h_jstr(e, "job"),
@@ -125,14 +130,11 @@ Test(queue, poison_job_is_isolated)
  * another job that always fails ends dead with both errors. */
 Test(queue, retries_back_off_then_dead_letter)
 {
-	char path[400], queues[800];
+	char path[400];
 
 	h_setup(&d, NULL, "");
-	snprintf(path, sizeof(path), "%s/flaky.sh", d.dir);
-	h_write_file(path,
-	    "#!/bin/sh\n"
-	    "while IFS= read -r line; do\n"
-	    "  id=${line#*\\\"id\\\":\\\"}; id=${id%%%%\\\"*}\n"
+	h_write_script(&d, "flaky.sh", path, sizeof(path),
+	    H_SH_EACH_JOB
 	    "  a=${line#*\\\"attempts\\\":}; a=${a%%%%,*}\n"
 	    "  echo \"$(date +%%s%%3N) $a $line\" >> %s/attempts.txt\n"
 	    "  case \"$line\" in\n"
@@ -141,15 +143,9 @@ Test(queue, retries_back_off_then_dead_letter)
 	    "  *) echo \"retry $id always $a\";;\n"
 	    "  esac\n"
 	    "done\n", d.dir);
-	chmod(path, 0755);
-	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
-	    "handler = exec\ncommand = %s\nmax_attempts = 3\n"
-	    "backoff_base_ms = 400\nbackoff_max_ms = 10000\n", path);
-	h_config(&d, NULL, queues);
-	h_push_jobs(&d, "q", 1, 2);        /* n=1 flaky, n=2 always fails */
-	h_start(&d, 1);
-	h_wait_redis_int(&d, 1, "HGET ferry:{q}:stats done");
-	h_wait_redis_int(&d, 1, "LLEN ferry:{q}:dead");
+	/* n=1 flaky, n=2 always fails */
+	run_exec(path, "max_attempts = 3\nbackoff_base_ms = 400\n"
+	    "backoff_max_ms = 10000\n", 1, 2, 1);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats retried"), 4);
 
 	/* the flaky job's attempts 0, 1, 2 at t0, t1, t2: the waits are at

@@ -4,6 +4,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include "harness.h"
 #include "servers.h"
 
 #include <criterion/criterion.h>
@@ -55,15 +56,6 @@ pg_value(PGconn *c, const char *sql)
 	char *v = strdup(PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return v;
-}
-
-static void
-pg_exec(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql,
-	    PQerrorMessage(c));
-	PQclear(r);
 }
 
 /* The negative tests expect servers.c to complain on stderr; keep that noise
@@ -272,8 +264,8 @@ Test(servers, pg_pause_and_resume_keep_data)
 	struct test_pg p;
 	cr_assert_eq(test_pg_start(&p), 0);
 	PGconn *c = pg_connect(&p);
-	pg_exec(c, "create table t (id int primary key)");
-	pg_exec(c, "insert into t values (1), (2), (3)");
+	h_pq_exec(c, "create table t (id int primary key)");
+	h_pq_exec(c, "insert into t values (1), (2), (3)");
 	int port = p.port;
 	pid_t old = p.pid;
 
@@ -323,7 +315,7 @@ Test(servers, two_pg_side_by_side)
 	cr_assert_eq(test_pg_start(&b), 0);
 	cr_assert_neq(a.port, b.port);
 	PGconn *ca = pg_connect(&a), *cb = pg_connect(&b);
-	pg_exec(ca, "create table only_in_a (x int)");
+	h_pq_exec(ca, "create table only_in_a (x int)");
 	PGresult *r = PQexec(cb, "select * from only_in_a");
 	cr_assert_eq(PQresultStatus(r), PGRES_FATAL_ERROR);
 	PQclear(r);

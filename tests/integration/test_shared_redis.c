@@ -286,12 +286,9 @@ Test(shared_redis, orphans_are_swept_after_the_cache_ttl)
 	char cmd[400], queues[600], flag[400];
 
 	h_setup(&d, "cache_ttl = 2s\n", "");
-	snprintf(cmd, sizeof(cmd), "%s/handler.sh", d.dir);
 	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
-	h_write_file(cmd, "#!/bin/sh\nwhile IFS= read -r line; do\n"
-	    "  id=${line#*\\\"id\\\":\\\"}; id=${id%%%%\\\"*}\n"
-	    "  echo \"fail $id poisoned\"\ndone\n");
-	chmod(cmd, 0755);
+	h_write_script(&d, "handler.sh", cmd, sizeof(cmd),
+	    H_SH_EACH_JOB "  echo \"fail $id poisoned\"\ndone\n");
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
 	    "handler = exec\ncommand = %s\nmax_attempts = 1\n"
 	    "[queue w]\nworkers = 0\n", cmd);
@@ -429,13 +426,10 @@ jobs_of_one_id_keep_their_own_data(const char *pipeline)
 {
 	char queues[300];
 
-	h_setup(&d, NULL, "");
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
 	    "handler = postgres\ntable = t\npipeline = %s\n", pipeline);
-	h_config(&d, h_pg_start(&d), queues);
-	h_pg_exec(&d, "CREATE TABLE t (id int, v text, CONSTRAINT no_poison "
-	    "CHECK (v <> 'poison'))");
-	cr_assert_eq(ctl(NULL, "init-db", NULL), 0);
+	h_setup_pg(&d, queues, "CREATE TABLE t (id int, v text, CONSTRAINT "
+	    "no_poison CHECK (v <> 'poison'))", (const char *)NULL);
 	cr_assert_eq(ctl("{\"id\":7,\"data\":[{\"id\":7,\"v\":\"first\"}]}\n"
 	    "{\"id\":7,\"data\":[{\"id\":7,\"v\":\"second\"}]}\n"
 	    "{\"id\":8,\"data\":[{\"id\":8,\"v\":\"twin\"}]}\n"
@@ -597,12 +591,11 @@ Test(shared_redis, raw_job_key_is_protected_from_its_first_retry)
 	char cmd[400], queues[600], flag[400];
 
 	h_setup(&d, NULL, "");
-	snprintf(cmd, sizeof(cmd), "%s/handler.sh", d.dir);
 	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
-	h_write_file(cmd, "#!/bin/sh\nwhile IFS= read -r line; do\n"
+	h_write_script(&d, "handler.sh", cmd, sizeof(cmd),
+	    "while IFS= read -r line; do\n"
 	    "  if [ -e %s ]; then echo \"retry raw once more\"; "
 	    "else echo \"ok raw\"; fi\ndone\n", flag);
-	chmod(cmd, 0755);
 	h_write_file(flag, "\n");
 	snprintf(queues, sizeof(queues), "[queue q]\nworkers = 1\n"
 	    "handler = exec\ncommand = %s\nbackoff_base_ms = 2s\n"

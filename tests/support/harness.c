@@ -58,6 +58,24 @@ h_write_file(const char *path, const char *fmt, ...)
 	fclose(f);
 }
 
+void
+h_write_script(struct ferryd *f, const char *name, char *path, size_t size,
+    const char *fmt, ...)
+{
+	FILE *o;
+	va_list ap;
+
+	snprintf(path, size, "%s/%s", f->dir, name);
+	o = fopen(path, "w");
+	cr_assert_not_null(o, "cannot write %s: %s", path, strerror(errno));
+	fputs("#!/bin/sh\n", o);
+	va_start(ap, fmt);
+	vfprintf(o, fmt, ap);
+	va_end(ap);
+	fclose(o);
+	chmod(path, 0755);
+}
+
 char *
 h_read_file(const char *path)
 {

@@ -44,6 +44,15 @@ void h_tmpdir(char *out, size_t size);
 void h_rmrf(const char *dir);
 void h_write_file(const char *path, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* An executable shell script f->dir/name (its path into path): the line
+ * #!/bin/sh, then the printf'd body. */
+void h_write_script(struct ferryd *f, const char *name, char *path,
+    size_t size, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The loop of an exec handler, in h_write_script's body (a printf format):
+ * each job line into $line, its id into $id; the body goes on with what
+ * to answer, then "done\n". */
+#define H_SH_EACH_JOB "while IFS= read -r line; do\n" \
+	"  id=${line#*\\\"id\\\":\\\"}; id=${id%%%%\\\"*}\n"
 /* Whole file as a malloc'd string ("" when missing). */
 char *h_read_file(const char *path);
 int h_count_in_file(const char *path, const char *needle);
@@ -149,6 +158,10 @@ const char *h_jstr(struct json_t *o, const char *key);
 const char *h_pg_start(struct ferryd *d);
 /* Run SQL on d's PostgreSQL; fails the test on error. */
 void h_pg_exec(struct ferryd *d, const char *sql);
+struct pg_conn;  /* libpq's PGconn */
+/* A statement that returns no rows, on the open connection c (its own
+ * transaction or lock); fails the test unless it succeeds. */
+void h_pq_exec(struct pg_conn *c, const char *sql);
 /* The first column of the first row of a query, as a number. */
 long long h_pg_int(struct ferryd *d, const char *sql);
 /* Wait until h_pg_int(sql) is want (fails after a deadline). */
@@ -208,6 +221,12 @@ int h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp);
 void h_dump_log(struct ferryd *d);
 
 /* harness_client.c: the drivers of the clients' suites. */
+/* Set up d with its own Redis and PostgreSQL and the config `queues` (the
+ * [ferryd] lines point at that PostgreSQL); run each SQL statement that
+ * follows (the tables; the list ends with NULL), then ferryctl init-db,
+ * which must exit 0. ferryd is not started. */
+void h_setup_pg(struct ferryd *d, const char *queues, ...)
+    __attribute__((sentinel));
 /* Set up d with its own Redis and PostgreSQL, a table events (n bigint),
  * queue pg (postgres into events, 2 workers) and the `queues` sections
  * after it; run `sql` (NULL: none; the tables of those queues), then

@@ -6,28 +6,41 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+
+void
+h_setup_pg(struct ferryd *d, const char *queues, ...)
+{
+	struct h_run r;
+	const char *sql;
+	va_list ap;
+
+	h_setup(d, NULL, "");
+	h_config(d, h_pg_start(d), queues);
+	va_start(ap, queues);
+	while ((sql = va_arg(ap, const char *)) != NULL)
+		h_pg_exec(d, sql);
+	va_end(ap);
+	h_ctl(&r, d->config, NULL, "init-db", (const char *)NULL);
+	cr_assert_eq(r.status, 0, "ferryctl init-db failed (exit %d):\n%s%s",
+	    r.status, r.out, r.err);
+	h_run_free(&r);
+}
 
 void
 h_client_start(struct ferryd *d, const char *queues, const char *sql,
     int workers)
 {
 	char all[8192];
-	struct h_run r;
 
 	snprintf(all, sizeof(all), "[queue pg]\nhandler = postgres\n"
 	    "table = events\ncolumns = n\nworkers = 2\n%s", queues);
-	h_setup(d, NULL, "");
-	h_config(d, h_pg_start(d), all);
-	h_pg_exec(d, "CREATE TABLE events (n bigint)");
-	if (sql != NULL)
-		h_pg_exec(d, sql);
-	h_ctl(&r, d->config, NULL, "init-db", (const char *)NULL);
-	cr_assert_eq(r.status, 0, "ferryctl init-db failed (exit %d):\n%s%s",
-	    r.status, r.out, r.err);
-	h_run_free(&r);
+	/* sql NULL ends the list there */
+	h_setup_pg(d, all, "CREATE TABLE events (n bigint)", sql,
+	    (const char *)NULL);
 	h_start(d, workers);
 }
 

@@ -38,6 +38,16 @@ pg_query(struct ferryd *d, const char *sql)
 }
 
 void
+h_pq_exec(struct pg_conn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+
+	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s: %s", sql,
+	    PQerrorMessage(c));
+	PQclear(r);
+}
+
+void
 h_pg_exec(struct ferryd *d, const char *sql)
 {
 	PQclear(pg_query(d, sql));
