@@ -211,6 +211,20 @@ Test(cluster, three_queues_on_three_nodes)
 	h_stop(&d);
 }
 
+/* The cluster and ferryd set up, n jobs pushed to q (and `more` to the
+ * third queue), ferryd started: returns under load, once 1000 of q's jobs
+ * are done. */
+static void
+start_under_load(const char *q, int n, int more)
+{
+	setup();
+	push(q, 0, n);
+	if (more > 0)
+		push(names[2], 0, more);
+	h_start(&d, 3);
+	wait_done(q, 1000);
+}
+
 /* The slot of the first queue moves to another primary while its worker
  * runs, two keys at a time with pauses: the source answers ASK and
  * TRYAGAIN for what has moved, then MOVED. */
@@ -219,10 +233,7 @@ Test(cluster, slot_migrated_mid_run)
 	int n = 20000;
 	const char *q = names[0];
 
-	setup();
-	push(q, 0, n);
-	h_start(&d, 3);
-	wait_done(q, 1000);
+	start_under_load(q, n, 0);
 	char tag[48];
 	snprintf(tag, sizeof(tag), "{%s}", q);
 	int slot = test_cluster_slot_of(tag), from = owner(q), to = owner(names[1]);
@@ -252,11 +263,7 @@ Test(cluster, primary_killed_every_job_once)
 	int n = 20000;
 	const char *q = names[1];
 
-	setup();
-	push(q, 0, n);
-	push(names[2], 0, 500);
-	h_start(&d, 3);
-	wait_done(q, 1000);
+	start_under_load(q, n, 500);
 	int dead = owner(q);
 	test_cluster_kill_primary(&cl, dead);
 	long long killed = h_now_ms();

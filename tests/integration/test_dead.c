@@ -39,6 +39,22 @@ TestSuite(dead, .fini = teardown, .timeout = 300);
 #define CTL(r, ...) \
 	h_ctl((r), d.config, NULL, __VA_ARGS__, (const char *)NULL)
 
+/* The run exited 0 and printed exactly `want`; freed. */
+static void
+run_says(struct h_run *r, const char *want)
+{
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert_str_eq(r->out, want);
+	h_run_free(r);
+}
+
+/* ferryctl ARGS... exits 0 and prints exactly `want`. */
+#define CTL_SAYS(want, ...) do { \
+	struct h_run said_; \
+	CTL(&said_, __VA_ARGS__); \
+	run_says(&said_, (want)); \
+} while (0)
+
 /* The documents of the tests, and the malformed entry. */
 struct doc {
 	const char *id;         /* as ferryctl names it ("" : SHA-1) */
@@ -333,10 +349,8 @@ Test(dead, retry_every_entry_but_the_malformed_one, .init = setup)
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 6);
 
-	CTL(&r, "dead", "retry", "q", "stamped");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "replayed 1 job to queue q\n");
-	h_run_free(&r);
+	CTL_SAYS("replayed 1 job to queue q\n", "dead", "retry", "q",
+	    "stamped");
 	redisReply *el = h_redis(&d, "LINDEX %s 0", k.requeue);
 	char *want = NULL;
 	int wn = asprintf(&want, "{\"ferry\":1,\"recoveries\":0,\"attempts\":0,"
@@ -360,14 +374,9 @@ Test(dead, retry_every_entry_but_the_malformed_one, .init = setup)
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 1);
 	cr_assert_eq(h_redis_int(&d, "HGET %s replayed", k.stats), 5);
 
-	CTL(&r, "dead", "retry", "q", "--all");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "replayed 0 jobs to queue q\n");
-	h_run_free(&r);
-	CTL(&r, "dead", "purge", "q", malformed_sha);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "purged 1 dead entry from queue q\n");
-	h_run_free(&r);
+	CTL_SAYS("replayed 0 jobs to queue q\n", "dead", "retry", "q", "--all");
+	CTL_SAYS("purged 1 dead entry from queue q\n", "dead", "purge", "q",
+	    malformed_sha);
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", k.dead), 0);
 	h_stop(&d);
 }
@@ -393,19 +402,15 @@ Test(dead, purge_by_id_and_all_whatever_bytes, .init = setup)
 
 	fill_dead();
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:e v"));
-	CTL(&r, "dead", "purge", "q", "utf8bad");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "purged 1 dead entry from queue q\n");
-	h_run_free(&r);
+	CTL_SAYS("purged 1 dead entry from queue q\n", "dead", "purge", "q",
+	    "utf8bad");
 	CTL(&r, "dead", "purge", "q", "stamped");
 	cr_assert_str_eq(r.out, "purged 1 dead entry from queue q\n");
 	h_run_free(&r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:e"), 0);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 4);
-	CTL(&r, "dead", "purge", "q", "--all");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "purged 4 dead entries from queue q\n");
-	h_run_free(&r);
+	CTL_SAYS("purged 4 dead entries from queue q\n", "dead", "purge", "q",
+	    "--all");
 	cr_assert_eq(h_redis_int(&d, "EXISTS %s", k.dead), 0);
 	h_stop(&d);
 }

@@ -43,6 +43,23 @@ wait_gone(const pid_t *pids, int n)
 	}
 }
 
+/* Send sig to the master of `workers` workers and reap it: its wait
+ * status, within timeout_ms; then its workers are gone too. */
+static int
+signal_master(int sig, int workers, int timeout_ms)
+{
+	pid_t pids[H_MAX_PIDS];
+
+	cr_assert_eq(h_children(d.pid, pids, H_MAX_PIDS), workers);
+	kill(d.pid, sig);
+	int status = h_wait_exit(d.pid, timeout_ms);
+	cr_assert_neq(status, -1, "ferryd did not exit within %d ms after "
+	    "signal %d", timeout_ms, sig);
+	d.pid = 0;
+	wait_gone(pids, workers);
+	return status;
+}
+
 TestSuite(master, .fini = teardown, .timeout = 120);
 
 Test(master, killed_worker_is_replaced)
@@ -150,18 +167,12 @@ Test(master, hup_with_changed_queue_replaces_workers)
 
 Test(master, term_stops_everything_and_removes_pidfile)
 {
-	pid_t workers[H_MAX_PIDS];
-
 	start_with("shutdown_timeout = 10s\n", 3);
 	cr_assert_eq(access(d.pidfile, F_OK), 0, "no pidfile while running");
-	cr_assert_eq(h_children(d.pid, workers, H_MAX_PIDS), 3);
-	kill(d.pid, SIGTERM);
-	int status = h_wait_exit(d.pid, 10000 + 5000);
-	cr_assert_neq(status, -1, "ferryd did not stop within shutdown_timeout");
+	/* within shutdown_timeout and a margin */
+	int status = signal_master(SIGTERM, 3, 10000 + 5000);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "wait status %d", status);
-	d.pid = 0;
-	wait_gone(workers, 3);
 	cr_assert_neq(access(d.pidfile, F_OK), 0, "pidfile left behind");
 	cr_assert_eq(h_count_in_file(d.log, "graceful stop"), 1);
 	h_stop(&d);
@@ -169,15 +180,9 @@ Test(master, term_stops_everything_and_removes_pidfile)
 
 Test(master, quit_kills_workers_at_once)
 {
-	pid_t workers[H_MAX_PIDS];
-
 	start_with(NULL, 2);
-	cr_assert_eq(h_children(d.pid, workers, H_MAX_PIDS), 2);
-	kill(d.pid, SIGQUIT);
-	int status = h_wait_exit(d.pid, H_DEADLINE_MS);
+	int status = signal_master(SIGQUIT, 2, H_DEADLINE_MS);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	d.pid = 0;
-	wait_gone(workers, 2);
 	cr_assert_eq(h_count_in_file(d.log, "fast stop: killing 2 workers"), 1);
 	h_stop(&d);
 }
@@ -218,14 +223,8 @@ Test(master, second_instance_on_same_pidfile_refuses)
 
 Test(master, workers_exit_when_master_dies)
 {
-	pid_t workers[H_MAX_PIDS];
-
 	start_with(NULL, 3);
-	cr_assert_eq(h_children(d.pid, workers, H_MAX_PIDS), 3);
-	kill(d.pid, SIGKILL);
-	waitpid(d.pid, NULL, 0);
-	d.pid = 0;
-	wait_gone(workers, 3);
+	signal_master(SIGKILL, 3, H_DEADLINE_MS);
 	h_stop(&d);
 }
 

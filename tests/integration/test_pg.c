@@ -190,6 +190,23 @@ Test(pg, installed_ferryd_has_no_test_hooks)
 	h_stop(&d);
 }
 
+/* Queue q of the reload tests: one worker into events, these columns. */
+#define RELOAD_Q(columns) "[queue q]\nhandler = postgres\ntable = events\n" \
+	"columns = " columns "\nworkers = 1\n"
+
+/* Reload ferryd to `global` and `queues`; once the old worker has
+ * stopped, 100 jobs are pushed; returns when the log says `then`. */
+static void
+reload_then_push(const char *global, const char *queues, const char *then)
+{
+	h_config(&d, global, queues);
+	kill(d.pid, SIGHUP);
+	h_wait_log(&d, "reload: done", 1);
+	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
+	h_push_jobs(&d, "q", 0, 100);
+	h_wait_log(&d, then, 1);
+}
+
 /* A reload to require_sync_commit = yes on a server that commits without
  * a standby: the queue's new worker exits with the fatal code; `ferryctl
  * status`, /api/workers and the dashboard show it fatal with the reason;
@@ -206,8 +223,7 @@ Test(pg, fatal_worker_shows_why_and_is_tried_again)
 	snprintf(global, sizeof(global), "%shttp_listen = 127.0.0.1:%d\n"
 	    "restart_backoff_max = 1s\n", h_pg_start(&d), port);
 	h_pg_exec(&d, PE_EVENTS_TABLE);
-	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, payload\nworkers = 1\n");
+	h_config(&d, global, RELOAD_Q("n, payload"));
 	h_expect_log(&d, "require_sync_commit");
 	h_expect_log(&d, "exited with fatal code");
 	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
@@ -215,13 +231,8 @@ Test(pg, fatal_worker_shows_why_and_is_tried_again)
 	char sync_global[600];
 	snprintf(sync_global, sizeof(sync_global), "%srequire_sync_commit = "
 	    "yes\n", global);
-	h_config(&d, sync_global, "[queue q]\nhandler = postgres\n"
-	    "table = events\ncolumns = n, payload\nworkers = 1\n");
-	kill(d.pid, SIGHUP);
-	h_wait_log(&d, "reload: done", 1);
-	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
-	h_push_jobs(&d, "q", 0, 100);
-	h_wait_log(&d, "exited with fatal code", 1);
+	reload_then_push(sync_global, RELOAD_Q("n, payload"),
+	    "exited with fatal code");
 	cr_assert_eq(pe_ctl(&d, "status", &out), 0, "%s", out);
 	cr_assert(strstr(out, "state=fatal") != NULL, "%s", out);
 	char *line = strstr(out, "worker queue=q");
@@ -246,8 +257,7 @@ Test(pg, fatal_worker_shows_why_and_is_tried_again)
 	h_wait_log(&d, "exited with fatal code", 3);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 0);
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
-	h_config(&d, global, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, payload\nworkers = 1\n");
+	h_config(&d, global, RELOAD_Q("n, payload"));
 	kill(d.pid, SIGHUP);
 	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
 	assert_rows_once(100);
@@ -267,25 +277,17 @@ Test(pg, reload_to_a_missing_column_waits)
 	h_setup(&d, NULL, "");
 	pg = h_pg_start(&d);
 	h_pg_exec(&d, PE_EVENTS_TABLE);
-	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, payload\nworkers = 1\n");
+	h_config(&d, pg, RELOAD_Q("n, payload"));
 	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
 	h_start(&d, 1);
 	h_wait_blocked(&d, 1);  /* running: a reload at its start is not this */
-	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, nosuch\nworkers = 1\n");
-	kill(d.pid, SIGHUP);
-	h_wait_log(&d, "reload: done", 1);
-	h_wait_log(&d, "exited with status 0; stopped", 1);  /* the old one */
-	h_push_jobs(&d, "q", 0, 100);
-	h_wait_log(&d, "waits in Redis", 1);
+	reload_then_push(pg, RELOAD_Q("n, nosuch"), "waits in Redis");
 	cr_assert_eq(pe_ctl(&d, "status", &out), 0, "%s", out);
 	char *line = strstr(out, "worker queue=q");
 	cr_assert(line != NULL && strstr(line, "nosuch") != NULL, "%s", out);
 	cr_assert(strstr(out, "state=fatal") == NULL, "%s", out);
 	free(out);
-	h_config(&d, pg, "[queue q]\nhandler = postgres\ntable = events\n"
-	    "columns = n, payload\nworkers = 1\n");
+	h_config(&d, pg, RELOAD_Q("n, payload"));
 	kill(d.pid, SIGHUP);
 	h_wait_redis_int(&d, 100, "HGET ferry:{q}:stats done");
 	assert_rows_once(100);
