@@ -34,10 +34,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include "../support/servers.h"
+
 /* ------------------------------------------------------------- util */
-long long chaos_now_ms(void);
+/* The monotonic clock and the sleep are servers.c's (servers_now_ms,
+ * servers_sleep_ms), which the helper is built with. */
 long long chaos_epoch_ms(void);    /* CLOCK_REALTIME in ms */
-void chaos_sleep_ms(long ms);
 void chaos_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
     noreturn));
 

@@ -259,7 +259,7 @@ progress(redisContext *c, const char *prefix, const char *q)
 int
 chaos_wait_main(int argc, char **argv)
 {
-	long long start = chaos_now_ms();
+	long long start = servers_now_ms();
 	long long deadline = start + chaos_arg_ll(argc, argv, "seconds", 60) * 1000;
 	long long stuck_ms = chaos_arg_ll(argc, argv, "stuck", 20) * 1000;
 	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
@@ -271,7 +271,7 @@ chaos_wait_main(int argc, char **argv)
 	int nq = q[2] == NULL ? 2 : q[3] == NULL ? 3 : 4;
 	long long empty_since = -1, last_sig = -1, moved_at = start;
 	for (;;) {
-		long long now = chaos_now_ms(), left = -1, sig = -1;
+		long long now = servers_now_ms(), left = -1, sig = -1;
 		redisContext *c = chaos_redis_arg(argc, argv, 2000);
 		if (c != NULL) {
 			left = 0;
@@ -313,7 +313,7 @@ chaos_wait_main(int argc, char **argv)
 		}
 		if (c != NULL)
 			redisFree(c);
-		chaos_sleep_ms(250);
+		servers_sleep_ms(250);
 	}
 }
 

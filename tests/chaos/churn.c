@@ -85,7 +85,7 @@ chaos_churn_main(int argc, char **argv)
 	long long smin = chaos_arg_ll(argc, argv, "size_min", 4096);
 	long long smax = chaos_arg_ll(argc, argv, "size_max", 8192);
 	long long ttl = chaos_arg_ll(argc, argv, "ttl_ms", 60000);
-	long long end = chaos_now_ms() + chaos_arg_ll(argc, argv, "seconds",
+	long long end = servers_now_ms() + chaos_arg_ll(argc, argv, "seconds",
 	    3600) * 1000;
 	const char *prefix = chaos_arg(argc, argv, "prefix", "app:cache:");
 	const char *report = chaos_arg(argc, argv, "report", NULL);
@@ -95,7 +95,7 @@ chaos_churn_main(int argc, char **argv)
 	struct churn_run runs[CHURN_RUNS];
 	struct sigaction sa = { .sa_handler = churn_on_term };
 	long long keys = 0, bytes = 0, refused = 0, reconnects = 0, next = 0;
-	long long start = chaos_now_ms(), sent = 0, sampled = 0;
+	long long start = servers_now_ms(), sent = 0, sampled = 0;
 	int nruns = 0, full = 0;
 	char *value = malloc((size_t)smax);
 	if (report == NULL || value == NULL || smin < 1 || smax < smin ||
@@ -107,7 +107,7 @@ chaos_churn_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	redisContext *c = NULL;
 	int direct = 0;
-	while (!churn_stop && chaos_now_ms() < end) {
+	while (!churn_stop && servers_now_ms() < end) {
 		if (c != NULL && direct && full) {
 			redisFree(c);   /* full: on through the link */
 			c = NULL;
@@ -116,16 +116,17 @@ chaos_churn_main(int argc, char **argv)
 			if (c != NULL) {
 				redisFree(c);
 				reconnects++;
-				chaos_sleep_ms(100);
+				servers_sleep_ms(100);
 			}
 			direct = !full && fill_port > 0;
 			if ((c = direct ? chaos_redis(fill_port, 2000) :
 			    chaos_redis_arg(argc, argv, 2000)) == NULL) {
-				chaos_sleep_ms(200);
+				servers_sleep_ms(200);
 				continue;
 			}
 		}
-		long long now = chaos_now_ms(), due = rate * (now - start) / 1000;
+		long long now = servers_now_ms();
+		long long due = rate * (now - start) / 1000;
 		if (now - sampled >= 500) {
 			const char *touch[8] = { "TOUCH" };
 			int nt = 1;
@@ -143,7 +144,7 @@ chaos_churn_main(int argc, char **argv)
 		if (!full || due - sent > rate)
 			sent = due - (full ? rate : 0);  /* at most 1 s behind */
 		if (full && sent >= due) {
-			chaos_sleep_ms(5);
+			servers_sleep_ms(5);
 			continue;
 		}
 		long long size[CHURN_PIPELINE];
@@ -182,8 +183,8 @@ chaos_churn_main(int argc, char **argv)
 	if (f == NULL || fprintf(f, "keys=%lld bytes=%lld refused=%lld "
 	    "reconnects=%lld evicted=%lld expired=%lld runs=%d seconds=%lld "
 	    "size_min=%lld size_max=%lld ttl_ms=%lld\n", keys, bytes, refused,
-	    reconnects, evicted, expired, nruns, (chaos_now_ms() - start) / 1000,
-	    smin, smax, ttl) < 0 || fclose(f) != 0)
+	    reconnects, evicted, expired, nruns,
+	    (servers_now_ms() - start) / 1000, smin, smax, ttl) < 0 || fclose(f) != 0)
 		chaos_die("churn: cannot write %s", report);
 	if (c != NULL)
 		redisFree(c);

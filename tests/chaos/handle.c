@@ -55,7 +55,7 @@ chaos_handle_main(int argc, char **argv)
 	if (fd < 0 || (log.len && write(fd, log.p, log.len) != (ssize_t)log.len))
 		return 1;
 	close(fd);
-	chaos_sleep_ms(10 + getpid() % 30);
+	servers_sleep_ms(10 + getpid() % 30);
 	if (out.len && write(1, out.p, out.len) != (ssize_t)out.len)
 		return 1;
 	chaos_buf_free(&log);

@@ -114,13 +114,25 @@ host_free(const struct world *w, int h, long long t, long long until)
 	return host_present(w, h, t, until) && w->host_busy[h] <= t;
 }
 
+/* A fault that lasts d ms: `down` at t, `up` at t + d; what it touches
+ * is busy until `settle` ms after that. Returns 1 (scheduled). */
+static int
+outage(long long *busy, long long t, long long d, long long settle,
+    const char *down, const char *up)
+{
+	add(t, down);
+	add(t + d, up);
+	*busy = t + d + settle;
+	return 1;
+}
+
 /* Try to schedule one fault of kind k at t; 1 if it was. */
 static int
 schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
     long long end, long long ttl)
 {
 	static const char hn[2] = { 'a', 'b' };
-	char buf[96];
+	char buf[96], up[96];
 	int h = (int)chaos_rng_range(r, 0, 1);
 	if (!host_present(w, h, t, t + 1))
 		h = 0;
@@ -138,23 +150,17 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 		if (!host_free(w, h, t, t + d))
 			return 0;
 		snprintf(buf, sizeof(buf), "mkill %c", hn[h]);
-		add(t, buf);
-		snprintf(buf, sizeof(buf), "mstart %c", hn[h]);
-		add(t + d, buf);
-		w->host_busy[h] = t + d + 1000;
-		return 1;
+		snprintf(up, sizeof(up), "mstart %c", hn[h]);
+		return outage(&w->host_busy[h], t, d, 1000, buf, up);
 	case K_FREEZE:
 		/* longer than heartbeat_ttl, with the other host up to reap */
 		d = ttl + chaos_rng_range(r, 1000, 3000);
 		if (!host_free(w, h, t, t + d) || !host_free(w, 1 - h, t, t + d + 2000))
 			return 0;
 		snprintf(buf, sizeof(buf), "freeze %c", hn[h]);
-		add(t, buf);
-		snprintf(buf, sizeof(buf), "thaw %c", hn[h]);
-		add(t + d, buf);
-		w->host_busy[h] = t + d + 500;
+		snprintf(up, sizeof(up), "thaw %c", hn[h]);
 		w->host_busy[1 - h] = t + 500;  /* no kill of the reaper at once */
-		return 1;
+		return outage(&w->host_busy[h], t, d, 500, buf, up);
 	case K_HOSTB:
 		if (t < w->b_until + 2000)
 			return 0;
@@ -172,10 +178,7 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 		d = chaos_rng_range(r, 500, 4000);
 		if (w->pg_busy > t)
 			return 0;
-		add(t, "pgkill");
-		add(t + d, "pgstart");
-		w->pg_busy = t + d + 1500;
-		return 1;
+		return outage(&w->pg_busy, t, d, 1500, "pgkill", "pgstart");
 	case K_PGTERM:
 		if (w->pg_busy > t)
 			return 0;
@@ -186,10 +189,7 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 		d = chaos_rng_range(r, 300, 3000);
 		if (w->redis_busy > t)
 			return 0;
-		add(t, "rkill");
-		add(t + d, "rstart");
-		w->redis_busy = t + d + 1500;
-		return 1;
+		return outage(&w->redis_busy, t, d, 1500, "rkill", "rstart");
 	case K_RFAILOVER:
 		if (w->redis_busy > t)
 			return 0;
@@ -202,19 +202,13 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 		d = chaos_rng_range(r, 2000, 5000);
 		if (w->redis_busy > t)
 			return 0;
-		add(t, "rpkill");
-		add(t + d, "rpstart");
-		w->redis_busy = t + d + 8000;
-		return 1;
+		return outage(&w->redis_busy, t, d, 8000, "rpkill", "rpstart");
 	case K_RRKILL:
 		d = chaos_rng_range(r, 1000, 6000);
 		if (w->redis_busy > t)
 			return 0;
 		snprintf(buf, sizeof(buf), "rrkill %lld", chaos_rng_range(r, 0, 99));
-		add(t, buf);
-		add(t + d, "rrstart");
-		w->redis_busy = t + d + 5000;
-		return 1;
+		return outage(&w->redis_busy, t, d, 5000, buf, "rrstart");
 	case K_CUT_REDIS:
 	case K_CUT_PG: {
 		int s = k == K_CUT_PG;
@@ -226,11 +220,8 @@ schedule(struct world *w, struct chaos_rng *r, enum kind k, long long t,
 			return 0;
 		snprintf(buf, sizeof(buf), "cut %c %s %s", hn[h],
 		    s ? "pg" : "redis", stall ? "stall" : "reset");
-		add(t, buf);
-		snprintf(buf, sizeof(buf), "uncut %c %s", hn[h], s ? "pg" : "redis");
-		add(t + d, buf);
-		w->cut_busy[h][s] = t + d + 500;
-		return 1;
+		snprintf(up, sizeof(up), "uncut %c %s", hn[h], s ? "pg" : "redis");
+		return outage(&w->cut_busy[h][s], t, d, 500, buf, up);
 	}
 	default:
 		return 0;

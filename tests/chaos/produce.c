@@ -479,7 +479,7 @@ new_call(struct producer *p, int q, int n)
 static void
 wait_for_ids(struct producer *p, int nq)
 {
-	long long until = chaos_now_ms() + 30000;
+	long long until = servers_now_ms() + 30000;
 	for (;;) {
 		int q = 0;
 		reconnect(p);
@@ -487,11 +487,11 @@ wait_for_ids(struct producer *p, int nq)
 			q++;
 		if (q == nq)
 			return;
-		if (chaos_now_ms() >= until)
+		if (servers_now_ms() >= until)
 			chaos_die("produce: queue %s keeps no ids (no "
 			    "idempotency_window in its config hash) 30 s after the "
 			    "start", p->qname[q]);
-		chaos_sleep_ms(200);
+		servers_sleep_ms(200);
 	}
 }
 
@@ -726,7 +726,7 @@ chaos_produce_main(int argc, char **argv)
 				push_hostile(&p, line);
 			have_line = fgets(line, sizeof(line), pf) != NULL;
 		}
-		if (chaos_now_ms() >= resume) {
+		if (servers_now_ms() >= resume) {
 			/* the calls kept first; new jobs only once none is
 			 * left: after an outage the backlog goes in at up to
 			 * 64 jobs a call, keeping to the rate over the run */
@@ -743,12 +743,12 @@ chaos_produce_main(int argc, char **argv)
 			if (ok)
 				pause = PAUSE_FIRST_MS;
 			else {
-				resume = chaos_now_ms() + pause;
+				resume = servers_now_ms() + pause;
 				pause = pause * 2 > PAUSE_MAX_MS ? PAUSE_MAX_MS : pause * 2;
 			}
 		}
 		long long spent = chaos_epoch_ms() - t0 - now;
-		chaos_sleep_ms(spent >= 90 ? 10 : (long)(100 - spent));
+		servers_sleep_ms(spent >= 90 ? 10 : (long)(100 - spent));
 	}
 	long long unknown = 0, unrepl = 0, shown = 0;
 	for (size_t i = 0; i < p.npend; i++) {

@@ -169,7 +169,7 @@ run_ferryctl(struct cproducer *p, int cache, const struct chaos_buf *docs,
 	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(o, O_CLOEXEC) != 0 ||
 	    pipe2(e, O_CLOEXEC) != 0)
 		chaos_die("produce-cache: pipe: %s", strerror(errno));
-	long long start = chaos_now_ms();
+	long long start = servers_now_ms();
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(in[0], 0);
@@ -201,7 +201,7 @@ run_ferryctl(struct cproducer *p, int cache, const struct chaos_buf *docs,
 	int sent_kill = 0;
 	char buf[4096];
 	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
-		long long t = chaos_now_ms();
+		long long t = servers_now_ms();
 		if (kill_at >= 0 && t >= kill_at) {
 			kill(pid, SIGKILL);
 			sent_kill = 1;
@@ -241,7 +241,7 @@ run_ferryctl(struct cproducer *p, int cache, const struct chaos_buf *docs,
 		status = -1;
 	else if (status == 0) {
 		status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-		p->call_ms += chaos_now_ms() - start;
+		p->call_ms += servers_now_ms() - start;
 	}
 	p->calls++;
 	return status;
@@ -452,7 +452,7 @@ chaos_produce_cache_main(int argc, char **argv)
 		 * faster once the jobs held go at once */
 		long long spent = chaos_epoch_ms() - tick, step = ending ? 250 : 1000;
 		if (spent < step)
-			chaos_sleep_ms((long)(step - spent));
+			servers_sleep_ms((long)(step - spent));
 	}
 	long long unknown = 0, unrepl = 0;
 	for (size_t i = 0; i < p.npend; i++) {

@@ -335,8 +335,8 @@ static int
 ha_settled(long timeout_ms)
 {
 	char buf[8192];
-	long long deadline = chaos_now_ms() + timeout_ms;
-	while (chaos_now_ms() < deadline) {
+	long long deadline = servers_now_ms() + timeout_ms;
+	while (servers_now_ms() < deadline) {
 		int p = ha_primary();
 		if (p > 0 && test_redis_command(p, "INFO replication", buf,
 		    sizeof(buf)) > 0 && strstr(buf, "connected_slaves:2") != NULL) {
@@ -355,7 +355,7 @@ ha_settled(long timeout_ms)
 			if (ok >= 2)
 				return 0;
 		}
-		chaos_sleep_ms(100);
+		servers_sleep_ms(100);
 	}
 	return -1;
 }
@@ -449,7 +449,7 @@ pg_kill(void)
 			pg.pid = 0;
 			return 0;
 		}
-		chaos_sleep_ms(10);
+		servers_sleep_ms(10);
 	}
 	kill(pg.pid, SIGKILL);
 	waitpid(pg.pid, NULL, 0);

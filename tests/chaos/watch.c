@@ -36,21 +36,21 @@ chaos_watch_main(int argc, char **argv)
 	const char *q[2] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
 		chaos_arg(argc, argv, "execq", "chaos_exec") };
 	long long t0 = chaos_arg_ll(argc, argv, "t0_ms", chaos_epoch_ms());
-	long long end = chaos_now_ms() + chaos_arg_ll(argc, argv, "seconds",
+	long long end = servers_now_ms() + chaos_arg_ll(argc, argv, "seconds",
 	    600) * 1000;
 	if (sentinels == NULL)
 		chaos_die("watch: needs sentinels=");
 	int cur = -1, waiting = 0;
 	long long base = -1;
 	redisContext *c = NULL;
-	while (chaos_now_ms() < end) {
+	while (servers_now_ms() < end) {
 		int port = -1;
 		if (c == NULL || c->err) {
 			if (c != NULL)
 				redisFree(c);
 			c = chaos_redis_primary(sentinels, master, 500, &port);
 			if (c == NULL) {
-				chaos_sleep_ms(50);
+				servers_sleep_ms(50);
 				continue;
 			}
 			if (port != cur) {
@@ -77,7 +77,7 @@ chaos_watch_main(int argc, char **argv)
 			freeReplyObject(r);
 		if (!master_now && c->err == 0)
 			c->err = REDIS_ERR_OTHER;  /* find the primary again */
-		chaos_sleep_ms(50);
+		servers_sleep_ms(50);
 	}
 	if (c != NULL)
 		redisFree(c);

@@ -98,7 +98,8 @@ int test_free_port(void);
  * h_now_ms reads it). */
 long long servers_now_ms(void);
 
-/* Internals shared with servers_ha.c and servers_cluster.c; not for tests. Same behaviour as the
+/* Internals shared with servers_ha.c and servers_cluster.c (and the chaos
+ * helper, built with servers.c); not for tests. Same behaviour as the
  * static helpers in servers.c they wrap. */
 void servers_sleep_ms(long ms);
 /* mkdtemp $TMPDIR/ferry-KIND-XXXXXX; -1 with a message */
