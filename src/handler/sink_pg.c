@@ -224,17 +224,9 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 		pg_failure_set_state(f, NULL);
 		return false;
 	}
-	char unnamed[200];
-	snprintf(unnamed, sizeof(unnamed), "failed (the reason in the row of "
-	    "batch %s is not a string)", key);
-	for (int i = 0; i < n; i++) {
-		if (jobs[i].invalid != NULL)
-			continue;
-		json_t *why = sink_pg_recorded(failed, &jobs[i]);
-		sink_pg_set_result(&res[i], why ? HANDLER_FAIL : HANDLER_OK,
-		    json_is_string(why) ? json_string_value(why) : why ?
-		    unnamed : "");
-	}
+	for (int i = 0; i < n; i++)
+		if (jobs[i].invalid == NULL)
+			sink_pg_record_result(failed, key, &jobs[i], &res[i]);
 	json_decref(failed);
 	return true;
 }

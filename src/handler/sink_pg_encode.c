@@ -57,6 +57,27 @@ sink_pg_recorded(json_t *failed, struct job *j)
 	    SINK_PG_BY_DIGEST) != NULL ? job_digest(j) : job_id(j));
 }
 
+/* Job j's result from the record of committed batch key (doc/design.md,
+ * I5): written (HANDLER_OK, true) unless the record names it, else
+ * HANDLER_FAIL with the recorded reason. */
+bool
+sink_pg_record_result(json_t *failed, const char *key, struct job *j,
+    struct handler_result *res)
+{
+	json_t *why = sink_pg_recorded(failed, j);
+	char unnamed[200];
+
+	if (why == NULL) {
+		sink_pg_set_result(res, HANDLER_OK, "");
+		return true;
+	}
+	snprintf(unnamed, sizeof(unnamed), "failed (the reason in the row of "
+	    "batch %s is not a string)", key);
+	sink_pg_set_result(res, HANDLER_FAIL, json_is_string(why) ?
+	    json_string_value(why) : unnamed);
+	return false;
+}
+
 /* Job j's (number i) rows of doc into target t's buffer, for upsert and
  * update with the job's op and index. -1 with why (the buffer as it
  * was). */

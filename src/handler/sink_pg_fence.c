@@ -142,19 +142,15 @@ decide(const struct job *j, const struct fenced_batch *b, int nb,
 		    (size_t)nb, sizeof(*b), fenced_cmp);
 		if (fb == NULL || !fb->committed)
 			continue;
-		json_t *why = sink_pg_recorded(fb->failed, (struct job *)j);
-		if (why == NULL) {
-			sink_pg_set_result(res, HANDLER_OK, "");    /* written */
+		/* the first batch that failed it gives the reason */
+		struct handler_result r;
+		bool written = sink_pg_record_result(fb->failed, fb->key,
+		    (struct job *)j, &r);
+		if (written || !failed_before)
+			*res = r;
+		if (written)
 			return false;
-		}
-		if (!failed_before) {
-			char unnamed[200];
-			snprintf(unnamed, sizeof(unnamed), "failed (the reason in "
-			    "the row of batch %s is not a string)", fb->key);
-			sink_pg_set_result(res, HANDLER_FAIL, json_is_string(why) ?
-			    json_string_value(why) : unnamed);
-			failed_before = true;
-		}
+		failed_before = true;
 	}
 	if (!j->bury)
 		return true;

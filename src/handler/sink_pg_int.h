@@ -94,6 +94,10 @@ int sink_pg_record_failure(struct sink_pg *s, struct job *j,
 #define SINK_PG_BY_DIGEST ""
 /* Why a batch's record (NULL: none) says job j failed; NULL: it did not. */
 json_t *sink_pg_recorded(json_t *failed, struct job *j);
+/* Job j's result res from the record of committed batch key: true when
+ * written (the record does not name it), else failed with its reason. */
+bool sink_pg_record_result(json_t *failed, const char *key, struct job *j,
+    struct handler_result *res);
 /* Encode the rows of every job to write into s->b.enc (its idx lists them);
  * skip: jobs a fence found written already (NULL: none). */
 void sink_pg_encode(struct sink_pg *s, struct job *jobs,
