@@ -92,16 +92,16 @@ struct handler_ops {
 	 * not run may have been written by an earlier batch, so that it must
 	 * be buried (j->bury: run fails it only once none of its batches
 	 * committed it). Asked of a job refused (j->invalid set) and of one
-	 * recovered past max_recoveries (died: j->invalid still NULL);
-	 * resumed: this batch ran before and lost its connection. */
-	bool (*buries)(const struct job *j, bool died, bool resumed);
+	 * recovered past max_recoveries (died: j->invalid still NULL). */
+	bool (*buries)(const struct job *j, bool died);
 	/* Once per worker process; never fails (connections are made by run,
 	 * which may then answer HANDLER_WAIT). host is copied if kept. */
 	void *(*open)(const struct handler_host *host);
 	/* Run the batch whose key is batch_key (unique per batch, the same
 	 * when a held batch is resumed): set results[i] for every job without
-	 * j->invalid (those keep the result the worker set). err (errsize
-	 * bytes) says why on any status but HANDLER_DONE. */
+	 * j->invalid (those keep the result the worker set, unless run finds
+	 * that this batch_key committed before: then it may set every job's).
+	 * err (errsize bytes) says why on any status but HANDLER_DONE. */
 	enum handler_status (*run)(void *state, struct job *jobs,
 	    struct handler_result *results, int n, const char *batch_key,
 	    char *err, size_t errsize);

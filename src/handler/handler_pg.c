@@ -13,18 +13,15 @@ pg_open(const struct handler_host *host)
 	return sink_pg_new(host->cfg, host->q);
 }
 
-/* A job that will not run is buried when a batch may have written it
- * (doc/design.md, R11): it carries stamps (an earlier batch of it may have
- * committed), or it was refused for a reason that may not have held then
- * in a batch that ran before (its settle lost after its COMMIT). A job
- * refused for a reason that holds every time (not JSON...) was never
- * written: it fails at once. */
+/* A job that will not run is buried when another batch may have written
+ * it (doc/design.md, R11): it carries stamps. A job refused for a reason
+ * that holds every time (not JSON...) was never written: it fails at
+ * once. A batch that ran before under its own key decides its jobs from
+ * its row (R2, sink_pg_replay). */
 static bool
-pg_buries(const struct job *j, bool died, bool resumed)
+pg_buries(const struct job *j, bool died)
 {
-	if (!died && !j->refusal_varies)
-		return false;
-	return j->nstamps > 0 || (!died && resumed);
+	return j->nstamps > 0 && (died || j->refusal_varies);
 }
 
 static enum handler_status

@@ -194,7 +194,9 @@ sink_pg_row_failed(const char *key, struct pg_failure *f)
 }
 
 /* The batch row already exists: this batch committed before (its reply
- * was lost), or another worker fenced it. Results from its record. */
+ * was lost), or another worker fenced it. Results from its record, for
+ * every job: one refused now (its cache key gone since, a lowered
+ * max_job_bytes) was written if the record does not name it (I4, I5). */
 bool
 sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
     struct handler_result *res, int n, struct pg_failure *f)
@@ -225,8 +227,7 @@ sink_pg_replay(struct sink_pg *s, const char *key, struct job *jobs,
 		return false;
 	}
 	for (int i = 0; i < n; i++)
-		if (jobs[i].invalid == NULL)
-			sink_pg_record_result(failed, key, &jobs[i], &res[i]);
+		sink_pg_record_result(failed, key, &jobs[i], &res[i]);
 	json_decref(failed);
 	return true;
 }

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -186,7 +187,7 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		/* recovered too often: never run again, failed or buried
 		 * as the handler says */
 		if (j->invalid == NULL && j->recoveries > c->q->max_recoveries) {
-			if (h->buries != NULL && h->buries(j, true, !b->fresh))
+			if (h->buries != NULL && h->buries(j, true))
 				j->bury = true;
 			else
 				j->invalid = CONSUMER_DIED_REASON;
@@ -199,15 +200,16 @@ consumer_prepare(struct consumer *c, struct batch *b)
 		struct job *j = &b->jobs[i];
 		/* refused: failed now, or buried as the handler says */
 		if (j->invalid != NULL && h->buries != NULL &&
-		    h->buries(j, false, !b->fresh)) {
+		    h->buries(j, false)) {
 			j->bury = true;
 			j->bury_reason = j->invalid;
 			j->invalid = NULL;
 		}
-		if (b->jobs[i].invalid != NULL) {
+		if (j->invalid != NULL) {
 			b->results[i].outcome = HANDLER_FAIL;
-			snprintf(b->results[i].message,
-			    sizeof(b->results[i].message), "%s", b->jobs[i].invalid);
+			util_utf8_copy(b->results[i].message,
+			    sizeof(b->results[i].message), j->invalid,
+			    strlen(j->invalid));
 		}
 	}
 	return true;

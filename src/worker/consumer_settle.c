@@ -26,6 +26,24 @@ keeps_id(const struct consumer *c, const struct job *j)
 	    strcmp(j->id, j->digest) != 0;
 }
 
+/* Job j's own refusal (j->invalid, or what it was buried with), or NULL.
+ * own: whether res fails it with that reason, not with the reason of a
+ * batch that failed it before (doc/design.md, R11, R2). */
+static const char *
+refusal(const struct job *j, const struct handler_result *res, bool *own)
+{
+	const char *text = j->invalid != NULL ? j->invalid : !j->bury ? NULL :
+	    j->bury_reason != NULL ? j->bury_reason : CONSUMER_DIED_REASON;
+	char clean[sizeof(res->message)];
+
+	*own = false;
+	if (text != NULL && res->outcome == HANDLER_FAIL) {
+		util_utf8_copy(clean, sizeof(clean), text, strlen(text));
+		*own = strcmp(res->message, clean) == 0;
+	}
+	return text;
+}
+
 /* The settle.lua arguments of a job that is not simply done. */
 static void
 outcome_args(struct consumer *c, struct job *j,
@@ -33,8 +51,7 @@ outcome_args(struct consumer *c, struct job *j,
     size_t numsize, char *reason, size_t reasonsize)
 {
 	int attempts = j->attempts + 1;
-	const char *bury_text = j->bury_reason != NULL ? j->bury_reason :
-	    CONSUMER_DIED_REASON;
+	bool own;
 
 	util_utf8_fix(res->message);
 	argv[1] = "ok";
@@ -52,17 +69,13 @@ outcome_args(struct consumer *c, struct job *j,
 		    (uint32_t)random()));
 		argv[3] = num;
 	} else {
-		/* missing: counted as cache_missing, unless a batch failed
-		 * the buried job for a reason of its own */
-		argv[1] = j->cache_missing && (!j->bury ||
-		    strcmp(res->message, bury_text) == 0) ? "missing" : "dead";
-		if (j->invalid != NULL)
-			snprintf(reason, reasonsize, "%s", j->invalid);
-		else if (j->bury && res->outcome == HANDLER_FAIL &&
-		    strcmp(res->message, bury_text) == 0)
-			/* no batch wrote it (a batch that failed it gave
-			 * its own message: failed by the handler) */
-			snprintf(reason, reasonsize, "%s", bury_text);
+		/* its own refusal (missing: counted as cache_missing), unless
+		 * a batch failed it for a reason of its own: failed by the
+		 * handler */
+		const char *text = refusal(j, res, &own);
+		argv[1] = j->cache_missing && own ? "missing" : "dead";
+		if (own)
+			snprintf(reason, reasonsize, "%s", text);
 		else if (res->outcome == HANDLER_FAIL)
 			snprintf(reason, reasonsize, "failed by the handler");
 		else
