@@ -504,3 +504,29 @@ Test(pg, missing_table_or_column_refuses_to_start)
 	free(out);
 	h_stop(&d);
 }
+
+/* pipeline: SIGTERM while the first batch's COMMIT is awaited (its first
+ * row sleeps 3 s in a trigger) and the second is fetched behind it. The
+ * worker sends the second, settles the first, and before it exits reads
+ * the second's COMMIT and settles it too (doc/design.md, R19: the batch
+ * in flight is landed): 20 done, each row once, nothing handed back. */
+Test(pg, pipeline_term_lands_the_batch_in_flight)
+{
+	setup(NULL, "workers = 1\nbatch_size = 10\npipeline = yes\n");
+	cr_assert_eq(pe_ctl(&d, "init-db", NULL), 0);
+	/* the first row into an empty table sleeps */
+	h_pg_exec(&d, "CREATE FUNCTION slow_first() RETURNS trigger AS $$ BEGIN "
+	    "PERFORM pg_sleep(3) WHERE NOT EXISTS (SELECT 1 FROM events); "
+	    "RETURN NEW; END $$ LANGUAGE plpgsql; CREATE TRIGGER slow BEFORE "
+	    "INSERT ON events FOR EACH ROW EXECUTE FUNCTION slow_first()");
+	h_push_jobs(&d, "q", 0, 20);
+	h_start(&d, 1);
+	/* the second batch fetched while the first one's COMMIT waits */
+	h_wait_redis_int(&d, 0, "LLEN ferry:{q}:ready");
+	h_stop(&d);
+	long long done = h_redis_int(&d, "HGET ferry:{q}:stats done");
+	cr_assert_eq(done, 20, "%lld done, %lld handed back", done,
+	    h_redis_int(&d, "LLEN ferry:{q}:requeue"));
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats recovered"), 0);
+	pe_assert_rows_once(&d, 20);
+}

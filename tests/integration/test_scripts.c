@@ -460,3 +460,48 @@ Test(scripts, enqueued_counts_what_arrives_once)
 	cr_assert_eq(h_redis_int(&d, "HGET " STATS " recovered"), 4);
 	h_stop(&d);
 }
+
+/* settle.lua writes nothing until every job's arguments are checked
+ * (doc/design.md, R19: all or nothing): a malformed argument after valid
+ * ones (a done job with a cache key, a retry) leaves the list, its key,
+ * the cache key and the counters as they were; the settle that follows
+ * applies the whole batch. */
+Test(scripts, settle_is_all_or_nothing)
+{
+	h_setup(&d, NULL, "[queue q]\n");
+	freeReplyObject(h_redis(&d, "RPUSH " PROC " %s %s %s",
+	    "{\"n\":1,\"cache_key\":\"ferry:{q}:cache:1\"}", "{\"n\":2}",
+	    "{\"n\":3}"));
+	freeReplyObject(h_redis(&d, "HSET " BKEYS " w1 %s", "r w1:x:1"));
+	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
+	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:1 rows"));
+	const char *args[] = {
+		"1", "ok", "", "", "", "ferry:{q}:cache:1",
+		"2", "retry", "j2", "60000", "boom", "",
+		"3", "gone", "j3", "r", "e", "",
+	};
+
+	redisReply *r = settle(3, 18, args);
+	cr_assert(queue_error_is(r, QUEUE_ERR_BAD_ARGS), "%s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "not an error");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:1"), 1,
+	    "the done job's cache key was released before the checks");
+	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 3);
+	cr_assert_eq(h_redis_int(&d, "HEXISTS " BKEYS " w1"), 1);
+	cr_assert_eq(h_redis_int(&d, "ZCARD " DELAYED), 0);
+	cr_assert_eq(h_redis_int(&d, "LLEN " DEAD), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " STATS), 0);
+
+	args[13] = "dead";
+	r = settle(3, 18, args);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "");
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:cache:1"), 0);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " PROC), 0);
+	cr_assert_eq(h_redis_int(&d, "ZCARD " DELAYED), 1);
+	cr_assert_eq(h_redis_int(&d, "LLEN " DEAD), 1);
+	cr_assert_eq(h_redis_int(&d, "HGET " STATS " done"), 1);
+	h_stop(&d);
+}
