@@ -14,7 +14,7 @@ pg_open(const struct handler_host *host)
 }
 
 /* A job that will not run is buried when another batch may have written
- * it (doc/design.md, R11): it carries stamps. A job refused for a reason
+ * it (doc/design.md, R10): it carries stamps. A job refused for a reason
  * that holds every time (not JSON...) was never written: it fails at
  * once. A batch that ran before under its own key decides its jobs from
  * its row (R2, sink_pg_replay). */

@@ -2,7 +2,7 @@
  * have been written in (their stamps), before their batch is written
  * (doc/design.md, 4.1 and I3). The fences go in a transaction of their
  * own, committed before the batch's, so that what they found stands
- * whatever becomes of the batch (R7); the distinct stamps are fenced once
+ * whatever becomes of the batch (R6); the distinct stamps are fenced once
  * each, in key order, so that two workers fencing the same batches never
  * wait for each other in a cycle. */
 #include "sink_pg_int.h"
@@ -60,7 +60,7 @@ distinct_stamps(const struct job *jobs, int n, int *count)
 /* The fence of a batch still open in another session (a worker stopped
  * mid-batch: its transaction may yet commit) waits for it. Timed by the
  * batch clock, that wait would stop worker after worker until BURY_MARGIN
- * dead-lettered written jobs (doc/design.md, R8, I10). So the fences of a
+ * dead-lettered written jobs (doc/design.md, R7, I10). So the fences of a
  * batch wait at most half of job_timeout (and of statement_timeout, which
  * would cancel the wait) together, then the batch waits as in an outage.
  * lock_timeout is per lock: the time is shared by the distinct stamps,

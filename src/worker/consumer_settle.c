@@ -28,7 +28,7 @@ keeps_id(const struct consumer *c, const struct job *j)
 
 /* Job j's own refusal (j->invalid, or what it was buried with), or NULL.
  * own: whether res fails it with that reason, not with the reason of a
- * batch that failed it before (doc/design.md, R11, R2). */
+ * batch that failed it before (doc/design.md, R10, R2). */
 static const char *
 refusal(const struct job *j, const struct handler_result *res, bool *own)
 {

@@ -508,7 +508,7 @@ Test(pg, missing_table_or_column_refuses_to_start)
 /* pipeline: SIGTERM while the first batch's COMMIT is awaited (its first
  * row sleeps 3 s in a trigger) and the second is fetched behind it. The
  * worker sends the second, settles the first, and before it exits reads
- * the second's COMMIT and settles it too (doc/design.md, R19: the batch
+ * the second's COMMIT and settles it too (doc/design.md, R18: the batch
  * in flight is landed): 20 done, each row once, nothing handed back. */
 Test(pg, pipeline_term_lands_the_batch_in_flight)
 {

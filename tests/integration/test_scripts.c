@@ -393,7 +393,7 @@ Test(scripts, reclaim_is_total)
  * move a job into its list after the hand-back. The reclaim leaves a
  * tombstone in owners: the worker's settle is refused (the list is not its
  * own any more), and the reaper finds the list and hands the job back
- * (doc/design.md, R16, R19). */
+ * (doc/design.md, R15, R18). */
 Test(scripts, late_job_in_a_handed_back_list_goes_back)
 {
 	struct sargs a;
@@ -462,7 +462,7 @@ Test(scripts, enqueued_counts_what_arrives_once)
 }
 
 /* settle.lua writes nothing until every job's arguments are checked
- * (doc/design.md, R19: all or nothing): a malformed argument after valid
+ * (doc/design.md, R18: all or nothing): a malformed argument after valid
  * ones (a done job with a cache key, a retry) leaves the list, its key,
  * the cache key and the counters as they were; the settle that follows
  * applies the whole batch. */

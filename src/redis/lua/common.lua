@@ -261,7 +261,7 @@ local function push_all(cmd, key, vals)
 	end
 end
 
--- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever (doc/design.md, R12, I10).
+-- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever (doc/design.md, R11, I10).
 local BURY_MARGIN = 3
 -- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: a score in [0, 1) while the job waits, is scheduled, runs or is retried (the mark of the call that accepted it, ids_call_mark; 0 once replayed or restored); -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
 local IDS_LIVE, IDS_DEAD, IDS_GONE = 0, -1, 'gone'
