@@ -1,11 +1,12 @@
-# scripts/bench.d/idem.sh - `scripts/bench idem [memory] [rates] [wait]`,
+# scripts/bench.d/idem.sh - `scripts/bench idem [memory] [rates] [wait] [cost]`,
 # sourced by scripts/bench once its helpers are defined (start_redis,
 # write_config, start_ferryd, make_jobs, run_helper, median, cpu_ms, start_pg
 # of scripts/bench.d/pg.sh, lat_pcts of latency.sh): what an idempotent queue
 # costs (`idempotency_window = 10m`: enqueue.lua holds every job's id in the
 # sorted set ferry:{bench}:ids, a score in [0, 1) while it lives, -1 dead, T done:
 # forgotten at T = settle time + window), and how soon `ferryctl enqueue
-# --wait` answers. Parts (all three without an argument):
+# --wait` answers, and what holding an id costs Redis in any structure.
+# Parts (memory, rates and wait without an argument):
 #
 #   memory   Redis bytes per remembered id: N jobs with 10-byte ids
 #            ("j000000001", 100-byte documents) done through a noop queue
@@ -35,13 +36,21 @@
 #            exits (CLOCK_REALTIME) − the moment its job settled (ZSCORE of
 #            w-<i> − the window: Redis TIME, ms, the same clock; settle.lua
 #            runs right after the commit), and start → exit.
+#   cost     the floor under any check that remembers ids one by one
+#            (tests/bench/id_cost.c): Redis' time per id (INFO commandstats,
+#            BENCH_IDEM_COST_CALLS calls of 1,000 new ids, each removed
+#            again so the size holds, BENCH_RUNS runs taking turns) of
+#            ferry's ZADD NX against a hash and a set, and of the LPUSH of
+#            the jobs themselves, with 100,000 and 1,000,000 ids held; and
+#            each structure's bytes per id.
 #
 # Environment (defaults in brackets): BENCH_IDEM_JOBS [100000] (memory,
 # rates), BENCH_IDEM_CALLS [2000] (rates: jobs one a call),
 # BENCH_IDEM_WORKERS [2], BENCH_IDEM_BATCH [100], BENCH_IDEM_RATE [1000]
 # (jobs/s), BENCH_IDEM_PROBES [300], BENCH_IDEM_WARMUP [3] (s; all wait),
 # BENCH_IDEM_CELLS [all] (rates: a regular expression naming the cells to
-# run: ctl-1000, ctl-1, node-1000, node-1), BENCH_RUNS [3], BENCH_REDIS_ARGS,
+# run: ctl-1000, ctl-1, node-1000, node-1), BENCH_IDEM_COST_CALLS [100]
+# (cost), BENCH_RUNS [3], BENCH_REDIS_ARGS,
 # BENCH_PG_ARGS, PG_BINDIR, FERRYD, FERRYCTL. The Node cells need node and
 # clients/node/node_modules (npm ci). A shared machine is noisy: compare
 # medians.
@@ -54,8 +63,9 @@ id_batch=${BENCH_IDEM_BATCH:-100}
 id_rate=${BENCH_IDEM_RATE:-1000}
 id_probes=${BENCH_IDEM_PROBES:-300}
 id_warmup=${BENCH_IDEM_WARMUP:-3}
+id_cost_calls=${BENCH_IDEM_COST_CALLS:-100}
 id_window=10m id_window_ms=600000
-for v in id_n id_calls id_workers id_batch id_rate id_probes id_warmup; do
+for v in id_n id_calls id_workers id_batch id_rate id_probes id_warmup id_cost_calls; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "BENCH_IDEM_* take positive integers, not \"${!v}\" ($v)"
 done
 ((id_calls <= id_n)) || die "BENCH_IDEM_CALLS must be at most BENCH_IDEM_JOBS"
@@ -63,7 +73,7 @@ done
 id_parts=()
 for p in "$@"; do
 	case $p in
-		memory | rates | wait) id_parts+=("$p") ;;
+		memory | rates | wait | cost) id_parts+=("$p") ;;
 		*) usage >&2; exit 64 ;;
 	esac
 done
@@ -79,6 +89,7 @@ id_cmdline() {
 		rates) envs+=(BENCH_RUNS BENCH_IDEM_JOBS BENCH_IDEM_CALLS BENCH_IDEM_CELLS) ;;
 		wait) envs+=(BENCH_IDEM_WORKERS BENCH_IDEM_BATCH BENCH_IDEM_RATE BENCH_IDEM_PROBES
 			BENCH_IDEM_WARMUP BENCH_PG_ARGS PG_BINDIR) ;;
+		cost) envs=(BENCH_REDIS_ARGS BENCH_RUNS BENCH_IDEM_COST_CALLS) ;;
 	esac
 	for v in "${envs[@]}"; do
 		if [[ -n ${!v:-} ]]; then line="$v=${!v@Q} $line"; fi
@@ -183,6 +194,33 @@ id_report_memory() {
 	echo
 	echo "A remembered id costs $(awk -v a="${im[$id_window.done]}" -v b="${im[0.done]}" 'BEGIN { printf "%.1f", a - b }') B (done, window $id_window − 0), a waiting job"
 	echo "$(awk -v a="${im[$id_window.wait]}" -v b="${im[0.wait]}" 'BEGIN { printf "%.1f", a - b }') B more with the window (its id held live)."
+	echo
+}
+
+# ------------------------------------------------------------------ cost
+
+id_cost_rows=
+
+id_cost() {
+	local bin runs=${BENCH_RUNS:-3}
+	((runs <= 15)) || die "idem cost takes BENCH_RUNS up to 15"
+	bin=$(helper id_cost)
+	say "cost: $runs runs of $id_cost_calls calls per structure, 100,000 then 1,000,000 ids held"
+	run_helper "$bin" "$port" "$runs" "$id_cost_calls" || die "id_cost failed"
+	id_cost_rows=$helper_out
+	rcli flushall >/dev/null
+}
+
+id_report_cost() {
+	echo "### What holding one id costs Redis"
+	echo
+	echo "- command: \`$(id_cmdline cost)\`"
+	echo "- one EVALSHA of 1,000 new ids a call (each call's ids removed again by an untimed EVAL, so the size holds);"
+	echo "  Redis' time from \`INFO commandstats\`, the median of $((${BENCH_RUNS:-3})) runs of $id_cost_calls calls; \`plain\` is the same script with no id work"
+	echo
+	echo "| ids held | structure | what a call does | µs per id in Redis | net of plain | bytes per id |"
+	echo "|---:|---|---|---:|---:|---:|"
+	printf '%s\n' "$id_cost_rows"
 	echo
 }
 
@@ -405,6 +443,10 @@ fi
 bench_start
 id_make_files
 id_header
+if id_has cost; then
+	id_cost
+	id_report_cost
+fi
 if id_has memory; then
 	id_memory
 	id_report_memory
