@@ -21,6 +21,9 @@
 	// the list's page starts at deadOffset; deadBack: the starts of the
 	// pages before it (a filtered page ends where its `next` says)
 	let deadQueue = null, deadOffset = 0, deadNext = null, deadBack = [];
+	// the list and the groups answer in any order: only the newest request
+	// of each may draw (a late answer to an older selection is dropped)
+	let deadAsked = 0, groupsAsked = 0;
 
 	function el(tag, attrs, ...kids) {
 		const e = document.createElement(tag);
@@ -184,9 +187,11 @@
 		loadGroups();
 	}
 	async function loadDead() {
+		const asked = ++deadAsked;
 		const r = await fetch("/api/dead?" + selection({ offset: deadOffset, limit: PAGE }),
 		    { cache: "no-store", headers: authed() }).catch((e) => null);
 		const d = r ? await r.json().catch(() => ({})) : {};
+		if (asked !== deadAsked) return;
 		if (!r || !r.ok) { say("dead letters: " + (r ? r.status + " " + (d.error || "") : "no answer")); return; }
 		$("dead-queue").textContent = deadQueue;
 		const tb = $("dead").tBodies[0];
@@ -237,8 +242,10 @@
 	}
 	async function loadGroups() {
 		if (!deadQueue) return;
+		const asked = ++groupsAsked;
 		const r = await fetch("/api/dead/summary?" + selection(), { cache: "no-store", headers: authed() });
 		const d = await r.json().catch(() => ({}));
+		if (asked !== groupsAsked) return;
 		const tb = $("dead-groups").tBodies[0];
 		tb.replaceChildren();
 		if (!r.ok) { say("group by reason: " + r.status + " " + (d.error || "")); return; }
