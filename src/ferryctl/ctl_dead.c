@@ -40,6 +40,7 @@ struct match {
 	bool ok;
 	char *cache_key;        /* of the queue's cache space, or NULL */
 	char id[JOB_ID_MAX + 1]; /* its job's */
+	char sha[41];           /* the SHA-1 of its job's document, or "" */
 };
 
 struct dead_cmd {
@@ -288,6 +289,8 @@ collect_one(struct dead_cmd *d, const struct entry *e)
 	}
 	m->ok = e->d.ok;
 	snprintf(m->id, sizeof(m->id), "%s", e->id);
+	if (e->d.ok)
+		job_sha1_hex(e->d.w.doc, e->d.w.doc_len, m->sha);
 	m->cache_key = ctl_dead_cache_key(d->c, d->q, &e->d);
 	d->found++;
 	return 0;
@@ -437,7 +440,7 @@ purged_one(struct dead_cmd *d, const struct match *m)
 	if (m->cache_key == NULL && d->q->idempotency_window_ms == 0)
 		return 0;
 	sargs_dead_purged(&a, d->c->cfg->redis_prefix, d->q->name, m->id,
-	    m->cache_key);
+	    m->sha, m->cache_key);
 	r = queue_script(d->c->rc, a.script, a.nkeys, a.argc, a.argv, a.lens);
 	if (!ctl_reply_ok(r) || r->type != REDIS_REPLY_INTEGER)
 		return ctl_redis_fail(d->c, "release of a purged entry's key", r);

@@ -164,6 +164,10 @@ expand(struct input *in, const struct line *l, const char *id,
 		job_parse(&j, cj->el, cj->el_len, q->max_job_bytes);
 		/* a job without an id of its own is named by its digest */
 		cj->has_id = strcmp(j.id, j.digest) != 0;
+		/* what binds a key of ferry's own, or a held id, to this job */
+		if (cj->key != NULL || (cj->has_id &&
+		    q->idempotency_window_ms > 0))
+			memcpy(cj->sha, job_digest(&j), sizeof(cj->sha));
 		if (cj->key == NULL && j.cache_key != NULL)
 			cj->named_key = xstrdup(j.cache_key);
 		snprintf(why, sizeof(why), "%s", j.invalid ? j.invalid : "");
@@ -270,6 +274,9 @@ chunk_result(struct ctl *c, const char *queue, redisReply *r, bool *lost,
 	 * job came: only Redis can tell, so ferryctl could not check it */
 	bool gone = invalid && strstr(r->str, " does not exist: write the key "
 	    "before the job") != NULL;
+	/* a document the queue holds in other chunks: only Redis knows */
+	gone = gone || (invalid && strstr(r->str, "sent before in other "
+	    "chunks") != NULL);
 	fprintf(stderr, "ferryctl: redis at %s: LPUSH of the jobs failed: %s%s\n",
 	    c->addr, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply "
 	    "from enqueue.lua", oom ? " (redis is full: drain the queue or raise "
@@ -299,7 +306,8 @@ arg(struct script_args *a, const char *p, size_t len)
  * ARGV: max_job_bytes, memory_refuse_percent, the options ("checked", the
  * due marker, a "prefix=P" per cache_key_prefixes item, "ids" when the
  * queue keeps ids), then per job: element, K (the index of the key it
- * writes, -K of the key it names, 0), value[, id]. On a queue that keeps
+ * writes, -K of the key it names, 0), value, binding (its SHA-1 and
+ * layout, where the script needs them)[, id]. On a queue that keeps
  * ids, a call whose reply was lost is sent again (ctl_script_resent): the
  * jobs it had pushed come back as already accepted (already[i - from]). */
 static int
@@ -309,10 +317,12 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 {
 	size_t n = to - from, nkeys, nopts;
 	bool ids = q->idempotency_window_ms > 0;
-	size_t cap = 5 * n + 9 + CONFIG_CACHE_PREFIXES;
+	size_t cap = 6 * n + 9 + CONFIG_CACHE_PREFIXES;
 	struct script_args a = { xmalloc(cap * sizeof(*a.v)),
 	    xmalloc(cap * sizeof(*a.len)), 0 };
 	char (*num)[24] = xmalloc((n + 3) * sizeof(*num));
+	char (*bind)[sizeof(in->jobs.v[0].sha) + sizeof(in->jobs.v[0].layout)] =
+	    xmalloc((n > 0 ? n : 1) * sizeof(*bind));
 	char (*opt)[CONFIG_CACHE_PREFIX_MAX + 8] =
 	    xmalloc(CONFIG_CACHE_PREFIXES * sizeof(*opt));
 	const char *cur = q->cache_key_prefixes, *item;
@@ -372,6 +382,10 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 		arg(&a, j->el, j->el_len);
 		arg(&a, index, strlen(index));
 		arg(&a, j->cache != NULL ? j->cache : "", j->cache_len);
+		char *b = bind[i - from];
+		snprintf(b, sizeof(bind[0]), "%s%s", j->sha,
+		    j->sha[0] != '\0' ? j->layout : "");
+		arg(&a, b, strlen(b));
 		if (ids)        /* only a job's own id makes it the same job */
 			arg(&a, j->has_id ? j->id : "", j->has_id ?
 			    strlen(j->id) : 0);
@@ -382,6 +396,7 @@ push_chunk(struct ctl *c, const struct queue_config *q,
 	free(a.v);
 	free(a.len);
 	free(num);
+	free(bind);
 	free(opt);
 	return chunk_result(c, q->name, r, lost, already, n);
 }

@@ -80,10 +80,10 @@ step(struct master_queue *mq, struct ids_queue *iq)
 	queue_keys_init(&k, ids.m->cfg->redis_prefix, mq->cfg.name);
 	snprintf(window, sizeof(window), "%ld", mq->cfg.idempotency_window_ms);
 	snprintf(count, sizeof(count), "%d", MASTER_IDS_STEP);
-	const char *argv[] = { "EVAL", lua_script_source[LUA_IDS], "2",
-	    k.config, k.ids, window, count };
+	const char *argv[] = { "EVAL", lua_script_source[LUA_IDS], "3",
+	    k.config, k.ids, k.idsha, window, count };
 	iq->again = false;
-	if (master_redis_command(ids.m, mq->cfg.name, on_step, iq, 7,
+	if (master_redis_command(ids.m, mq->cfg.name, on_step, iq, 8,
 	    argv) == 0)
 		iq->busy = true;
 }

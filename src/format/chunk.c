@@ -107,14 +107,17 @@ next_key_part(uint64_t *seed)
 	return z ^ (z >> 31);
 }
 
-/* One job of the rows `rows` (a JSON array's text). */
+/* One job of the rows `rows` (a JSON array's text), rows first to
+ * first + count - 1 of the document. */
 static void
 emit(struct chunk_jobs *out, const struct parts *p, const char *id,
-    const char *rows, size_t rows_len, const char *cache_prefix)
+    const char *rows, size_t rows_len, size_t first, size_t count,
+    const char *cache_prefix)
 {
 	struct chunk_job *j = add(out, id);
 	struct buf el = { 0 }, tail = { 0 };
 
+	snprintf(j->layout, sizeof(j->layout), " %zu+%zu", first, count);
 	if (cache_prefix != NULL) {
 		unsigned n = out->key_count++ % CHUNK_KEY_GROUP;
 		if (n == 0)
@@ -179,29 +182,39 @@ split(struct chunk_jobs *out, const struct parts *p, const char *id,
 	struct json_scan_span v;
 	struct buf rows = { 0 };
 	char cid[JOB_ID_MAX + 32];
-	size_t in_chunk = 0, chunk = 0;
+	size_t in_chunk = 0, first = 0, last = (p->nrows - 1) / chunk_rows *
+	    (size_t)chunk_rows;
 
-	if (snprintf(cid, sizeof(cid), "%s:%zu", id, p->nrows / chunk_rows) >
-	    JOB_ID_MAX) {
-		snprintf(err, errsize, "the job id is too long to number its "
-		    "chunks (\"%s:N\" must fit in %d bytes)", id, JOB_ID_MAX);
+	if (snprintf(cid, sizeof(cid), "%s:%zu", id, last) > JOB_ID_MAX) {
+		snprintf(err, errsize, "the job id is too long to name its "
+		    "chunks (\"%s:%zu\", its last chunk's, must fit in %d bytes)",
+		    id, last, JOB_ID_MAX);
 		return -1;
 	}
 	json_scan_iter_init(&it, &p->data);
 	while (json_scan_array_next(&it, &v)) {
 		buf_append(&rows, in_chunk == 0 ? "[" : ",", 1);
 		buf_append(&rows, v.p, v.len);
-		if (++in_chunk < (size_t)chunk_rows)
+		if (++in_chunk < (size_t)chunk_rows &&
+		    first + in_chunk < p->nrows)
 			continue;
 		buf_append(&rows, "]", 1);
-		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk++);
-		emit(out, p, cid, rows.s, rows.len, cache_prefix);
+		/* the first chunk goes by the document's id, the others by
+		 * their first row: the same id for the same rows */
+		if (first == 0)
+			snprintf(cid, sizeof(cid), "%s", id);
+		else
+			snprintf(cid, sizeof(cid), "%s:%zu", id, first);
+		emit(out, p, cid, rows.s, rows.len, first, in_chunk,
+		    cache_prefix);
+		first += in_chunk;
 		rows.len = in_chunk = 0;
 	}
-	if (in_chunk > 0) {
+	if (in_chunk > 0) {             /* not reached: nrows counted them */
 		buf_append(&rows, "]", 1);
-		snprintf(cid, sizeof(cid), "%s:%zu", id, chunk);
-		emit(out, p, cid, rows.s, rows.len, cache_prefix);
+		snprintf(cid, sizeof(cid), "%s:%zu", id, first);
+		emit(out, p, cid, rows.s, rows.len, first, in_chunk,
+		    cache_prefix);
 	}
 	free(rows.s);
 	return 0;
@@ -235,12 +248,19 @@ chunk_document(const char *doc, size_t len, const char *id, int chunk_rows,
 	}
 	if (p.nrows > (size_t)chunk_rows)
 		return split(out, &p, id, chunk_rows, cache_prefix, err, errsize);
-	if (cache_prefix != NULL)
-		emit(out, &p, id, p.data.p, p.data.len, cache_prefix);
+	if (cache_prefix != NULL) {
+		emit(out, &p, id, p.data.p, p.data.len, 0, p.nrows,
+		    cache_prefix);
+		if (p.data.type != JSON_SCAN_ARRAY)     /* rows of no array */
+			out->v[out->n - 1].layout[0] = '\0';
+	}
 	else {
 		j = add(out, id);
 		j->el = doc;
 		j->el_len = len;
+		if (p.data.p != NULL && p.data.type == JSON_SCAN_ARRAY)
+			snprintf(j->layout, sizeof(j->layout), " 0+%zu",
+			    p.nrows);
 	}
 	return 0;
 }

@@ -24,6 +24,12 @@ struct chunk_job {
 	char id[JOB_ID_MAX + 1];
 	bool has_id;            /* the element has an "id" of its own (set
 	                         * by the caller), else id is its SHA-1 */
+	/* " F+C" when the job holds rows F to F+C-1 of a document's "data"
+	 * array (its id's layout: src/redis/lua/enqueue.lua refuses the
+	 * document sent again in other chunks), else "" */
+	char layout[48];
+	char sha[41];           /* the SHA-1 of el in hex, where the enqueue
+	                         * needs it (set by the caller), or "" */
 };
 
 struct chunk_jobs {
@@ -52,7 +58,9 @@ struct chunk_jobs {
 
 /* Append the jobs of document doc (valid for job_parse, id `id`):
  * - "data" an array of more than chunk_rows rows: one job per chunk_rows
- *   rows, {"id":"<id>:<i>",<the other members>,"data":[<rows>]}, i from 0;
+ *   rows, {"id":"<id>",<the other members>,"data":[<rows>]} for the first,
+ *   "<id>:<F>" for the next ones, F the index of its first row (from 0):
+ *   a chunk's id names its rows, and its layout says which;
  * - cache_prefix non-NULL ("PREFIX:{QUEUE}:cache:"): each job becomes
  *   {"id":"<id>",<the other members>,"cache_key":"<prefix><16 hex>.<n>"}
  *   and its "data" the key's value. The key is the job's own (its group,

@@ -4,6 +4,7 @@
  * is gone is reported, never skipped: its job is dead-lettered. */
 #include "cache.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,20 +86,51 @@ set_rows(struct cache_item *it, const char *text, size_t len)
 	it->rows_len = len + 9;
 }
 
+/* A key of ferry's own read for a job its mark does not name. */
+static void
+foreign(struct cache_item *it)
+{
+	bad(it, "cache_key \"%.80s\" is a key of ferry's own written for "
+	    "another job (its mark names another document): a job may name "
+	    "only the key written with it", it->key);
+	it->foreign = true;
+}
+
+/* A key of ferry's own: its value r (a string, or the mark alone) must
+ * start with the owner's mark; how many bytes to skip, or -1 (foreign). */
+static long
+own_mark(struct cache_item *it, int kind, const redisReply *r)
+{
+	if (kind != K_STRING || r->type != REDIS_REPLY_STRING ||
+	    r->len < CACHE_OWN_MARK_LEN ||
+	    strncmp(r->str, it->owner, CACHE_OWN_MARK_LEN - 1) != 0 ||
+	    r->str[CACHE_OWN_MARK_LEN - 1] != ':') {
+		foreign(it);
+		return -1;
+	}
+	return CACHE_OWN_MARK_LEN;
+}
+
 /* The value as JSON into it->json; false (it is then GONE or BAD) when
  * there is none. */
 static bool
 value_json(struct cache_item *it, int kind, const redisReply *r)
 {
 	json_t *v = NULL;
+	long skip = 0;
 
 	if (r->type == REDIS_REPLY_NIL || (r->type == REDIS_REPLY_ARRAY &&
-	    r->elements == 0)) {
+	    r->elements == 0) || (it->mode == CACHE_EXISTS &&
+	    r->type == REDIS_REPLY_STRING && r->len == 0)) {
 		it->state = CACHE_GONE;         /* expired since TYPE */
 		return false;
 	}
+	if (it->owner != NULL && (skip = own_mark(it, kind, r)) < 0)
+		return false;
+	if (it->mode == CACHE_EXISTS)
+		return true;                    /* the mark was all it read */
 	if (kind == K_STRING && r->type == REDIS_REPLY_STRING)
-		v = json_stringn(r->str, r->len);
+		v = json_stringn(r->str + skip, r->len - (size_t)skip);
 	else if (kind != K_STRING && r->type == REDIS_REPLY_ARRAY)
 		v = container_json(kind, r);
 	if (v == NULL && r->type == REDIS_REPLY_ERROR)
@@ -122,7 +154,8 @@ item_value(struct cache_item *it, int kind, const redisReply *r)
 	if (!value_json(it, kind, r) || it->mode != CACHE_ROWS)
 		return;
 	if (kind == K_STRING)
-		set_rows(it, r->str, r->len);
+		set_rows(it, r->str + (it->owner != NULL ? CACHE_OWN_MARK_LEN : 0),
+		    r->len - (it->owner != NULL ? CACHE_OWN_MARK_LEN : 0));
 	else if (kind == K_HASH)
 		set_rows(it, it->json, it->json_len);
 	else
@@ -153,11 +186,29 @@ read_types(redisContext *c, struct cache_item *items, int n, int *kinds)
 	return 0;
 }
 
+/* Round 2 reads a value, or for a key of ferry's own in CACHE_EXISTS
+ * mode its mark (GETRANGE); a key of ferry's own that is not a string is
+ * another's (the enqueue writes strings only). */
 static bool
-wants_value(const struct cache_item *it, int kind)
+wants_value(struct cache_item *it, int kind)
 {
-	return it->state == CACHE_FOUND && it->mode != CACHE_EXISTS &&
-	    kind != K_NONE && kind != K_OTHER;
+	if (it->state != CACHE_FOUND || kind == K_NONE || kind == K_OTHER)
+		return false;
+	if (it->owner != NULL && kind != K_STRING) {
+		foreign(it);
+		return false;
+	}
+	return it->mode != CACHE_EXISTS || it->owner != NULL;
+}
+
+static void
+append_read(redisContext *c, const struct cache_item *it, int kind)
+{
+	if (it->mode == CACHE_EXISTS)
+		redisAppendCommand(c, "GETRANGE %s 0 %d", it->key,
+		    CACHE_OWN_MARK_LEN - 1);
+	else
+		redisAppendCommand(c, read_cmd[kind], it->key);
 }
 
 int
@@ -167,11 +218,13 @@ cache_read(redisContext *c, struct cache_item *items, int n)
 	int rc = read_types(c, items, n, kinds);
 	redisReply *r;
 
+	bool *reads = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*reads));
+
 	for (int i = 0; rc == 0 && i < n; i++)
-		if (wants_value(&items[i], kinds[i]))
-			redisAppendCommand(c, read_cmd[kinds[i]], items[i].key);
+		if ((reads[i] = wants_value(&items[i], kinds[i])))
+			append_read(c, &items[i], kinds[i]);
 	for (int i = 0; rc == 0 && i < n; i++) {
-		if (!wants_value(&items[i], kinds[i]))
+		if (!reads[i])
 			continue;
 		if (redisGetReply(c, (void **)&r) != REDIS_OK) {
 			rc = -1;
@@ -180,6 +233,7 @@ cache_read(redisContext *c, struct cache_item *items, int n)
 		item_value(&items[i], kinds[i], r);
 		freeReplyObject(r);
 	}
+	free(reads);
 	free(kinds);
 	return rc;
 }
@@ -209,6 +263,25 @@ cache_key_allowed(const char *key, const char *prefix,
 		if (len > 0 && strncmp(key, item, len) == 0)
 			return true;
 	return false;
+}
+
+bool
+cache_own_key(const char *key, const char *prefix, const char *queue)
+{
+	char space[QUEUE_OWN_MAX];
+	size_t n = (size_t)snprintf(space, sizeof(space), "%s:{%s}:cache:",
+	    prefix, queue), i;
+
+	if (n >= sizeof(space) || strncmp(key, space, n) != 0)
+		return false;
+	for (i = n; i < n + 16; i++)
+		if (!isxdigit((unsigned char)key[i]))
+			return false;
+	if (key[i++] != '.' || !isdigit((unsigned char)key[i]))
+		return false;
+	size_t digits = strspn(key + i, "0123456789");
+	return key[i + digits] == '\0' && digits <= 3 &&
+	    (digits == 1 || key[i] != '0');
 }
 
 void
@@ -249,6 +322,11 @@ job_result(struct job *j, struct cache_item *it)
 		snprintf(j->invalid_buf, sizeof(j->invalid_buf), "%s", it->why);
 		j->invalid = j->invalid_buf;
 		j->refusal_varies = true;
+		if (it->foreign) {
+			/* another job's: never released nor made persistent */
+			free(j->cache_key);
+			j->cache_key = NULL;
+		}
 	} else {
 		j->cache = it->json;
 		j->cache_len = it->json_len;
@@ -293,6 +371,8 @@ cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
 		items[m].mode = mode == CACHE_ROWS && j->has_data ?
 		    CACHE_EXISTS : (int)mode;
 		items[m].max_bytes = q->max_job_bytes;
+		if (cache_own_key(j->cache_key, prefix, q->name))
+			items[m].owner = job_digest(j);
 		idx[m++] = i;
 	}
 	rc = m > 0 ? cache_read(c, items, m) : 0;

@@ -21,11 +21,23 @@ enum cache_mode {
 
 enum cache_state { CACHE_FOUND, CACHE_GONE, CACHE_BAD };
 
+/* The value of a key of ferry's own (cache_own_key) starts with the mark
+ * of the job that wrote it: the SHA-1 of its document in hex and ':'
+ * (src/redis/lua/enqueue.lua, OWN_MARK_SEP in common.lua). */
+#define CACHE_OWN_MARK_LEN 41
+
 struct cache_item {
 	const char *key;        /* in */
 	int mode;               /* in: enum cache_mode */
 	long max_bytes;         /* in: a larger value is CACHE_BAD; <= 0: any */
+	/* in, for a key of ferry's own (cache_own_key) only: the SHA-1 (hex)
+	 * of the document of the job naming it. The key is read only for the
+	 * job its mark names (else CACHE_BAD and foreign), and its value is
+	 * handed on without the mark. NULL for any other key. */
+	const char *owner;
 	int state;              /* out: enum cache_state */
+	bool foreign;           /* out: a key of ferry's own written for
+	                         * another job (CACHE_BAD) */
 	/* out, malloc'd: the value as JSON (a string as a JSON string, a hash
 	 * as an object of strings, a list as an array of strings), and for
 	 * CACHE_ROWS {"data":<rows>}: a string's own text (JSON rows), or
@@ -41,6 +53,11 @@ struct cache_item {
  * nothing is decided; the items may hold partial results to free). */
 int cache_read(redisContext *c, struct cache_item *items, int n);
 void cache_item_free(struct cache_item *it);
+
+/* Is key one of ferry's own in the queue's cache space
+ * "PREFIX:{QUEUE}:cache:<16 hex digits>.<n>" (own_group in
+ * src/redis/lua/common.lua)? */
+bool cache_own_key(const char *key, const char *prefix, const char *queue);
 
 /* The trust boundary of cache keys (doc/design.md, 3.1 and 3.8): a
  * job's cache_key may name only the queue's own cache space
@@ -60,8 +77,9 @@ void cache_key_refusal(char *buf, size_t size, const char *key,
  * j->cache_missing when the key is gone). A job whose key is not
  * cache_key_allowed is invalid with cache_key_refusal's reason and loses
  * its cache_key (j->cache_key = NULL), so that settling it can never
- * touch that key. mode: what the handler needs. -1 when the connection
- * failed. */
+ * touch that key; so does a job naming a key of ferry's own that another
+ * job wrote (its mark names another document). mode: what the handler
+ * needs. -1 when the connection failed. */
 int cache_load(redisContext *c, struct job *jobs, int n, const char *prefix,
     const struct queue_config *q, enum cache_mode mode);
 

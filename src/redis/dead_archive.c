@@ -33,6 +33,9 @@
 struct round {
 	redisReply *tail;       /* LRANGE dead -n -1: oldest last */
 	struct cache_item *items; /* one per entry; key NULL when none */
+	char (*owners)[41];     /* per entry: the SHA-1 of its job's document,
+	                         * which a key of ferry's own must be marked
+	                         * with to be archived and deleted */
 	char **keys;            /* cache keys to delete after the trim */
 	int nkeys;
 	struct buf out;         /* the lines to append */
@@ -41,21 +44,25 @@ struct round {
 static bool warned_unset, warned_file;
 
 /* The cache key named by the job inside a dead entry (malloc'd), or NULL,
- * also for a key that is not cache_key_allowed: never read or deleted. */
+ * also for a key that is not cache_key_allowed: never read or deleted.
+ * For a key of ferry's own, owner gets the SHA-1 of the job's document:
+ * the key is the job's only if its mark names that (src/redis/cache.c). */
 static char *
 entry_cache_key(const redisReply *e, const char *prefix,
-    const struct queue_config *q)
+    const struct queue_config *q, char owner[41])
 {
 	struct dead_entry d;
 	char *key;
 
 	dead_entry_read(&d, e->str, e->len);
 	key = dead_entry_cache_key(&d);
-	dead_entry_free(&d);
 	if (key != NULL && !cache_key_allowed(key, prefix, q)) {
 		free(key);
 		key = NULL;
 	}
+	if (key != NULL && cache_own_key(key, prefix, q->name))
+		job_sha1_hex(d.ok ? d.w.doc : "", d.ok ? d.w.doc_len : 0, owner);
+	dead_entry_free(&d);
 	return key;
 }
 
@@ -224,6 +231,7 @@ round_free(struct round *r)
 		cache_item_free(&r->items[i]);
 	}
 	free(r->items);
+	free(r->owners);
 	free(r->keys);
 	buf_free(&r->out);
 	freeReplyObject(r->tail);
@@ -239,10 +247,14 @@ build(redisContext *c, const char *prefix, const struct queue_config *q,
 	int rc;
 
 	r->items = xcalloc(n, sizeof(*r->items));
+	r->owners = xcalloc(n, sizeof(*r->owners));
 	r->keys = xcalloc(n, sizeof(*r->keys));
 	for (size_t i = 0; i < n; i++) {
-		r->items[i].key = entry_cache_key(r->tail->element[i], prefix, q);
+		r->items[i].key = entry_cache_key(r->tail->element[i], prefix, q,
+		    r->owners[i]);
 		r->items[i].mode = CACHE_JSON;
+		if (r->owners[i][0] != '\0')
+			r->items[i].owner = r->owners[i];
 		if (r->items[i].key != NULL)
 			want[m++] = r->items[i];
 	}

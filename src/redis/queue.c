@@ -24,7 +24,7 @@ static const struct {
 } key_names[] = {
 	KEY(ready), KEY(requeue), KEY(delayed), KEY(scheduled), KEY(dead),
 	KEY(stats), KEY(owners), KEY(bkeys), KEY(protected), KEY(config),
-	KEY(ids), KEY(clock),
+	KEY(ids), KEY(idsha), KEY(clock),
 	/* the masters' heartbeats: in the queue's slot, so that reap.lua can
 	 * read them in a cluster too */
 	KEY(masters),

@@ -44,6 +44,8 @@ struct queue_keys {
 	                                * (idempotency_window) */
 	char ids[QUEUE_KEY_MAX];       /* job id -> 0 live, -1 dead, or when
 	                                * to forget it (src/redis/lua/common.lua) */
+	char idsha[QUEUE_KEY_MAX];     /* job id -> the SHA-1 of the job
+	                                * accepted under it (common.lua) */
 };
 
 void queue_keys_init(struct queue_keys *k, const char *prefix,

@@ -53,7 +53,7 @@ sargs_fetch(struct sargs *a, const char *prefix, const char *queue,
 	 * always, read and written only when sargs_fetch_limit sets a rate */
 	snprintf(a->rate, sizeof(a->rate), "%s:{%s}:rate", prefix, queue);
 	put_keys(a, (const char *const[]){ a->k.ready, a->proc, a->k.bkeys,
-	    a->k.owners, a->k.requeue, a->k.stats, a->rate, NULL });
+	    a->k.owners, a->k.requeue, a->k.stats, a->rate, a->k.ids, NULL });
 	/* ARGV: n, worker id, batch key, held, master id, max_recoveries,
 	 * rate (jobs/s, 0: none), burst (tokens) */
 	put(a, num(a, 0, n));
@@ -168,8 +168,9 @@ sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
 
 void
 sargs_dead_purged(struct sargs *a, const char *prefix, const char *queue,
-    const char *id, const char *cache_key)
+    const char *id, const char *sha, const char *cache_key)
 {
 	sargs_dead_purge(a, prefix, queue, 1, "", 0, cache_key);
 	put(a, id);                     /* ARGV[3]: the job's id */
+	put(a, sha);                    /* ARGV[4]: its document's SHA-1 */
 }

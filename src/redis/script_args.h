@@ -42,7 +42,7 @@ void sargs_register(struct sargs *a, const char *prefix, const char *queue,
 void sargs_settle(struct sargs *a, const char *prefix, const char *queue,
     const char *worker, const char *master, int count);
 #define SARGS_SETTLE_FIXED 10   /* KEYS and ARGV before the per-job values */
-#define SARGS_SETTLE_PER_JOB 6
+#define SARGS_SETTLE_PER_JOB 7
 /* reclaim.lua: hand worker's processing list back (bump: recoveries+1;
  * count: as recovered in the stats, its worker died). */
 void sargs_reclaim(struct sargs *a, const char *prefix, const char *queue,
@@ -60,9 +60,11 @@ void sargs_promote(struct sargs *a, const char *prefix, const char *queue,
 void sargs_dead_purge(struct sargs *a, const char *prefix, const char *queue,
     int count, const char *el, size_t len, const char *cache_key);
 /* dead_purge.lua after an entry went with the whole list (`--all`):
- * release its job's cache key (NULL: none) and forget its job's id. */
+ * release its job's cache key (NULL: none) and forget its job's id; sha:
+ * the SHA-1 of the job's document (hex), which the key's mark and the id's
+ * binding must name ("" when the entry was malformed). */
 void sargs_dead_purged(struct sargs *a, const char *prefix, const char *queue,
-    const char *id, const char *cache_key);
+    const char *id, const char *sha, const char *cache_key);
 /* dead_retry.lua: replay the dead entry el (len bytes). */
 void sargs_dead_retry(struct sargs *a, const char *prefix, const char *queue,
     const char *el, size_t len);

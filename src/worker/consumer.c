@@ -100,35 +100,45 @@ fetch(struct consumer *c, struct consumer_lane *ln, int n, int held)
 	return queue_script(c->redis, a.script, a.nkeys, a.argc, a.argv, a.lens);
 }
 
-/* fetch.lua's reply {kind, {elements}} into b. */
-static void
-batch_add_fetched(struct batch *b, const redisReply *r)
+/* Is r fetch.lua's reply {kind, {elements}, ms, ids}? */
+static bool
+fetch_reply(const redisReply *r)
 {
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_STRING)
+	return r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    r->element[1]->type == REDIS_REPLY_ARRAY &&
+	    r->element[2]->type == REDIS_REPLY_INTEGER &&
+	    r->element[3]->type == REDIS_REPLY_INTEGER;
+}
+
+/* fetch.lua's reply into c's lane batch b, and whether the queue holds
+ * ids. */
+static void
+batch_add_fetched(struct consumer *c, struct batch *b, const redisReply *r)
+{
+	if (!fetch_reply(r))
 		return;
+	c->ids_held = r->element[3]->integer == 1;
 	b->wrapped = r->element[0]->str[0] == 'w';
 	batch_add_reply(b, r->element[1]);
 }
 
-/* Did fetch.lua return no job? */
+/* Did fetch.lua return no job (and no wait for the rate limit)? */
 static bool
 fetched_nothing(const redisReply *r)
 {
-	return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[1]->type == REDIS_REPLY_ARRAY &&
-	    r->element[1]->elements == 0;
+	return fetch_reply(r) && r->element[1]->elements == 0 &&
+	    r->element[2]->integer == 0;
 }
 
-/* fetch.lua's {'r', {}, ms} when the queue's rate limit has too few
+/* fetch.lua's {'r', {}, ms, ids} when the queue's rate limit has too few
  * tokens: how long until it has them; 0 for any other reply. */
 static long
 rate_wait_ms(const redisReply *r)
 {
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[2]->type != REDIS_REPLY_INTEGER)
+	if (!fetch_reply(r) || r->element[2]->integer <= 0)
 		return 0;
-	return r->element[2]->integer > 0 ? r->element[2]->integer : 1;
+	return r->element[2]->integer;
 }
 
 /* Sleep until the bucket has the tokens (at most RATE_LIMIT_WAIT_MAX_MS,
@@ -271,7 +281,7 @@ take_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 		consumer_handed_back(c, "fetch", r);
 	else if (r->type == REDIS_REPLY_ARRAY)
 		consumer_script_ok(c);
-	batch_add_fetched(b, r);
+	batch_add_fetched(c, b, r);
 	freeReplyObject(r);
 	return c->redis != NULL;        /* consumer_not_primary() may have dropped it */
 }

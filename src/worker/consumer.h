@@ -57,6 +57,8 @@ struct consumer {
 	bool evicted;                   /* handed back as dead: exit */
 	long batch_seq;
 	char nonce[17];                 /* random, per process: see consumer.c */
+	bool ids_held;                  /* the queue holds idempotency ids (the
+	                                 * last fetch said): settles name ids */
 	long jobs_done;
 	char last_error[256];           /* the script error logged last */
 	long error_delay_ms;            /* backoff after a script error */

@@ -17,13 +17,14 @@
 #include "script_args.h"
 #include "util.h"
 
-/* Does settle.lua mark this job's id when it is done (a queue that keeps
- * ids, a job with an id of its own: src/redis/lua/common.lua, idempotency)? */
+/* Does settle.lua mark this job's id (a queue that holds ids: its window,
+ * or ids left from a window since turned off, as the last fetch said; a
+ * job with an id of its own: src/redis/lua/common.lua, idempotency)? */
 static bool
 keeps_id(const struct consumer *c, const struct job *j)
 {
-	return c->q->idempotency_window_ms > 0 && j->id[0] != '\0' &&
-	    strcmp(j->id, j->digest) != 0;
+	return (c->q->idempotency_window_ms > 0 || c->ids_held) &&
+	    j->id[0] != '\0' && strcmp(j->id, j->digest) != 0;
 }
 
 /* Job j's own refusal (j->invalid, or what it was buried with), or NULL.
@@ -59,6 +60,8 @@ outcome_args(struct consumer *c, struct job *j,
 	argv[3] = "";
 	argv[4] = res->message;
 	argv[5] = j->cache_key != NULL ? j->cache_key : "";
+	/* the id moves only for the job the set holds it for (its SHA-1) */
+	argv[6] = keeps_id(c, j) ? job_digest(j) : "";
 	if (res->outcome == HANDLER_OK)
 		return;
 	argv[2] = job_id(j);

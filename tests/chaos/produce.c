@@ -6,7 +6,7 @@
  * enqueue script (the build's gen/lua/enqueue.lua, enqueue_lua=FILE, by
  * EVALSHA as clients/python and clients/node call it), with the option
  * "ids" and each job's own id (ARGV: max_job_bytes, memory_refuse_percent
- * 90, 1, "ids", then per job the document, 0, "", the id), onto queues
+ * 90, 1, "ids", then per job the document, 0, "", "", the id), onto queues
  * that keep ids (idempotency_window): every 100 ms one call a queue, up to
  * 64 jobs. The script in this process, not `ferryctl enqueue` as a
  * subprocess: this producer makes some 40 calls a second (four queues,
@@ -261,8 +261,8 @@ enum outcome {
 static enum outcome
 send_call(struct producer *p, struct call *k, long long *already)
 {
-	const char *argv[8 + 4 * CALL_MAX];
-	size_t argl[8 + 4 * CALL_MAX];
+	const char *argv[8 + 5 * CALL_MAX];
+	size_t argl[8 + 5 * CALL_MAX];
 	char maxb[24];
 	int n = 0;
 
@@ -295,6 +295,7 @@ send_call(struct producer *p, struct call *k, long long *already)
 		ARG(k->docs[i].p, k->docs[i].len);
 		ARG("0", 1);
 		ARG("", 0);
+		ARG("", 0);     /* its binding: the script computes it */
 		ARG(k->ids[i], strlen(k->ids[i]));
 	}
 #undef ARG

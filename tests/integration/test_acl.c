@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "util.h"
 
 static struct ferryd d;
 
@@ -158,6 +159,20 @@ Test(acl, wrong_password_refuses_to_start)
 	h_stop(&d);
 }
 
+/* Every command of cmds is refused on c (NOPERM). */
+static void
+assert_refused(redisContext *c, const char *const *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		redisReply *r = redisCommand(c, cmds[i]);
+		cr_assert(r != NULL && r->type == REDIS_REPLY_ERROR &&
+		    strncmp(r->str, "NOPERM", 6) == 0, "%s: %s", cmds[i],
+		    r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+		    "allowed");
+		freeReplyObject(r);
+	}
+}
+
 Test(acl, producer_pushes_onto_ready_only)
 {
 	struct timeval tv = { 5, 0 };
@@ -193,14 +208,7 @@ Test(acl, producer_pushes_onto_ready_only)
 		"ZADD ferry:{q}:delayed 0 x", "LPUSH ferry:{q}:scheduled x",
 		"ZADD ferry:{q}:ready 0 x", "ZREM ferry:{q}:scheduled x",
 	};
-	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
-		r = redisCommand(c, refused[i]);
-		cr_assert(r != NULL && r->type == REDIS_REPLY_ERROR &&
-		    strncmp(r->str, "NOPERM", 6) == 0, "%s: %s", refused[i],
-		    r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
-		    "allowed");
-		freeReplyObject(r);
-	}
+	assert_refused(c, refused, FERRY_ARRAY_LEN(refused));
 	redisFree(c);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 1);
 	cr_assert_eq(h_redis_int(&d, "EXISTS ferry:{q}:requeue"), 0);
@@ -235,5 +243,63 @@ Test(acl, refused_auth_while_running_is_an_outage)
 	h_wait_redis_int(&d, 20, "HGET ferry:{q}:stats done");
 	h_wait_log(&d, "redis reachable again", 2);
 	cr_assert_eq(h_count_in_file(d.log, "refused AUTH as user ferry"), 2);
+	h_stop(&d);
+}
+
+/* A producer with the enqueuer lines of doc/security.md: ferryctl enqueue
+ * works through them on a queue that keeps ids (and says nothing of an
+ * unchecked memory); by hand, that producer cannot write the config hash
+ * (no counter to move back, no window to shorten), nor any key of
+ * ferry's own state. */
+Test(acl, enqueuer_enqueues_and_moves_no_counter)
+{
+	struct timeval tv = { 5, 0 };
+	struct h_run run;
+	char ctlconf[400];
+
+	setup(NULL);
+	cr_assert_eq(doc_acl("ACL SETUSER enqueuer ", ">enqueuer-pw"), 8);
+	h_config(&d, NULL, "[queue q]\nworkers = 0\n"
+	    "idempotency_window = 10m\n");
+	snprintf(ctlconf, sizeof(ctlconf), "%s/enqueuer.ini", d.dir);
+	char *text = h_read_file(d.config), *at = strstr(text, "[ferryd]\n");
+	cr_assert_not_null(at);
+	at += strlen("[ferryd]\n");
+	h_write_file(ctlconf, "%.*sredis_user = enqueuer\n"
+	    "redis_password = enqueuer-pw\n%s", (int)(at - text), text, at);
+	free(text);
+	const char *jobs = "{\"id\":\"a\",\"data\":[1,2,3]}\n"
+	    "{\"id\":\"b\",\"data\":[4]}\n";
+	cr_assert_eq(h_ctl(&run, ctlconf, jobs, "enqueue", "--cache",
+	    "--chunk-rows", "2", "q", "-", NULL), 0, "%s", run.err);
+	cr_assert_str_eq(run.out, "a\na:2\nb\n");
+	cr_assert_null(strstr(run.err, "not checked"), "%s", run.err);
+	h_run_free(&run);
+	cr_assert_eq(h_ctl(&run, ctlconf, jobs, "enqueue", "--cache",
+	    "--chunk-rows", "2", "q", "-", NULL), 0, "%s", run.err);
+	cr_assert_str_eq(run.out, "a already accepted\na:2 already accepted\n"
+	    "b already accepted\n");
+	h_run_free(&run);
+	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 3);
+
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", d.redis.port, tv);
+	cr_assert(c != NULL && c->err == 0);
+	redisReply *r = redisCommand(c, "AUTH enqueuer enqueuer-pw");
+	cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	const char *refused[] = {
+		"HINCRBY ferry:{q}:config ids_calls -1",
+		"HSET ferry:{q}:config idempotency_window 1",
+		"HDEL ferry:{q}:config idempotency_window",
+		"DEL ferry:{q}:config", "DEL ferry:{q}:ids",
+		"ZREM ferry:{q}:ids a", "HDEL ferry:{q}:idsha a",
+		"LPUSH ferry:{q}:requeue x", "HSET ferry:{q}:owners w m",
+		"ZADD ferry:{q}:delayed 0 x", "LPUSH ferry:{q}:dead x",
+		"HSET ferry:{q}:bkeys w x", "SET ferry:{q}:cache:x y",
+	};
+	assert_refused(c, refused, FERRY_ARRAY_LEN(refused));
+	redisFree(c);
+	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:config idempotency_window"),
+	    600000);
 	h_stop(&d);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "job.h"
 
 static struct ferryd d;
 static int nknown;      /* cache keys learnt (learn) */
@@ -356,22 +357,24 @@ Test(cache, chunks_arrive_once)
 	cr_assert_eq(ctl(doc, &out, "enqueue", "--chunk-rows", "1000", "q", "-",
 	    NULL), 0);
 	free(doc);
-	cr_assert_eq(strncmp(out, "big:0\nbig:1\n", 12), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "big:10\n"));
-	cr_assert_null(strstr(out, "big:11"));
+	/* the first chunk goes by the document's id, the others by their
+	 * first row */
+	cr_assert_eq(strncmp(out, "big\nbig:1000\n", 13), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "big:10000\n"));
+	cr_assert_null(strstr(out, "big:11000"));
 	free(out);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{q}:ready"), 11);
 	doc = rows_doc("cached", 10001, 2500);
 	cr_assert_eq(ctl(doc, NULL, "enqueue", "--cache", "--chunk-rows", "1000",
 	    "q", "-", NULL), 0);
 	free(doc);
-	cr_assert_eq(keys_of("cached:0") + keys_of("cached:1") +
-	    keys_of("cached:2"), 3);
+	cr_assert_eq(keys_of("cached") + keys_of("cached:1000") +
+	    keys_of("cached:2000"), 3);
 	h_start(&d, 1);
 	h_wait_redis_int(&d, 14, "HGET ferry:{q}:stats done");
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats enqueued"), 14);
-	cr_assert_eq(keys_of("cached:0") + keys_of("cached:1") +
-	    keys_of("cached:2"), 0);
+	cr_assert_eq(keys_of("cached") + keys_of("cached:1000") +
+	    keys_of("cached:2000"), 0);
 	snprintf(path, sizeof(path), "%s/lines.txt", d.dir);
 	char *text = h_read_file(path);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -636,7 +639,13 @@ Test(cache, archived_entries_are_restored)
 	free(again);
 	free(text);
 	unlink(path);
-	freeReplyObject(h_redis(&d, "SET %s newer", j1_key));
+	/* newer data under j1's key, written for j1 (its mark: the SHA-1 of
+	 * its document, as the enqueue wrote it) */
+	char j1_doc[160], sha[41];
+	snprintf(j1_doc, sizeof(j1_doc), "{\"id\":\"j1\",\"cache_key\":\"%s\"}",
+	    j1_key);
+	job_sha1_hex(j1_doc, strlen(j1_doc), sha);
+	freeReplyObject(h_redis(&d, "SET %s %s:newer", j1_key, sha));
 	char flag[400];                 /* the handler fails no more */
 	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
 	unlink(flag);

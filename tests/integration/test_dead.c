@@ -152,8 +152,9 @@ settle_dead(const char *const *els, const size_t *lens, int n,
 	for (int i = 0; i < n; i++) {
 		snprintf(pos[i], sizeof(pos[i]), "%d", i + 1);
 		const char *v[] = { pos[i], "dead", ids[i],
-		    "failed by the handler", "handler said \xc3\xa9\xff no", "" };
-		for (int j = 0; j < 6; j++) {
+		    "failed by the handler", "handler said \xc3\xa9\xff no", "",
+		    "" };
+		for (int j = 0; j < SARGS_SETTLE_PER_JOB; j++) {
 			argv[a] = v[j];
 			argl[a++] = strlen(v[j]);
 		}

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "job.h"
 #include "queue.h"
 
 #define QUEUES "[queue q]\nworkers = 0\nidempotency_window = 1h\n" \
@@ -345,6 +346,15 @@ Test(dead_redrive, to_another_queue_marks_ids_and_keeps_stamps)
 	freeReplyObject(h_redis(&d, "HSET %s ferry:{q}:cache:k1 1",
 	    k.protected));
 	freeReplyObject(h_redis(&d, "ZADD %s -1 job-000000 -1 c1", k.ids));
+	/* each id bound to its job (the SHA-1 of its document), as the
+	 * enqueue binds it: only that job's entry moves it */
+	char sha0[41], sha1[41];
+	const char *doc0 = "{\"id\":\"job-000000\",\"n\":0}",
+	    *doc1 = "{\"id\":\"c1\",\"cache_key\":\"ferry:{q}:cache:k1\"}";
+	job_sha1_hex(doc0, strlen(doc0), sha0);
+	job_sha1_hex(doc1, strlen(doc1), sha1);
+	freeReplyObject(h_redis(&d, "HSET %s job-000000 %s c1 %s", k.idsha,
+	    sha0, sha1));
 	/* what the masters publish (ids.lua): both queues keep ids */
 	freeReplyObject(h_redis(&d, "HSET %s idempotency_window 3600000",
 	    k.config));
@@ -370,6 +380,9 @@ Test(dead_redrive, to_another_queue_marks_ids_and_keeps_stamps)
 	freeReplyObject(w);
 	cr_assert_eq(zscore(kb.ids, "job-000000"), 0);
 	cr_assert(zscore(k.ids, "job-000000") < -1);
+	redisReply *bound = h_redis(&d, "HGET %s job-000000", kb.idsha);
+	cr_assert_str_eq(bound->str, sha0, "held in b for the same job");
+	freeReplyObject(bound);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead), 4);
 
 	CTL(&r, "dead", "purge", "q", "--id", "c?");

@@ -397,13 +397,15 @@ Test(delayed, bad_values_are_refused)
 static redisReply *
 enqueue(const char *marker, int njobs, const char *const *docs)
 {
-	const char *argv[32] = { READY, SCHEDULED, "0", "0", "1", marker };
-	size_t lens[32];
+	const char *argv[40] = { READY, SCHEDULED, "0", "0", "1", marker };
+	size_t lens[40];
 	int argc = 6;
 
+	cr_assert_leq(njobs, 8);
 	for (int i = 0; i < njobs; i++) {
 		argv[argc++] = docs[i];
 		argv[argc++] = "0";
+		argv[argc++] = "";
 		argv[argc++] = "";
 	}
 	for (int i = 0; i < argc; i++)

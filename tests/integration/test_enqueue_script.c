@@ -40,8 +40,8 @@ enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
     const size_t *lens)
 {
 	const char *fixed[] = { FIXED_KEYS };
-	const char **argv = calloc((size_t)(7 + 3 * n), sizeof(*argv));
-	size_t *len = calloc((size_t)(7 + 3 * n), sizeof(*len));
+	const char **argv = calloc((size_t)(7 + 4 * n), sizeof(*argv));
+	size_t *len = calloc((size_t)(7 + 4 * n), sizeof(*len));
 	char max[24], pct[24];
 	int a = 0;
 
@@ -56,6 +56,7 @@ enqueue_n(long max_bytes, int refuse_pct, int n, const char *const *docs,
 		argv[a] = docs[i], len[a++] = lens[i];
 		argv[a] = "0", len[a++] = 1;
 		argv[a] = "", len[a++] = 0;
+		argv[a] = "", len[a++] = 0;     /* binding: none needed */
 	}
 	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 2, a, argv, len);
 	cr_assert_not_null(r, "enqueue.lua: %s", d.rc->errstr);
@@ -288,7 +289,7 @@ Test(enqueue_script, all_or_nothing)
 Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 {
 	const char *argv[] = { FIXED_KEYS, "100", "0", "1", "checked",
-	    "{\"a\":", "0", "", "{\"ferry\":1,\"job\":{}}", "0", "" };
+	    "{\"a\":", "0", "", "", "{\"ferry\":1,\"job\":{}}", "0", "", "" };
 	size_t n = sizeof(argv) / sizeof(argv[0]);
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
@@ -301,13 +302,13 @@ Test(enqueue_script, checked_by_the_caller_skips_the_json_checks)
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " READY), 0);
 	/* the JSON is not looked at: the worker will refuse this one */
-	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 3, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 4, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 	cr_assert_eq(r->element[0]->integer, 1);
 	freeReplyObject(r);
 	/* a word other than "checked" there is refused */
 	argv[5] = "trusted";
-	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 3, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, (int)n - 4, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strncmp(r->str, "BADARGS ", 8) == 0, "%s", r->str);
 	freeReplyObject(r);
@@ -320,7 +321,7 @@ Test(enqueue_script, cache_keys_are_written_protected)
 {
 	const char *argv[] = { FIXED_KEYS, CACHE "j1:0a", "1048576", "90", "0",
 	    "{\"id\":\"j1\",\"cache_key\":\"" CACHE "j1:0a\"}", "3", "[[1,2]]",
-	    "{\"id\":\"j2\"}", "0", "" };
+	    "", "{\"id\":\"j2\"}", "0", "", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
@@ -355,11 +356,12 @@ Test(enqueue_script, own_keys_are_counted_by_group)
 {
 #define G CACHE "0123456789abcdef"
 	const char *argv[] = { FIXED_KEYS, G ".0", G ".1", G ".7", "0", "0",
-	    "0", "{\"id\":1,\"cache_key\":\"" G ".0\"}", "3", "[1]",
-	    "{\"id\":1,\"cache_key\":\"" G ".1\"}", "4", "[2]",
-	    "{\"id\":2,\"cache_key\":\"" G ".7\"}", "5", "[3]" };
+	    "0", "{\"id\":1,\"cache_key\":\"" G ".0\"}", "3", "[1]", "",
+	    "{\"id\":1,\"cache_key\":\"" G ".1\"}", "4", "[2]", "",
+	    "{\"id\":2,\"cache_key\":\"" G ".7\"}", "5", "[3]", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
-	long long per_key = 3 + (long long)strlen(G ".0") + 64;
+	/* its value with its job's mark (SHA-1 and ':'), its name, 64 */
+	long long per_key = 41 + 3 + (long long)strlen(G ".0") + 64;
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
 	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 5, (int)n, argv, NULL);
@@ -373,17 +375,44 @@ Test(enqueue_script, own_keys_are_counted_by_group)
 	cr_assert_str_eq(r->str, want);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "PTTL " G ".7"), -1);
-	/* the same key written twice in one call */
-	argv[4] = G ".0";
-	argv[14] = "{\"id\":2,\"cache_key\":\"" G ".0\"}";
+	/* its value starts with the mark of its job: the SHA-1 of the
+	 * document and ':' (src/redis/cache.c reads it only for that job) */
+	char mark[64], sha[41];
+	job_sha1_hex(argv[16], strlen(argv[16]), sha);
+	snprintf(mark, sizeof(mark), "%s:[3]", sha);
+	r = h_redis(&d, "GET " G ".7");
+	cr_assert_str_eq(r->str, mark);
+	freeReplyObject(r);
+	/* written only where no key is, or again by the same job (the same
+	 * call sent again): a call naming a key another job wrote (as a
+	 * forged call would, whatever its random part) is refused whole,
+	 * the values left as they were */
+	argv[16] = "{\"id\":2,\"v\":9,\"cache_key\":\"" G ".7\"}";
 	r = queue_script(d.rc, LUA_ENQUEUE, 5, (int)n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
-	cr_assert(strstr(r->str, "INVALID 3 its cache key \"" G ".0\" is "
+	cr_assert(strstr(r->str, "INVALID 3 its cache key \"" G ".7\" exists "
+	    "already, written for another job") != NULL, "%s", r->str);
+	freeReplyObject(r);
+	r = h_redis(&d, "GET " G ".7");
+	cr_assert_str_eq(r->str, mark);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 3);
+	/* the same key written twice in one call */
+#define H CACHE "fedcba9876543210"
+	argv[2] = H ".0", argv[3] = H ".1", argv[4] = H ".0";
+	argv[8] = "{\"id\":1,\"cache_key\":\"" H ".0\"}";
+	argv[12] = "{\"id\":1,\"cache_key\":\"" H ".1\"}";
+	argv[16] = "{\"id\":2,\"cache_key\":\"" H ".0\"}";
+	r = queue_script(d.rc, LUA_ENQUEUE, 5, (int)n, argv, NULL);
+	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+	cr_assert(strstr(r->str, "INVALID 3 its cache key \"" H ".0\" is "
 	    "written by another job of this call") != NULL, "%s", r->str);
 	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "EXISTS " H ".0 " H ".1"), 0);
+#undef H
 	/* named by another job */
 	const char *named[] = { FIXED_KEYS, G ".1", "0", "0", "0",
-	    "{\"id\":3,\"cache_key\":\"" G ".1\"}", "-3", "" };
+	    "{\"id\":3,\"cache_key\":\"" G ".1\"}", "-3", "", "" };
 	r = queue_script(d.rc, LUA_ENQUEUE, 3,
 	    (int)(sizeof(named) / sizeof(*named)), named, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
@@ -407,7 +436,7 @@ Test(enqueue_script, application_keys_are_protected)
 {
 	const char *argv[] = { FIXED_KEYS, "app:c:1", "0", "0", "1",
 	    "prefix=app:c:", "{\"id\":1,\"cache_key\":\"app:c:1\"}", "-3", "",
-	    "{\"id\":2,\"cache_key\":\"app:c:1\"}", "-3", "" };
+	    "", "{\"id\":2,\"cache_key\":\"app:c:1\"}", "-3", "", "" };
 	size_t n = sizeof(argv) / sizeof(*argv);
 	redisReply *r;
 
@@ -438,15 +467,15 @@ Test(enqueue_script, application_keys_are_protected)
 	argv[2] = "ferry:{q}:stats";
 	argv[6] = "prefix=ferry:";
 	argv[7] = "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}";
-	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 3, argv, NULL);
+	r = queue_script(d.rc, LUA_ENQUEUE, 3, (int)n - 4, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "INVALID 1 cache_key \"ferry:{q}:stats\" is "
 	    "outside") != NULL, "%s", r->str);
 	freeReplyObject(r);
 	/* a document naming a key the caller did not pass */
 	const char *undeclared[] = { FIXED_KEYS, "0", "0", "0",
-	    "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}", "0", "" };
-	r = queue_script(d.rc, LUA_ENQUEUE, 2, 8, undeclared, NULL);
+	    "{\"id\":1,\"cache_key\":\"ferry:{q}:stats\"}", "0", "", "" };
+	r = queue_script(d.rc, LUA_ENQUEUE, 2, 9, undeclared, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "INVALID 1 it names cache_key "
 	    "\"ferry:{q}:stats\": the caller must pass that key") != NULL, "%s",

@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "job.h"
 #include "lua_scripts.h"
 #include "queue.h"
+#include "util.h"
 
 #define READY "ferry:{q}:ready"
 #define IDS "ferry:{q}:ids"
@@ -52,26 +54,6 @@ ctl(const char *input, const char **out, ...)
 	return status;
 }
 
-/* The score of `id` in the ids set (NAN when it holds none). */
-static double
-score_of(const char *id)
-{
-	redisReply *r = h_redis(&d, "ZSCORE " IDS " %s", id);
-	double v = r->type == REDIS_REPLY_STRING ? strtod(r->str, NULL) : NAN;
-
-	freeReplyObject(r);
-	return v;
-}
-
-/* A live id is held with its call's mark: in (0, 1), a mark per call. */
-static void
-assert_live(const char *id)
-{
-	double v = score_of(id);
-
-	cr_assert(v > 0 && v < 1, "id %s is held with %g, not a live mark", id, v);
-}
-
 /* enqueue.lua itself, with "ids": the same call twice, as a producer whose
  * first reply was lost sends it; jobs without an id are taken each time;
  * a job's cache value is not written again for a job already accepted. */
@@ -80,10 +62,10 @@ Test(idempotency, the_script_answers_already_accepted)
 	const char *argv[] = { READY, "ferry:{q}:protected",
 	    "ferry:{q}:cache:0123456789abcdef.0", "0", "0", "1", "ids",
 	    "{\"id\":\"a\",\"cache_key\":\"ferry:{q}:cache:0123456789abcdef.0\"}",
-	    "3", "[1]", "a",
-	    "{\"id\":\"b\"}", "0", "", "b",
-	    "{\"id\":\"a\",\"v\":2}", "0", "", "a",
-	    "{\"v\":3}", "0", "", "" };
+	    "3", "[1]", "", "a",
+	    "{\"id\":\"b\"}", "0", "", "", "b",
+	    "{\"id\":\"a\",\"v\":2}", "0", "", "", "a",
+	    "{\"v\":3}", "0", "", "", "" };
 	int n = (int)(sizeof(argv) / sizeof(*argv));
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
@@ -107,23 +89,27 @@ Test(idempotency, the_script_answers_already_accepted)
 		cr_assert_eq(r->element[2]->element[0]->integer, call == 0 ? 3 : 1);
 		freeReplyObject(r);
 		if (call == 0)  /* the value written once: not again below */
-			freeReplyObject(h_redis(&d, "SET "
-			    "ferry:{q}:cache:0123456789abcdef.0 [1]changed"));
+			freeReplyObject(h_redis(&d, "APPEND "
+			    "ferry:{q}:cache:0123456789abcdef.0 changed"));
 	}
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 4);
-	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 2);
-	assert_live("a");
-	assert_live("b");
-	cr_assert_eq(score_of("a"), score_of("b"));     /* one call's mark */
+	/* a, b and the marks' member "" */
+	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), 3);
+	h_assert_id_live(&d, "q", "a");
+	h_assert_id_live(&d, "q", "b");
+	cr_assert_eq(h_id_score(&d, "q", "a"), h_id_score(&d, "q", "b"));     /* one call's mark */
 	r = h_redis(&d, "GET ferry:{q}:cache:0123456789abcdef.0");
-	cr_assert_str_eq(r->str, "[1]changed");
+	char sha[41];
+	job_sha1_hex(argv[7], strlen(argv[7]), sha);
+	cr_assert(strncmp(r->str, sha, 40) == 0 &&
+	    strcmp(r->str + 40, ":[1]changed") == 0, "%s", r->str);
 	freeReplyObject(r);
 	r = h_redis(&d, "HGET ferry:{q}:protected ferry:{q}:cache:"
 	    "0123456789abcdef");
 	cr_assert_eq(strncmp(r->str, "1 1 ", 4), 0, "%s", r->str);
 	freeReplyObject(r);
 	/* without "checked", each id must be the document's */
-	argv[10] = "A";
+	argv[11] = "A";
 	r = queue_script(d.rc, LUA_ENQUEUE, 3, n, argv, NULL);
 	cr_assert_eq(r->type, REDIS_REPLY_ERROR);
 	cr_assert(strstr(r->str, "INVALID 1 the caller passed id \"A\", the "
@@ -132,42 +118,65 @@ Test(idempotency, the_script_answers_already_accepted)
 	h_stop(&d);
 }
 
-/* A call tells the ids it added from those held before by its mark, a
- * counter in the config hash: a counter that starts again (the field or
- * the whole hash deleted) starts past the highest mark held, so that a
- * held id never looks like one the call added. */
-Test(idempotency, a_counter_started_again_starts_past_the_marks_held)
+/* A call tells the ids it added from those held before by its mark: a
+ * score above every live score the set holds (the member "" keeps the
+ * newest). Nothing a producer may write moves a held id into a call's
+ * mark: not the config hash (a counter there once made the mark, and
+ * moving it back made a held id read as added: two rows), not a score
+ * written by hand into the set, not the marks' member itself. */
+Test(idempotency, no_write_makes_a_held_id_read_as_added)
 {
 	const char *one[] = { READY, "0", "0", "1", "ids",
-	    "{\"id\":\"a\"}", "0", "", "a" };
+	    "{\"id\":\"a\"}", "0", "", "", "a" };
 	const char *two[] = { READY, "0", "0", "1", "ids",
-	    "{\"id\":\"a\"}", "0", "", "a", "{\"id\":\"b\"}", "0", "", "b",
-	    "{\"id\":\"b\"}", "0", "", "b" };
+	    "{\"id\":\"a\"}", "0", "", "", "a", "{\"id\":\"b\"}", "0", "", "",
+	    "b", "{\"id\":\"b\"}", "0", "", "", "b" };
+	const char *moves[] = {
+		"HINCRBY ferry:{q}:config ids_calls -1",
+		"DEL ferry:{q}:config",
+		"ZADD " IDS " 0.5 forged",
+		"ZADD " IDS " 0 %s",
+		"ZADD " IDS " 0.0000001 %s",
+	};
 
 	h_setup_redis(&d, NULL, "[queue q]\nworkers = 0\n", NULL);
-	for (int round = 0; round < 2; round++) {
+	for (size_t m = 0; m < FERRY_ARRAY_LEN(moves); m++) {
 		freeReplyObject(h_redis(&d, "HSET ferry:{q}:config "
 		    "idempotency_window 60000"));
-		redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, 9, one, NULL);
+		redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, 10, one, NULL);
 		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
-		cr_assert_eq(r->element[0]->integer, round == 0 ? 1 : 0);
+		cr_assert_eq(r->element[0]->integer, m == 0 ? 1 : 0);
 		freeReplyObject(r);
-		/* the counter gone: its field, then the whole hash */
-		freeReplyObject(h_redis(&d, round == 0 ? "HDEL ferry:{q}:config "
-		    "ids_calls" : "DEL ferry:{q}:config"));
+		double held = h_id_score(&d, "q", "a");
+		/* the member "" where a move names one */
+		freeReplyObject(h_redis(&d, moves[m], ""));
 		freeReplyObject(h_redis(&d, "HSET ferry:{q}:config "
 		    "idempotency_window 60000"));
-		r = queue_script(d.rc, LUA_ENQUEUE, 1, 17, two, NULL);
+		r = queue_script(d.rc, LUA_ENQUEUE, 1, 20, two, NULL);
 		cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->str);
 		/* a held before, the second b the first's */
-		cr_assert_eq(r->element[0]->integer, round == 0 ? 1 : 0);
-		cr_assert_eq(r->element[2]->elements, round == 0 ? 2 : 3);
+		cr_assert_eq(r->element[0]->integer, m == 0 ? 1 : 0, "after %s",
+		    moves[m]);
+		cr_assert_eq(r->element[2]->elements, m == 0 ? 2 : 3);
 		freeReplyObject(r);
-		assert_live("a");
-		assert_live("b");
-		cr_assert_gt(score_of("b"), score_of("a"));
+		cr_assert_eq(h_id_score(&d, "q", "a"), held, "a held id keeps its mark");
+		h_assert_id_live(&d, "q", "b");
+		cr_assert_gt(h_id_score(&d, "q", "b"), h_id_score(&d, "q", "a"));
 	}
 	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 2);
+	/* a new id's mark is above the hand-written live score */
+	const char *three[] = { READY, "0", "0", "1", "ids",
+	    "{\"id\":\"c\"}", "0", "", "", "c" };
+	freeReplyObject(queue_script(d.rc, LUA_ENQUEUE, 1, 10, three, NULL));
+	cr_assert_gt(h_id_score(&d, "q", "c"), h_id_score(&d, "q", "forged"));
+	cr_assert_lt(h_id_score(&d, "q", "c"), 1);
+	/* a live score at the top of (0, 1), only by hand: refused whole */
+	freeReplyObject(h_redis(&d, "ZADD " IDS " 0.9999999999999999 top"));
+	redisReply *r = queue_script(d.rc, LUA_ENQUEUE, 1, 20, two, NULL);
+	cr_assert(r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "IDSTATE ", 8) == 0, "%s", r->str);
+	freeReplyObject(r);
+	cr_assert_eq(h_redis_int(&d, "LLEN " READY), 3);
 	h_stop(&d);
 }
 
@@ -192,8 +201,8 @@ Test(idempotency, ids_are_held_while_jobs_live_and_for_the_window)
 	h_config(&d, NULL, "[queue q]\nworkers = 0\nidempotency_window = 1s\n");
 	h_start(&d, 0);
 	h_sleep_ms(2500);
-	assert_live("a");
-	assert_live("b");
+	h_assert_id_live(&d, "q", "a");
+	h_assert_id_live(&d, "q", "b");
 	cr_assert_eq(ctl(NULL, &out, "enqueue", "q", "{\"id\":\"b\"}", NULL), 0);
 	cr_assert_str_eq(out, "b already accepted\n");
 	h_stop(&d);
@@ -298,7 +307,9 @@ assert_rows_once(int total)
 	h_sleep_ms(1000);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM rows"), total);
 	cr_assert_eq(h_pg_int(&d, "SELECT count(DISTINCT n) FROM rows"), total);
-	cr_assert_eq(h_redis_int(&d, "ZCARD " IDS), total);
+	/* every id, and no more: the marks' member goes with the last live
+	 * mark (ids.lua, once a second) */
+	h_wait_redis_int(&d, total, "ZCARD " IDS);
 }
 
 /* ferryctl SIGKILLed half way through 50,000 jobs, then run again with

@@ -54,9 +54,10 @@ fetch(int n, int held, long rate, long burst, long long *wait_ms)
 	cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY, "fetch: %s",
 	    r == NULL ? d.rc->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
 	    "not an array");
+	cr_assert_eq(r->elements, 4, "fetch: {kind, {elements}, ms, ids}");
 	int got = (int)r->element[1]->elements;
-	*wait_ms = r->elements == 3 ? r->element[2]->integer : 0;
-	cr_assert(r->elements == 2 || got == 0,
+	*wait_ms = r->element[2]->integer;
+	cr_assert(*wait_ms == 0 || got == 0,
 	    "a fetch that asks to wait took %d jobs", got);
 	freeReplyObject(r);
 	return got;

@@ -74,13 +74,15 @@ assert_elements(redisReply *r, const char *what, int n, ...)
 	freeReplyObject(r);
 }
 
-/* fetch's reply {kind, {elements}}: check the kind, return the elements. */
+/* fetch's reply {kind, {elements}, 0, ids}: check the kind, return the
+ * elements. */
 static redisReply *
 fetched(redisReply *r, const char *kind)
 {
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "fetch: %s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
-	cr_assert_eq(r->elements, 2);
+	cr_assert_eq(r->elements, 4);
+	cr_assert_eq(r->element[2]->integer, 0);
 	cr_assert_str_eq(r->element[0]->str, kind);
 	redisReply *els = r->element[1];
 	r->element[1] = NULL;
@@ -238,8 +240,8 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	cr_assert_not_null(strstr(r->str, "holds 6 jobs"), "%s", r->str);
 	freeReplyObject(r);
 	/* a malformed argument: refused before any write */
-	const char *bad[] = { "9", "dead", "j9", "r", "e", "" };
-	r = settle(6, 6, bad);
+	const char *bad[] = { "9", "dead", "j9", "r", "e", "", "" };
+	r = settle(6, 7, bad);
 	cr_assert(queue_error_is(r, QUEUE_ERR_BAD_ARGS), "%s", r->str);
 	freeReplyObject(r);
 	cr_assert_eq(h_redis_int(&d, "LLEN " PROC), 6);
@@ -247,13 +249,13 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	/* 1 and 3 done (not named), 2 retried, 4 dead, 5 done with a cache
 	 * key, 6 said done by a buggy worker: dead, its wrapper is malformed */
 	const char *args[] = {
-		"2", "retry", "j2", "60000", "boom \xc3", "",
+		"2", "retry", "j2", "60000", "boom \xc3", "", "",
 		"4", "dead", "j4", "failed by the handler", "bad row",
-		"ferry:{q}:cache:4",
-		"5", "ok", "", "", "", "ferry:{q}:cache:5",
-		"6", "ok", "", "", "", "ferry:{q}:cache:6",
+		"ferry:{q}:cache:4", "",
+		"5", "ok", "", "", "", "ferry:{q}:cache:5", "",
+		"6", "ok", "", "", "", "ferry:{q}:cache:6", "",
 	};
-	r = settle(6, 24, args);
+	r = settle(6, 28, args);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "");
 	cr_assert_eq(r->element[0]->integer, 3);
@@ -292,7 +294,7 @@ Test(scripts, settle_finds_the_named_jobs_by_position)
 	json_decref(dead);
 
 	/* repeated after a lost reply: nothing left to do */
-	r = settle(6, 24, args);
+	r = settle(6, 28, args);
 	cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
 	cr_assert_eq(r->integer, 0);
 	freeReplyObject(r);
@@ -476,12 +478,12 @@ Test(scripts, settle_is_all_or_nothing)
 	freeReplyObject(h_redis(&d, "HSET " OWNERS " w1 m1"));
 	freeReplyObject(h_redis(&d, "SET ferry:{q}:cache:1 rows"));
 	const char *args[] = {
-		"1", "ok", "", "", "", "ferry:{q}:cache:1",
-		"2", "retry", "j2", "60000", "boom", "",
-		"3", "gone", "j3", "r", "e", "",
+		"1", "ok", "", "", "", "ferry:{q}:cache:1", "",
+		"2", "retry", "j2", "60000", "boom", "", "",
+		"3", "gone", "j3", "r", "e", "", "",
 	};
 
-	redisReply *r = settle(3, 18, args);
+	redisReply *r = settle(3, 21, args);
 	cr_assert(queue_error_is(r, QUEUE_ERR_BAD_ARGS), "%s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "not an error");
 	freeReplyObject(r);
@@ -493,8 +495,8 @@ Test(scripts, settle_is_all_or_nothing)
 	cr_assert_eq(h_redis_int(&d, "LLEN " DEAD), 0);
 	cr_assert_eq(h_redis_int(&d, "EXISTS " STATS), 0);
 
-	args[13] = "dead";
-	r = settle(3, 18, args);
+	args[15] = "dead";
+	r = settle(3, 21, args);
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "");
 	freeReplyObject(r);

@@ -151,6 +151,10 @@ struct json_t *h_dead_entries(struct ferryd *f, const char *q);
 redisReply *h_protected(struct ferryd *f, const char *q);
 /* How many jobs q's protected hash counts for cache key `key` (0: none). */
 long long h_protected_count(struct ferryd *f, const char *q, const char *key);
+/* The score of `id` in queue's ids set (NAN when it holds none), and a
+ * check that it is a live mark, in (0, 1) (doc/formats.md). */
+double h_id_score(struct ferryd *f, const char *queue, const char *id);
+void h_assert_id_live(struct ferryd *f, const char *queue, const char *id);
 /* The string member `key` of a JSON object, or "(none)". */
 const char *h_jstr(struct json_t *o, const char *key);
 /* Start a private PostgreSQL for d; returns the [ferryd] lines pointing

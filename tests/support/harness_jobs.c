@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,4 +241,23 @@ h_lpush_made(struct ferryd *d, const char *key, int from, int to,
 		    r->type == REDIS_REPLY_ERROR ? r->str : "not an integer");
 		freeReplyObject(r);
 	}
+}
+
+double
+h_id_score(struct ferryd *f, const char *queue, const char *id)
+{
+	redisReply *r = h_redis(f, "ZSCORE ferry:{%s}:ids %s", queue, id);
+	double v = r->type == REDIS_REPLY_STRING ? strtod(r->str, NULL) : NAN;
+
+	freeReplyObject(r);
+	return v;
+}
+
+void
+h_assert_id_live(struct ferryd *f, const char *queue, const char *id)
+{
+	double v = h_id_score(f, queue, id);
+
+	cr_assert(v > 0 && v < 1, "id %s of queue %s is held with %g, not a "
+	    "live mark", id, queue, v);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "util.h"
 
 #define PREFIX "ferry:{q}:cache:"
 
@@ -58,11 +59,41 @@ Test(chunk, rows_split_with_the_other_members)
 	cr_assert_eq(run("{\"kind\":\"o\", \"data\" : [{\"r\":1},2.50,\"x\"],"
 	    "\"id\":7,\"n\":{\"a\":[1]}}", "7", 2, NULL, err), 0);
 	cr_assert_eq(out.n, 2);
-	expect_el(0, "7:0", "{\"id\":\"7:0\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
+	expect_el(0, "7", "{\"id\":\"7\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
 	    "\"data\":[{\"r\":1},2.50]}");
-	expect_el(1, "7:1", "{\"id\":\"7:1\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
+	expect_el(1, "7:2", "{\"id\":\"7:2\",\"kind\":\"o\",\"n\":{\"a\":[1]},"
 	    "\"data\":[\"x\"]}");
 	cr_assert(out.v[0].owned);
+	cr_assert_str_eq(out.v[0].layout, " 0+2");
+	cr_assert_str_eq(out.v[1].layout, " 2+1");
+}
+
+/* A chunk's id names its rows: the first chunk goes by the document's id,
+ * each other by its first row, and its layout (first row + count) tells
+ * the enqueue which rows the id holds, so that the same document sent
+ * again in other chunks is refused (src/redis/lua/enqueue.lua), not
+ * written twice. A document left whole has the layout of all its rows. */
+Test(chunk, a_chunks_id_and_layout_name_its_rows)
+{
+	char err[256];
+	const char *doc = "{\"id\":\"d\",\"data\":[0,1,2,3,4,5,6,7,8,9]}";
+
+	cr_assert_eq(run(doc, "d", 5, NULL, err), 0);
+	cr_assert_eq(run(doc, "d", 3, NULL, err), 0);
+	cr_assert_eq(run(doc, "d", 10, NULL, err), 0);
+	cr_assert_eq(run("{\"id\":\"e\",\"data\":{\"x\":1}}", "e", 3, NULL,
+	    err), 0);
+	const char *want[][2] = {
+		{ "d", " 0+5" }, { "d:5", " 5+5" },
+		{ "d", " 0+3" }, { "d:3", " 3+3" }, { "d:6", " 6+3" },
+		{ "d:9", " 9+1" },
+		{ "d", " 0+10" }, { "e", "" },
+	};
+	cr_assert_eq(out.n, FERRY_ARRAY_LEN(want));
+	for (size_t i = 0; i < out.n; i++) {
+		cr_assert_str_eq(out.v[i].id, want[i][0], "job %zu", i);
+		cr_assert_str_eq(out.v[i].layout, want[i][1], "job %zu", i);
+	}
 }
 
 Test(chunk, exact_multiple_and_escaped_keys)
@@ -72,8 +103,8 @@ Test(chunk, exact_multiple_and_escaped_keys)
 	cr_assert_eq(run("{\"d\\u0061ta\":[1,2,3,4],\"i\\u0064\":\"q\\\"x\"}",
 	    "q\"x", 2, NULL, err), 0);
 	cr_assert_eq(out.n, 2);
-	expect_el(0, "q\"x:0", "{\"id\":\"q\\\"x:0\",\"data\":[1,2]}");
-	expect_el(1, "q\"x:1", "{\"id\":\"q\\\"x:1\",\"data\":[3,4]}");
+	expect_el(0, "q\"x", "{\"id\":\"q\\\"x\",\"data\":[1,2]}");
+	expect_el(1, "q\"x:2", "{\"id\":\"q\\\"x:2\",\"data\":[3,4]}");
 }
 
 /* Found by tests/fuzz/fuzz_chunk: keys escaped in full ("data" as 24
@@ -86,8 +117,8 @@ Test(chunk, keys_escaped_in_full)
 	cr_assert_eq(run("{\"\\u0064\\u0061\\u0074\\u0061\":[1,2,3]}", "f", 2,
 	    NULL, err), 0);
 	cr_assert_eq(out.n, 2);
-	expect_el(0, "f:0", "{\"id\":\"f:0\",\"data\":[1,2]}");
-	expect_el(1, "f:1", "{\"id\":\"f:1\",\"data\":[3]}");
+	expect_el(0, "f", "{\"id\":\"f\",\"data\":[1,2]}");
+	expect_el(1, "f:2", "{\"id\":\"f:2\",\"data\":[3]}");
 	cr_assert_eq(run("{\"\\u0063\\u0061\\u0063\\u0068\\u0065\\u005f"
 	    "\\u006b\\u0065\\u0079\":\"k\"}", "g", 2, PREFIX, err), -1);
 	cr_assert(strstr(err, "cache_key") != NULL, "%s", err);
@@ -208,8 +239,10 @@ Test(chunk, cache_and_split)
 	cr_assert_eq(run("{\"id\":\"b\",\"data\":[1,2,3]}", "b", 2, PREFIX, err),
 	    0);
 	cr_assert_eq(out.n, 2);
-	expect_keyed(1, "b:1", "{\"id\":\"b:1\",\"cache_key\":"
+	expect_keyed(1, "b:2", "{\"id\":\"b:2\",\"cache_key\":"
 	    "\"ferry:{q}:cache:*\"}");
+	cr_assert_str_eq(out.v[0].layout, " 0+2");
+	cr_assert_str_eq(out.v[1].layout, " 2+1");
 	cr_assert_str_eq(out.v[0].cache, "[1,2]");
 	cr_assert_str_eq(out.v[1].cache, "[3]");
 }
@@ -230,7 +263,7 @@ Test(chunk, refusals)
 	memset(id, 'i', JOB_ID_MAX - 1);
 	id[JOB_ID_MAX - 1] = '\0';
 	cr_assert_eq(run("{\"data\":[1,2,3]}", id, 2, NULL, err), -1);
-	cr_assert(strstr(err, "too long to number its chunks"), "%s", err);
+	cr_assert(strstr(err, "too long to name its chunks"), "%s", err);
 	cr_assert_eq(run("[1]", "x", 2, PREFIX, err), -1);
 	cr_assert_str_eq(err, "the job is not a JSON object");
 	cr_assert_eq(out.n, 1);

@@ -101,7 +101,8 @@ function textJob(doc, index, cachePrefix, givenId, chunkRows) {
   }
   return [{ element: raw, id: name(docId, raw), index, key: null,
     value: '', namedKey: isObject ? namedKey(parsed) : null,
-    ownId: docId === undefined ? '' : String(docId) }];
+    ownId: docId === undefined ? '' : String(docId),
+    layout: Array.isArray(data) ? ` 0+${data.length}` : '' }];
 }
 
 /** The keys of ferry's own of one call: "<prefix><16 hex>.<n>", a new
@@ -122,16 +123,21 @@ class CacheKeys {
   }
 }
 
-function element(index, jobId, others, rows, cacheKeys) {
+// The job of rows `rows` (its data), from row `first` of a document (its
+// layout " F+C": enqueue.lua refuses the document sent again in other
+// chunks; none when the data is not an array).
+function element(index, jobId, others, rows, cacheKeys, first) {
+  const layout = Array.isArray(rows) ? ` ${first}+${rows.length}` : '';
   if (!cacheKeys) {
     return { element: encode({ id: jobId, ...others, data: rows }),
-      id: jobId, index, key: null, value: '', namedKey: null, ownId: jobId };
+      id: jobId, index, key: null, value: '', namedKey: null, ownId: jobId,
+      layout };
   }
   // a key of its own: no later job (of this id, byte-identical) writes it
   const key = cacheKeys.next();
   return { element: encode({ id: jobId, ...others, cache_key: key }),
     id: jobId, index, key, value: encode(rows), namedKey: null,
-    ownId: jobId };
+    ownId: jobId, layout };
 }
 
 /** The elements ({element, id, index, key, value}) of job `doc` (the
@@ -175,25 +181,30 @@ function build(doc, index, cacheKeys, chunkRows, givenId) {
     if (!OWN_KEYS.has(k)) others[k] = doc[k];
   }
   if (split) {
-    const last = `${jobName}:${Math.floor(data.length / chunkRows)}`;
+    // the first chunk goes by the document's id, the others by their
+    // first row: the same id for the same rows (src/format/chunk.c)
+    const lastAt = Math.floor((data.length - 1) / chunkRows) * chunkRows;
+    const last = `${jobName}:${lastAt}`;
     if (Buffer.byteLength(last) > ID_MAX) {
-      throw new InvalidJobError(index, 'the job id is too long to number ' +
-        `its chunks ("${jobName}:N" must fit in ${ID_MAX} bytes)`);
+      throw new InvalidJobError(index, 'the job id is too long to name ' +
+        `its chunks ("${last}", its last chunk's, must fit in ${ID_MAX} ` +
+        'bytes)');
     }
     const out = [];
-    for (let i = 0, at = 0; at < data.length; i++, at += chunkRows) {
-      out.push(element(index, `${jobName}:${i}`, others,
-        data.slice(at, at + chunkRows), cachePrefix));
+    for (let at = 0; at < data.length; at += chunkRows) {
+      out.push(element(index, at === 0 ? jobName : `${jobName}:${at}`,
+        others, data.slice(at, at + chunkRows), cachePrefix, at));
     }
     return out;
   }
   if (cachePrefix) {
     if (data === undefined) throw new InvalidJobError(index, BARE_REFUSAL);
-    return [element(index, jobName, others, data, cachePrefix)];
+    return [element(index, jobName, others, data, cachePrefix, 0)];
   }
   return [{ element: raw, id: jobName, index, key: null, value: '',
     namedKey: namedKey(doc),
-    ownId: docId === undefined || docId === null ? '' : String(docId) }];
+    ownId: docId === undefined || docId === null ? '' : String(docId),
+    layout: Array.isArray(data) ? ` 0+${data.length}` : '' }];
 }
 
 module.exports = { build, encode, sha1, CacheKeys, ID_MAX };

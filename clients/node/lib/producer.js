@@ -256,8 +256,9 @@ class Producer {
   }
 
   /** One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
-   * cache keys]; ARGV the limits, the options, four per job (K for a key
-   * it writes, -K for a key it names; its own id). Resolves to the indexes
+   * cache keys]; ARGV the limits, the options, five per job (K for a key
+   * it writes, -K for a key it names; its binding: SHA-1 and layout; its
+   * own id). Resolves to the indexes
    * (from 1) of the jobs already accepted. */
   async _push(tag, call, due, pushed) {
     const keys = due ? [`${tag}ready`, `${tag}scheduled`] : [`${tag}ready`];
@@ -274,7 +275,10 @@ class Producer {
         keys.push(e.key ?? e.namedKey);
         k = String(e.key !== null ? keys.length : -keys.length);
       }
-      args.push(e.element, k, e.value, e.ownId);
+      // what binds a key of ferry's own, or a held id, to this job
+      const binding = e.key !== null || e.ownId !== ''
+        ? jobs.sha1(e.element) + e.layout : '';
+      args.push(e.element, k, e.value, binding, e.ownId);
     }
     let reply;
     try {

@@ -38,12 +38,16 @@ test('ids held are already accepted', async () => {
   ids = await p.enqueue('nodei', [{ id: 7 }, { id: 'b' }]);
   assert.deepEqual(ids.already, ['7']);
   assert.equal(await r.lLen(READY), 4);
-  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['7', 'a', 'b']);
+  // and the marks' member "" while a job is live
+  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['', '7', 'a', 'b']);
   const doc = { id: 'big', data: [[0], [1], [2], [3], [4]] };
   assert.deepEqual((await p.enqueue('nodei', doc, { chunkRows: 2 })).already,
     []);
   assert.deepEqual((await p.enqueue('nodei', doc, { chunkRows: 2 })).already,
-    ['big:0', 'big:1', 'big:2']);
+    ['big', 'big:2', 'big:4']);
+  // the same document in other chunks: refused, nothing pushed
+  await assert.rejects(p.enqueue('nodei', doc, { chunkRows: 3 }),
+    /sent before in other chunks/);
   assert.equal(await r.lLen(READY), 7);
 });
 
@@ -90,5 +94,5 @@ test('a call fewer replicas have is sent again', async () => {
   assert.ok(warned.filter((m) => m.includes('reached 0 of 1 replicas'))
     .length >= 2, warned.join('\n'));
   assert.equal(await r.lLen(READY), 2);
-  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['w1', 'w2']);
+  assert.deepEqual((await r.zRange(IDS, 0, -1)).sort(), ['', 'w1', 'w2']);
 });

@@ -30,7 +30,9 @@ class Element:
     """One list element, the caller's job it came from, the cache key it
     writes (key, value) or the application's key it names (named_key), and
     the element's own "id" as a worker reads it ("" without one: a queue
-    that keeps ids deduplicates by it)."""
+    that keeps ids deduplicates by it), and its layout: " F+C" when it
+    holds rows F to F+C-1 of a document's "data" array (enqueue.lua
+    refuses the document sent again in other chunks), else ""."""
     element: bytes
     id: str
     index: int
@@ -38,6 +40,7 @@ class Element:
     value: bytes = b""
     named_key: str = None
     own_id: str = ""
+    layout: str = ""
 
 
 def encode(obj):
@@ -72,7 +75,8 @@ def _text_job(text, index, cache, given_id, chunk_rows):
     named = doc.get("cache_key") if isinstance(doc, dict) else None
     return [Element(raw, _name(doc_id, raw), index,
                     named_key=named if isinstance(named, str) else None,
-                    own_id="" if doc_id is None else str(doc_id))]
+                    own_id="" if doc_id is None else str(doc_id),
+                    layout=_layout(data, 0))]
 
 
 KEY_GROUP = 1000       # src/format/chunk.h CHUNK_KEY_GROUP
@@ -127,32 +131,41 @@ def build(doc, index, cache_prefix, chunk_rows, given_id=None):
                               "key would be shared)"))
     others = {k: v for k, v in doc.items() if k not in OWN_KEYS}
     if split:
-        last = "%s:%d" % (name, len(data) // chunk_rows)
+        # the first chunk goes by the document's id, the others by their
+        # first row: the same id for the same rows (src/format/chunk.c)
+        last = "%s:%d" % (name, (len(data) - 1) // chunk_rows * chunk_rows)
         if len(last.encode()) > ID_MAX:
-            raise InvalidJobError(index, "the job id is too long to number "
-                                  "its chunks (\"%s:N\" must fit in %d bytes)"
-                                  % (name, ID_MAX))
-        return [_element(index, "%s:%d" % (name, i), others,
-                         data[at:at + chunk_rows], cache_prefix)
-                for i, at in enumerate(range(0, len(data), chunk_rows))]
+            raise InvalidJobError(index, "the job id is too long to name its "
+                                  "chunks (\"%s\", its last chunk's, must "
+                                  "fit in %d bytes)" % (last, ID_MAX))
+        return [_element(index, name if at == 0 else "%s:%d" % (name, at),
+                         others, data[at:at + chunk_rows], cache_prefix, at)
+                for at in range(0, len(data), chunk_rows)]
     if cache_prefix:
         if "data" not in doc:
             raise InvalidJobError(index, BARE_REFUSAL)
-        return [_element(index, name, others, data, cache_prefix)]
+        return [_element(index, name, others, data, cache_prefix, 0)]
     named = doc.get("cache_key")
     return [Element(raw, name, index,
                     named_key=named if isinstance(named, str) else None,
                     own_id="" if doc_id is None or doc_id == "" else
-                    str(doc_id))]
+                    str(doc_id), layout=_layout(data, 0))]
 
 
-def _element(index, job_id, others, rows, cache_prefix):
+def _layout(rows, first):
+    """" F+C" for rows (a list) from row `first` of a document, else ""."""
+    return " %d+%d" % (first, len(rows)) if isinstance(rows, list) else ""
+
+
+def _element(index, job_id, others, rows, cache_prefix, first):
     job = dict({"id": job_id}, **others)
+    layout = _layout(rows, first)
     if not cache_prefix:
         job["data"] = rows
-        return Element(encode(job), job_id, index, own_id=job_id)
+        return Element(encode(job), job_id, index, own_id=job_id,
+                       layout=layout)
     # a key of its own: no later job (of this id, byte-identical) writes it
     key = cache_prefix.next()
     job["cache_key"] = key
     return Element(encode(job), job_id, index, key, encode(rows),
-                   own_id=job_id)
+                   own_id=job_id, layout=layout)

@@ -153,8 +153,10 @@ class Producer:
 
     def _push(self, tag, call, due, pushed):
         """One call of enqueue.lua: KEYS ready, [scheduled,] [protected, the
-        cache keys]; ARGV the limits, the options, four per job (K for a
-        key it writes, -K for a key it names; its own id). The indexes
+        cache keys]; ARGV the limits, the options, five per job (K for a
+        key it writes, -K for a key it names; its binding: the SHA-1 of its
+        element and its layout, where the script needs them; its own id).
+        The indexes
         (from 1) of the jobs already accepted."""
         keys = [tag + "ready"] + ([tag + "scheduled"] if due else [])
         if any(e.key or e.named_key for e in call):
@@ -163,13 +165,16 @@ class Producer:
             ["prefix=" + p for p in self.cache_key_prefixes]
         args = [self.max_job_bytes, self.memory_refuse_percent, len(opts)] \
             + opts
-        triples = []
+        per_job = []
         for e in call:
             if e.key or e.named_key:
                 keys.append(e.key or e.named_key)
             k = len(keys) if e.key else -len(keys) if e.named_key else 0
-            triples += [e.element, k, e.value, e.own_id]
-        args += triples
+            # what binds a key of ferry's own, or a held id, to this job
+            binding = hashlib.sha1(e.element).hexdigest() + e.layout \
+                if e.key or e.own_id else ""
+            per_job += [e.element, k, e.value, binding, e.own_id]
+        args += per_job
         try:
             reply = self._resent(tag, keys, args)
         except redis.exceptions.ResponseError as err:

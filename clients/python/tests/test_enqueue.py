@@ -49,14 +49,14 @@ def test_ids_as_ferryctl_prints_them(r):
     assert r.hget("ferry:{py}:stats", "enqueued") is None  # fetch.lua's
 
 
-def test_chunks_are_id_index(r):
+def test_chunks_go_by_the_id_and_their_first_row(r):
     r.delete(READY)
     ids = ferry_client.enqueue("py", {"id": "x", "t": "k", "data": [1, 2, 3,
                                4, 5]}, chunk_rows=2, producer=Producer(r))
-    assert ids == ["x:0", "x:1", "x:2"]
-    assert ready(r) == [{"id": "x:0", "t": "k", "data": [1, 2]},
-                        {"id": "x:1", "t": "k", "data": [3, 4]},
-                        {"id": "x:2", "t": "k", "data": [5]}]
+    assert ids == ["x", "x:2", "x:4"]
+    assert ready(r) == [{"id": "x", "t": "k", "data": [1, 2]},
+                        {"id": "x:2", "t": "k", "data": [3, 4]},
+                        {"id": "x:4", "t": "k", "data": [5]}]
 
 
 def test_cache_keys_are_the_jobs_own_and_protected(r):
@@ -64,10 +64,10 @@ def test_cache_keys_are_the_jobs_own_and_protected(r):
     p = Producer(r)
     ids = p.enqueue("py", {"id": "c", "op": "delete", "data": [[1], [2], [3]]},
                     cache=True, chunk_rows=2)
-    assert ids == ["c:0", "c:1"]
+    assert ids == ["c", "c:2"]
     jobs = ready(r)
     keys = [j.pop("cache_key") for j in jobs]
-    assert jobs == [{"id": "c:0", "op": "delete"}, {"id": "c:1", "op": "delete"}]
+    assert jobs == [{"id": "c", "op": "delete"}, {"id": "c:2", "op": "delete"}]
     # one group of keys a call ("<16 hex>.<n>"), counted in one entry
     group = keys[0][:-2]
     for i, key in enumerate(keys):
@@ -75,12 +75,13 @@ def test_cache_keys_are_the_jobs_own_and_protected(r):
         assert key == "%s.%d" % (group, i)
         assert r.pttl(key) == -1             # no TTL while the job lives
     assert re.fullmatch(rb"2 2 \d+ 0", r.hget("ferry:{py}:protected", group))
-    assert r.get(keys[1]) == b"[[3]]"
+    # after the mark of its job: its document's SHA-1 and ':'
+    assert r.get(keys[1])[40:] == b":[[3]]"
     # the same id again: a key of its own; the first job's data stays
-    p.enqueue("py", {"id": "c:1", "data": [[9]]}, cache=True)
+    p.enqueue("py", {"id": "c:2", "data": [[9]]}, cache=True)
     again = ready(r)[2]["cache_key"]
-    assert again not in keys and r.get(again) == b"[[9]]"
-    assert r.get(keys[1]) == b"[[3]]"
+    assert again not in keys and r.get(again)[40:] == b":[[9]]"
+    assert r.get(keys[1])[40:] == b":[[3]]"
     with pytest.raises(InvalidJobError, match='without "data" cannot be '
                        'cached: its members are its row'):
         p.enqueue("py", {"id": "d", "op": "delete"}, cache=True)
@@ -161,7 +162,7 @@ def test_rows_reach_postgres(r):
     ids = p.enqueue("pg", {"id": "big", "data": [{"n": 10000 + i}
                                                  for i in range(1500)]},
                     chunk_rows=400)
-    assert ids == ["big:0", "big:1", "big:2", "big:3"]
+    assert ids == ["big", "big:400", "big:800", "big:1200"]
     ids = p.enqueue("pg", [{"id": "cached", "data": [{"n": 20000 + k * 100 + i}
                                                      for i in range(100)]}
                            for k in range(2)], cache=True)

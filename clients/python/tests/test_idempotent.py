@@ -31,12 +31,16 @@ def test_ids_held_are_already_accepted(r):
     ids = p.enqueue("pyi", [{"id": 7}, {"id": "b"}])
     assert ids.already == ["7"]
     assert r.llen(READY) == 4
-    assert sorted(r.zrange(IDS, 0, -1)) == [b"7", b"a", b"b"]
+    # and the marks' member "" while a job is live
+    assert sorted(r.zrange(IDS, 0, -1)) == [b"", b"7", b"a", b"b"]
     # chunks go by their ids, so a document sent again adds nothing
     doc = {"id": "big", "data": [[i] for i in range(5)]}
     assert p.enqueue("pyi", doc, chunk_rows=2).already == []
     assert p.enqueue("pyi", doc, chunk_rows=2).already == \
-        ["big:0", "big:1", "big:2"]
+        ["big", "big:2", "big:4"]
+    # the same document in other chunks: refused, nothing pushed
+    with pytest.raises(Exception, match="sent before in other chunks"):
+        p.enqueue("pyi", doc, chunk_rows=3)
     assert r.llen(READY) == 7
 
 
@@ -81,4 +85,4 @@ def test_a_call_fewer_replicas_have_is_sent_again(r, monkeypatch):
     lags = [w for w in said if "reached 0 of 1 replicas" in str(w.message)]
     assert len(lags) >= 2
     assert r.llen(READY) == 2
-    assert sorted(r.zrange(IDS, 0, -1)) == [b"w1", b"w2"]
+    assert sorted(r.zrange(IDS, 0, -1)) == [b"", b"w1", b"w2"]

@@ -261,10 +261,25 @@ local function push_all(cmd, key, vals)
 	end
 end
 
+-- cmd [key] [flag] args..., in chunks of at most per arguments (unpack() takes a few thousand at most).
+local function call_chunked(cmd, key, args, per, flag)
+	for i = 1, #args, per do
+		local last = math.min(i + per - 1, #args)
+		if key and flag then
+			redis.call(cmd, key, flag, unpack(args, i, last))
+		elseif key then
+			redis.call(cmd, key, unpack(args, i, last))
+		else
+			redis.call(cmd, unpack(args, i, last))
+		end
+	end
+end
+
 -- Recovered this often, a job stops being recovered and is dead-lettered by the master itself: a job that kills its worker before the worker can bury it (max_recoveries + 1) must not cycle forever (doc/design.md, R11, I10).
 local BURY_MARGIN = 3
--- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: a score in [0, 1) while the job waits, is scheduled, runs or is retried (the mark of the call that accepted it, ids_call_mark; 0 once replayed or restored); -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. Only ids the set holds are marked (XX): a job pushed past the script stays unknown to it.
+-- Idempotency. A queue with an idempotency_window (in its config hash, field idempotency_window, ms, published by its masters: ids.lua) remembers the id of every job the enqueue script accepted, in the sorted set `ids`: a score in [0, 1) while the job waits, is scheduled, runs or is retried (the mark of the call that accepted it, ids_call_mark; 0 once replayed or restored); -1 while it is dead; once it is done, the Redis time (ms) at which to forget it, the window later; once its dead entry is purged or archived, minus that time (a producer waiting for it tells the two apart). The enqueue script answers "already accepted" for an id the set holds. The hash `idsha` binds each id to the job accepted under it: id -> "SHA1" (the SHA-1 of its document, in hex) or "SHA1 LAYOUT" (a chunk: ids_layout). Only that job moves its id (ids_mark checks the SHA-1): a job pushed past the script, or another job carrying the id, changes nothing. The member "" (no job's id) holds the newest call's mark.
 local IDS_LIVE, IDS_DEAD, IDS_GONE = 0, -1, 'gone'
+local IDS_MARK_UNIT = 2 ^ -52
 
 -- The queue's idempotency_window in ms (0: it keeps no ids), from its tag "PREFIX:{QUEUE}:". A caller whose ACL may not read the config hash reads 0.
 local function ids_window(tag)
@@ -272,41 +287,92 @@ local function ids_window(tag)
 	return type(v) == 'string' and tonumber(v) or 0
 end
 
--- The live mark of an enqueue call: a score in (0, 1) that no other call of the queue has had, so that the call tells the ids it added from those held before it. A counter in the config hash (field ids_calls) times 2^-52, exact in a double and in its text (%.17g); a counter that starts again (its hash deleted) starts past the highest mark the set holds. Returns the mark and its text.
-local IDS_MARK_UNIT = 2 ^ -52
-local function ids_call_mark(tag)
-	local n = redis.call('HINCRBY', tag .. 'config', 'ids_calls', 1)
-	if n == 1 then
-		local top = redis.call('ZREVRANGEBYSCORE', tag .. 'ids', '(1', '(0', 'WITHSCORES', 'LIMIT', 0, 1)
-		if top[2] then
-			n = math.floor(tonumber(top[2]) / IDS_MARK_UNIT) + 1
-			redis.call('HSET', tag .. 'config', 'ids_calls', string.format('%d', n))
-		end
-	end
-	local mark = n * IDS_MARK_UNIT
-	return mark, string.format('%.17g', mark)
+-- How long a resolved id is kept: the window, or while the queue takes every job (a window turned off), the last window it had (ids_linger, written by ids.lua), so that the ids held then still resolve and a waiter still reads them.
+local function ids_keep(tag)
+	local window = ids_window(tag)
+	if window > 0 then return window end
+	local v = redis.pcall('HGET', tag .. 'config', 'ids_linger')
+	return type(v) == 'string' and tonumber(v) or 0
 end
 
--- Mark ids (a list; "" skipped) with score; score nil: done, forgotten a window from now; IDS_GONE: purged from the dead list, the same time negated. Nothing when the queue keeps no ids.
-local function ids_mark(tag, ids, score)
+-- The live mark of an enqueue call: a score in (0, 1) above every live score the set holds, so that no id held before the call can read as added by it, whatever anyone wrote into the set (a producer's ZADD cannot lower a mark to meet an old one). The member "" keeps it, which also makes every call a write, so that the caller's WAIT covers the writes that accepted its jobs before. Returns the mark and its text (%.17g: exact in a double and in its text), or nil when the live scores reach 1 (written by hand).
+local function ids_call_mark(tag)
+	local top = redis.call('ZREVRANGEBYSCORE', tag .. 'ids', '(1', '(0', 'WITHSCORES', 'LIMIT', 0, 1)
+	local mark = (tonumber(top[2]) or 0) + IDS_MARK_UNIT
+	if mark >= 1 then return nil end
+	local text = string.format('%.17g', mark)
+	redis.call('ZADD', tag .. 'ids', text, '')
+	return mark, text
+end
+
+-- The SHA-1 of a document as idsha holds it.
+local function ids_sha(doc)
+	return redis.sha1hex(doc)
+end
+
+-- Of jobs (a list of {id, sha}; id "" skipped), those the set holds under their own SHA-1: the ids to mark (a list).
+local function ids_owned(tag, jobs)
+	local ids, shas = {}, {}
+	for _, j in ipairs(jobs) do
+		if j[1] ~= '' then
+			ids[#ids + 1] = j[1]
+			shas[#shas + 1] = j[2]
+		end
+	end
+	local out = {}
+	for i = 1, #ids, 1000 do
+		local bound = redis.call('HMGET', tag .. 'idsha', unpack(ids, i, math.min(i + 999, #ids)))
+		for k, v in ipairs(bound) do
+			local n = i + k - 1
+			if type(v) == 'string' and string.sub(v, 1, 40) == shas[n] then out[#out + 1] = ids[n] end
+		end
+	end
+	return out
+end
+
+-- Mark the ids of jobs (a list of {id, sha}) with score; score nil: done, forgotten a window from now; IDS_GONE: purged from the dead list, the same time negated. Only an id the set holds for that very job is marked (ids_owned). Also with the window turned off: the ids held from before resolve and are forgotten after the last window (ids_keep).
+local function ids_mark(tag, jobs, score)
+	if #jobs == 0 then return end
+	local ids = ids_owned(tag, jobs)
 	if #ids == 0 then return end
-	local window = ids_window(tag)
-	if window <= 0 then return end
+	local keep = ids_keep(tag)
 	if score == nil then
-		score = string.format('%d', now_ms() + window)
+		score = string.format('%d', now_ms() + keep)
 	elseif score == IDS_GONE then
-		score = string.format('%d', -(now_ms() + window))
+		score = string.format('%d', -(now_ms() + keep))
 	end
 	local args = {}
 	for _, id in ipairs(ids) do
-		if id ~= '' then
-			args[#args + 1] = score
-			args[#args + 1] = id
+		args[#args + 1] = score
+		args[#args + 1] = id
+	end
+	call_chunked('ZADD', tag .. 'ids', args, 1000, 'XX')
+end
+
+-- Hold the ids of jobs (a list of {id, sha}) with score, held before or not (a restore, a redrive to another queue: the job is accepted there now); an id the set holds for another job stays that job's.
+local function ids_hold(tag, jobs, score)
+	local ids, shas = {}, {}
+	for _, j in ipairs(jobs) do
+		if j[1] ~= '' then
+			ids[#ids + 1] = j[1]
+			shas[j[1]] = j[2]
 		end
 	end
-	for i = 1, #args, 1000 do
-		redis.call('ZADD', tag .. 'ids', 'XX', unpack(args, i, math.min(i + 999, #args)))
+	local z, h = {}, {}
+	for i = 1, #ids, 1000 do
+		local bound = redis.call('HMGET', tag .. 'idsha', unpack(ids, i, math.min(i + 999, #ids)))
+		for k, v in ipairs(bound) do
+			local id = ids[i + k - 1]
+			if type(v) ~= 'string' or string.sub(v, 1, 40) == shas[id] then
+				z[#z + 1] = score
+				z[#z + 1] = id
+				h[#h + 1] = id
+				h[#h + 1] = type(v) == 'string' and v or shas[id]
+			end
+		end
 	end
+	call_chunked('ZADD', tag .. 'ids', z, 1000)
+	call_chunked('HSET', tag .. 'idsha', h, 1000)
 end
 
 -- The id a dead entry's job goes by: the entry's "id", else its document's "id" (a string, or an integer as written), else "".
@@ -318,6 +384,13 @@ local function dead_id(d)
 	if type(v.id) == 'string' then return v.id end
 	if type(v.id) == 'number' and v.id == math.floor(v.id) and math.abs(v.id) < 2 ^ 53 then return string.format('%d', v.id) end
 	return ''
+end
+
+-- A dead entry's job as ids_mark takes it: {its id (dead_id), the SHA-1 of its document}.
+local function dead_ref(d)
+	local id = dead_id(d)
+	if id == '' then return { '', '' } end
+	return { id, ids_sha(d.doc) }
 end
 
 
@@ -337,7 +410,7 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 		local m = held_job(kind, jobs[i])
 		if not m then
 			buried[#buried + 1] = dead_entry(fresh(jobs[i]), 'malformed ferry wrapper', nil, wid, now)
-			buried_ids[#buried_ids + 1] = dead_id({ doc = jobs[i] })
+			buried_ids[#buried_ids + 1] = dead_ref({ doc = jobs[i] })
 		else
 			if batch then add_stamp(m, batch) end
 			if bump and m.recoveries < 999999999 then m.recoveries = m.recoveries + 1 end
@@ -345,7 +418,7 @@ local function reclaim(proc, requeue, dead, stats, owners, bkeys, wid, max_recov
 				m.last_error = str_token('worker died while processing')
 				m.first_error = m.first_error or m.last_error
 				buried[#buried + 1] = dead_entry(m, 'worker died while processing (it died before it could check the job\'s batches)', nil, wid, now)
-				buried_ids[#buried_ids + 1] = dead_id({ doc = m.doc })
+				buried_ids[#buried_ids + 1] = dead_ref({ doc = m.doc })
 			else
 				back[#back + 1] = wrap(m)
 			end
@@ -394,6 +467,15 @@ local function own_group(space, key, seen)
 	return ok and g or nil
 end
 
+-- The value of a key of ferry's own starts with the mark of the job that wrote it: the SHA-1 of its document in hex and OWN_MARK_SEP (enqueue.lua, restore.lua; src/redis/cache.c reads it). Does key, named by the job whose document has SHA-1 sha, belong to that job: any key but one of ferry's own that exists with another mark (or none)? A key that is gone belongs to whoever names it: releasing it only settles the count.
+local OWN_MARK_SEP = ':'
+local function key_is_jobs(space, key, sha)
+	if not own_group(space, key) then return true end
+	local head = redis.pcall('GETRANGE', key, 0, 40)
+	if head == '' and redis.call('EXISTS', key) == 0 then return true end
+	return type(head) == 'string' and head == sha .. OWN_MARK_SEP
+end
+
 -- The index of a key of ferry's own (own_group) in its group.
 local function own_index(space, key)
 	return tonumber(string.sub(key, #space + OWN_GROUP_HEX + 2))
@@ -420,17 +502,6 @@ local function protected_entry(protected, key)
 	local n = tonumber(redis.call('HGET', protected, key))
 	if not n then return nil end
 	return math.abs(n), n < 0
-end
-
--- cmd [key] args..., in chunks of at most per arguments (unpack() takes a few thousand at most).
-local function call_chunked(cmd, key, args, per)
-	for i = 1, #args, per do
-		if key then
-			redis.call(cmd, key, unpack(args, i, math.min(i + per - 1, #args)))
-		else
-			redis.call(cmd, unpack(args, i, math.min(i + per - 1, #args)))
-		end
-	end
 end
 
 -- The counts of keys with entries of their own (a list, names may repeat), read in one HMGET per thousand: a table key -> count (negative: lost) or 0.
@@ -605,7 +676,7 @@ local function protected_bytes_estimate(protected)
 end
 
 -- Bytes and keys of a queue's own data (tag "PREFIX:{QUEUE}:"): its lists, sets and hashes, the processing lists its owners hash names, and the protected cache keys (estimated: protected_bytes_estimate); then the protected keys' bytes and count alone. What MEMORY USAGE is refused on counts 0.
-local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate', 'ids', 'config' }
+local QUEUE_KEYS = { 'ready', 'requeue', 'delayed', 'scheduled', 'dead', 'owners', 'bkeys', 'stats', 'protected', 'clock', 'masters', 'rate', 'ids', 'idsha', 'config' }
 local function queue_bytes(tag)
 	local t, names = { bytes = 0, keys = 0 }, {}
 	for _, s in ipairs(QUEUE_KEYS) do names[#names + 1] = tag .. s end

@@ -21,7 +21,8 @@
 -- replayed to another queue (requeue of that queue), the job's id is
 -- accepted there (score 0 in its ids when that queue keeps ids) and its dead
 -- entry is gone from this queue (forgotten a window from now, as a purge).
--- Purge: the ids are forgotten a window from now.
+-- Purge: the ids are forgotten a window from now; a key of ferry's own
+-- that another job wrote (key_is_jobs, common.lua) is not released.
 -- KEYS: dead, stats, protected (of the entries' queue), requeue (of the
 --       queue they go to; a purge ignores it), then the cache keys a purge
 --       releases
@@ -72,10 +73,11 @@ end
 if #moved == 0 then return { 0, gone } end
 redis.call('LREM', KEYS[1], -#moved, tomb)
 local ids, keys, pushed = {}, {}, {}
+local space = cache_space_of(KEYS[3])
 for _, i in ipairs(moved) do
 	local e = entries[i]
-	if e.d then ids[#ids + 1] = dead_id(e.d) end
-	if e.key then keys[#keys + 1] = e.key end
+	if e.d then ids[#ids + 1] = dead_ref(e.d) end
+	if e.key and key_is_jobs(space, e.key, e.d and ids_sha(e.d.doc) or '') then keys[#keys + 1] = e.key end
 	pushed[#pushed + 1] = wrappers[i]
 end
 if mode == 'purge' then
@@ -90,16 +92,5 @@ if to_tag == tag then
 	return { #moved, gone }
 end
 ids_mark(tag, ids, IDS_GONE)
-if ids_window(to_tag) > 0 then
-	local args = {}
-	for _, id in ipairs(ids) do
-		if id ~= '' then
-			args[#args + 1] = 0
-			args[#args + 1] = id
-		end
-	end
-	for i = 1, #args, 1000 do
-		redis.call('ZADD', to_tag .. 'ids', unpack(args, i, math.min(i + 999, #args)))
-	end
-end
+if ids_window(to_tag) > 0 then ids_hold(to_tag, ids, IDS_LIVE) end
 return { #moved, gone }

@@ -9,7 +9,9 @@
 --       one with an entry)
 -- ARGV: LREM count (1: from the newest end, -1: from the oldest), the
 --       entry's exact bytes or "", [with "": the id of the job of an
---       entry `--all` deleted]
+--       entry `--all` deleted and the SHA-1 of its document]
+-- A key of ferry's own that another job wrote (key_is_jobs, common.lua:
+-- a forged job named it) is not released.
 -- On a queue that keeps ids, the job's id is forgotten a window from now
 -- (common.lua: idempotency).
 -- Returns the entries removed (0: the entry was gone, nothing released);
@@ -24,10 +26,13 @@ if ARGV[2] ~= '' then
 	removed = redis.call('LREM', KEYS[1], count, ARGV[2])
 	if removed == 0 then return 0 end
 end
-local keys = {}
-for i = 3, #KEYS do keys[#keys + 1] = KEYS[i] end
-release_keys(KEYS[2], keys)
 local d = parse_dead(ARGV[2])
-local id = d and dead_id(d) or ARGV[3] or ''
-ids_mark(string.sub(KEYS[2], 1, -10), { id }, IDS_GONE)
+local sha = d and ids_sha(d.doc) or ARGV[4] or ''
+local space, keys = cache_space_of(KEYS[2]), {}
+for i = 3, #KEYS do
+	if key_is_jobs(space, KEYS[i], sha) then keys[#keys + 1] = KEYS[i] end
+end
+release_keys(KEYS[2], keys)
+if ARGV[2] == '' then removed = #keys end
+ids_mark(string.sub(KEYS[2], 1, -10), { { d and dead_id(d) or ARGV[3] or '', sha } }, IDS_GONE)
 return removed

@@ -19,5 +19,5 @@ local el = wrap(m)
 if redis.call('LREM', KEYS[1], -1, ARGV[1]) == 0 then return 0 end
 redis.call('LPUSH', KEYS[2], el)
 redis.call('HINCRBY', KEYS[3], 'replayed', 1)
-ids_mark(string.sub(KEYS[3], 1, -6), { dead_id(d) }, IDS_LIVE)
+ids_mark(string.sub(KEYS[3], 1, -6), { dead_ref(d) }, IDS_LIVE)
 return 1

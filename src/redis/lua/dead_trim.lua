@@ -20,7 +20,7 @@ release_keys(KEYS[2], keys)
 local ids = {}
 for _, e in ipairs(tail) do
 	local d = parse_dead(e)
-	if d then ids[#ids + 1] = dead_id(d) end
+	if d then ids[#ids + 1] = dead_ref(d) end
 end
 ids_mark(string.sub(KEYS[2], 1, -10), ids, IDS_GONE)
 return n

@@ -17,8 +17,12 @@
 -- written under a key of the queue's own cache space, a key of its own
 -- per job (the caller names it), so that no
 -- later job can overwrite it: "<cache space><16 random hex digits>.<n>",
--- a new random part every thousand keys (own_group, common.lua); no job
--- may name such a key but the one that writes it. A key the application
+-- a new random part every thousand keys (own_group, common.lua). Such a
+-- key is written only where no key is, or again by the same job (a call
+-- sent again after a lost reply; a call naming a key another job wrote is
+-- refused whole), and its value starts with the SHA-1 of the document of
+-- the job that wrote it and ":" (OWN_MARK), so that a worker reads it only
+-- for that job (src/redis/cache.c): no other job may name it. A key the application
 -- wrote itself (in the cache space, or under one of the queue's
 -- cache_key_prefixes) must exist when its job comes; its TTL is removed.
 -- KEYS: ready, [scheduled (with a due marker),] [protected, then
@@ -26,9 +30,15 @@
 --       ACL then needs only the keys its calls use.)
 -- ARGV: max_job_bytes (0: no limit), memory_refuse_percent (0: not
 --       checked), the number of options, the options, then per job: the
---       document, K, and a value. K = 0: the job names no cache key; K > 0:
---       write the value under KEYS[K] (the document names that key); K < 0:
---       the document names the existing key KEYS[-K] (value "").
+--       document, K, a value, and its binding. K = 0: the job names no
+--       cache key; K > 0: write the value under KEYS[K] (the document names
+--       that key); K < 0: the document names the existing key KEYS[-K]
+--       (value ""). The binding: "" or the SHA-1 of the document in hex,
+--       then, for a document whose "data" rows producers split into
+--       chunks, " F+C" (its rows F to F+C-1 of the document its id names:
+--       src/format/chunk.c). Needed (with "checked"; else computed here and
+--       checked) for a job that writes a key of ferry's own or whose id
+--       the call holds.
 -- Options:
 --       "checked": the caller (ferryctl) has parsed every document as a
 --       worker will, so only the cheap checks run here (wrapper prefix,
@@ -45,17 +55,22 @@
 --       already: pushed onto ready at once.
 --       "prefix=P", any number of them: the queue's cache_key_prefixes,
 --       under which a job may name an application's key.
---       "ids": each job has a fourth value, its id as a worker reads it
+--       "ids": each job has a fifth value, its id as a worker reads it
 --       (its "id" member, an integer as written; "" without one). On a
 --       queue with an idempotency_window (its config hash: ids_window,
 --       common.lua), a job whose id the queue holds already (waiting,
 --       scheduled, running, retried, dead, or done within the window), or
 --       that an earlier job of the call has, is not pushed again nor its
 --       cache value written: "already accepted". The others' ids are held
---       from here on. Without "checked", each id must be the document's.
+--       from here on, bound to their job (idsha: the binding). A chunk
+--       whose id the queue holds for other rows (another chunk_rows: its
+--       binding's F+C differs) refuses the call: the same document sent
+--       in other chunks would write rows twice. Without "checked", each id
+--       must be the document's.
 -- Returns {jobs pushed, "" or why the memory was not checked, the indexes
 -- (from 1) of the jobs already accepted}.
--- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>.
+-- Errors: BADARGS ..., INVALID <index> <reason>, FULL <pct> <limit> <text>,
+-- IDSTATE <text> (the ids set holds a live score no call can pass).
 local max_bytes, refuse, nopts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local checked, with_ids, due_kind, due_arg = false, false, nil, nil
 local prefixes = {}
@@ -74,13 +89,13 @@ for a = 4, opts_ok and 3 + nopts or 3 do
 		opts_ok = false
 	end
 end
-local STRIDE = with_ids and 4 or 3
+local STRIDE = with_ids and 5 or 4
 opts_ok = opts_ok and (#ARGV - 3 - nopts) % STRIDE == 0
 local scheduled = due_kind and KEYS[2]
 local protected_at = due_kind and 3 or 2
 local protected = KEYS[protected_at]
 if not max_bytes or not refuse or not opts_ok or (due_kind and not scheduled) then
-	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P", "ids"), then three per job (four with "ids")')
+	return ferry_error('BADARGS', 'enqueue: KEYS are ready, [scheduled (with a due marker),] [protected, then cache keys]; ARGV is max_job_bytes, memory_refuse_percent, the number of options, the options ("checked", "delay=MS" or "at=MS", "prefix=P", "ids"), then four per job (five with "ids")')
 end
 local first_job = 4 + nopts
 local FIRST_CACHE = protected_at + 1
@@ -278,18 +293,34 @@ local function foreign_refusal(key, written)
 	return nil
 end
 
+-- A job's binding argument: its SHA-1 (or "") and its layout (" F+C" or
+-- ""), or nil when malformed.
+local function binding_of(arg)
+	if arg == '' then return '', '' end
+	local sha, layout = string.match(arg, '^(%x+)(.*)$')
+	if not sha or #sha ~= 40 or (layout ~= '' and not string.find(layout, '^ %d+%+%d+$')) then return nil end
+	return string.lower(sha), layout
+end
+
 cjson.decode_invalid_numbers(false)
 cjson.decode_max_depth(JANSSON_MAX_DEPTH)
 -- the ids the jobs carry (named_ids; the job of each: at; as ZADD's
--- score-member pairs: id_pairs), for the idempotency check below
+-- score-member pairs: id_pairs), for the idempotency check below; each
+-- job's SHA-1 and layout where it needs them (shas, layouts)
 local jobs, written, named_ids, at, id_pairs = {}, {}, {}, {}, {}
+local shas, layouts = {}, {}
 for a = first_job, #ARGV, STRIDE do
 	local index = #jobs + 1
 	local doc, k, value = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
-	local id = with_ids and ARGV[a + 3] or ''
+	local sha, layout = binding_of(ARGV[a + 3])
+	local id = with_ids and ARGV[a + 4] or ''
 	local key = k and KEYS[math.abs(k)]
 	if not k or k ~= math.floor(k) or (k ~= 0 and (math.abs(k) < FIRST_CACHE or not key)) or (k > 0 and string.sub(key, 1, #cache_space) ~= cache_space) or (k < 0 and value ~= '') then
 		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its cache key index must be 0, K in ' .. FIRST_CACHE .. '..' .. #KEYS .. ' naming a key of the queue\'s cache space ' .. cache_space .. ' to write its value under, or -K naming an existing key (value "")')
+	end
+	local own = k > 0 and own_group(cache_space, key) ~= nil
+	if not sha or (checked and sha == '' and (own or id ~= '')) then
+		return ferry_error('BADARGS', 'enqueue: job ' .. index .. ': its binding must be "" or the SHA-1 of its document in hex (then " F+C" for a chunk), and is needed for a job that writes a key of ferry\'s own or has an id')
 	end
 	local why, ck, doc_id = nil, nil, nil
 	if checked then why = cheap_refusal(doc) else why, ck, doc_id = refusal(doc) end
@@ -299,16 +330,25 @@ for a = first_job, #ARGV, STRIDE do
 	if not why and not checked and ck ~= key then
 		why = ck and 'it names cache_key ' .. shown_key(ck) .. ': the caller must pass that key (KEYS, index -K) so that it is protected' or 'the caller passed a cache key the job does not name'
 	end
+	if not why and not checked and (own or id ~= '') then
+		local real = ids_sha(doc)
+		if sha ~= '' and sha ~= real then why = 'the caller passed SHA-1 ' .. sha .. ', the job\'s is ' .. real end
+		sha = real
+	end
 	if not why and k > 0 and max_bytes > 0 and cache_json_len(value) > max_bytes then
 		why = 'its data is ' .. cache_json_len(value) .. ' bytes as a JSON string, over max_job_bytes ' .. max_bytes
 	end
 	if not why and k < 0 then why = foreign_refusal(key, written) end
-	if not why and k > 0 and written[key] and own_group(cache_space, key) then
+	if not why and own and written[key] then
 		why = 'its cache key ' .. shown_key(key) .. ' is written by another job of this call: a key of ferry\'s own holds one job\'s data'
+	end
+	if not why and own and not key_is_jobs(cache_space, key, sha) then
+		why = 'its cache key ' .. shown_key(key) .. ' exists already, written for another job: a key of ferry\'s own is written only where no key is, or again by the same job (draw a new random part for its group)'
 	end
 	if why then return ferry_error('INVALID', index .. ' ' .. why) end
 	if k > 0 then written[key] = true end
 	jobs[index] = doc
+	shas[index], layouts[index] = sha, layout
 	if id ~= '' then
 		local n = #named_ids + 1
 		named_ids[n] = id
@@ -332,18 +372,40 @@ end
 -- Idempotency (common.lua): a job whose id the queue holds already, or
 -- that an earlier job of this call has, is not pushed again; the others'
 -- ids are held from now on, scored with this call's own live mark
--- (ids_call_mark: a write on every call, also one whose jobs were all
--- accepted already, so that the caller's WAIT, which counts up to a
--- connection's own last write, covers the writes that accepted them).
--- All the call's ids go in one ZADD NX; only when it
--- added fewer than the call names (some held already, or named twice)
+-- (ids_call_mark: above every live score, and a write on every call, also
+-- one whose jobs were all accepted already, so that the caller's WAIT,
+-- which counts up to a connection's own last write, covers the writes
+-- that accepted them), and bound to their job in idsha.
+-- Chunks first (before any write): one whose id is held for other rows
+-- refuses the call. Then all the call's ids go in one ZADD NX; only when
+-- it added fewer than the call names (some held already, or named twice)
 -- are their scores read: an id scored with another mark was held before.
 local tag = string.gsub(KEYS[1], 'ready$', '')
 local already, any_already, added = {}, false, 0
 local window = with_ids and #named_ids > 0 and ids_window(tag) or 0
 local ids_key, nnamed = tag .. 'ids', #named_ids
 if window > 0 then
+	local chunk_ids, chunk_at = {}, {}
+	for n = 1, nnamed do
+		if layouts[at[n]] ~= '' then
+			chunk_ids[#chunk_ids + 1] = named_ids[n]
+			chunk_at[#chunk_ids] = at[n]
+		end
+	end
+	for from = 1, #chunk_ids, 1000 do
+		local bound = redis.call('HMGET', tag .. 'idsha', unpack(chunk_ids, from, math.min(from + 999, #chunk_ids)))
+		for j, v in ipairs(bound) do
+			local index = chunk_at[from + j - 1]
+			local held = type(v) == 'string' and string.sub(v, 41) or ''
+			if held ~= '' and held ~= layouts[index] then
+				return ferry_error('INVALID', index .. ' its id ' .. shown_key(chunk_ids[from + j - 1]) .. ' is held for rows' .. held .. ' (first+count) of its document, and this job has rows' .. layouts[index] .. ': the document was sent before in other chunks (another chunk_rows); send it again with the same chunk_rows, or its rows would be written twice')
+			end
+		end
+	end
 	local mark, mark_text = ids_call_mark(tag)
+	if not mark then
+		return ferry_error('IDSTATE', 'the ids set ' .. ids_key .. ' holds a live score at the top of (0, 1), which only a hand can write: no new call can be told from it; repair the set (doc/formats.md)')
+	end
 	for n = 1, nnamed do id_pairs[2 * n - 1] = mark_text end
 	for from = 1, 2 * nnamed, 2000 do
 		added = added + redis.call('ZADD', ids_key, 'NX', unpack(id_pairs, from, math.min(from + 1999, 2 * nnamed)))
@@ -363,6 +425,14 @@ if window > 0 then
 			end
 		end
 	end
+	local bind = {}
+	for n = 1, nnamed do
+		if not already[at[n]] then
+			bind[#bind + 1] = named_ids[n]
+			bind[#bind + 1] = shas[at[n]] .. layouts[at[n]]
+		end
+	end
+	call_chunked('HSET', tag .. 'idsha', bind, 1000)
 end
 local pushing, already_list = jobs, {}
 if any_already then
@@ -382,10 +452,12 @@ for a = first_job, #KEYS >= FIRST_CACHE and #ARGV or 0, STRIDE do
 		k = 0
 	end
 	if k > 0 then
+		local value = ARGV[a + 2]
+		if own_group(cache_space, KEYS[k]) then value = shas[(a - first_job) / STRIDE + 1] .. OWN_MARK_SEP .. value end
 		values[#values + 1] = KEYS[k]
-		values[#values + 1] = ARGV[a + 2]
+		values[#values + 1] = value
 		named[#named + 1] = KEYS[k]
-		value_bytes[KEYS[k]] = #ARGV[a + 2]
+		value_bytes[KEYS[k]] = #value
 	elseif k < 0 then
 		redis.call('PERSIST', KEYS[-k])
 		named[#named + 1] = KEYS[-k]

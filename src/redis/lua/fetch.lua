@@ -7,13 +7,16 @@
 -- Recovered jobs come in smaller batches as their recoveries grow
 -- (batch_share): a job that kills its worker is isolated in a few rounds,
 -- and its innocent neighbours do not each run alone.
--- KEYS: ready, proc, bkeys, owners, requeue, stats, rate
+-- KEYS: ready, proc, bkeys, owners, requeue, stats, rate, ids
 -- ARGV: n, worker id, batch key, held, master id, max_recoveries, rate,
 -- burst
 -- (held: jobs already in the processing list, moved there by BLMOVE from
 -- ready; then only ready tops the batch up)
--- Returns {kind, {elements}}, or {'r', {}, ms} when the queue's rate limit
--- has too few tokens: try again in ms. A worker the master has already
+-- Returns {kind, {elements}, 0, ids}, or {'r', {}, ms, ids} when the
+-- queue's rate limit has too few tokens: try again in ms. ids: 1 when the
+-- queue holds idempotency ids (common.lua: idempotency), so that the
+-- worker names the ids of the jobs it settles, also after the window was
+-- turned off; else 0. A worker the master has already
 -- handed back (owners holds its tombstone, or another master) gets
 -- HANDEDBACK.
 -- Rate limit (rate > 0 jobs/s, a bucket of burst tokens; rate 0 touches no
@@ -90,7 +93,7 @@ if rate > 0 then
 		want = math.min(n, burst, want)
 		if want < 1 and bucket < 1000 then want = 1 end
 		if bucket < want * 1000 then
-			return { 'r', {}, math.max(1, math.ceil((want * 1000 - bucket) / rate)) }
+			return { 'r', {}, math.max(1, math.ceil((want * 1000 - bucket) / rate)), redis.call('EXISTS', KEYS[8]) }
 		end
 	end
 	allow = math.min(n, math.max(0, math.floor(bucket / 1000)))
@@ -120,4 +123,4 @@ push_all('RPUSH', KEYS[2], out)
 if #out + held > 0 then redis.call('HSET', KEYS[3], ARGV[2], kind .. ' ' .. ARGV[3]) end
 if arrived > 0 then redis.call('HINCRBY', KEYS[6], 'enqueued', arrived) end
 if rate > 0 and #out + held_new > 0 then store_bucket(bucket - #out * 1000) end
-return { kind, out }
+return { kind, out, 0, redis.call('EXISTS', KEYS[8]) }

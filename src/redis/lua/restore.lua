@@ -1,7 +1,9 @@
 #!lua
 -- restore.lua - put a chunk of archived dead-letter jobs back (ferryctl dead
 -- restore): each job's cache key is created from the archived data unless
--- it exists (newer data is left alone) and is protected (protect_keys,
+-- it exists (newer data is left alone; a key of ferry's own gets the mark
+-- of the job it is written for, OWN_MARK_SEP in common.lua, as the
+-- enqueue writes it) and is protected (protect_keys,
 -- common.lua: no TTL while the job lives), then the job goes to requeue as a
 -- fresh wrapper (attempts and recoveries 0) carrying the entry's stamps, so
 -- the sink fences those batches again. One atomic step per chunk: every
@@ -35,6 +37,7 @@ while i <= #ARGV do
 end
 
 local made, kept, named, value_bytes = 0, 0, {}, {}
+local space = cache_space_of(KEYS[3])
 local els = {}
 for j, e in ipairs(jobs) do
 	if e.k > 0 then
@@ -43,8 +46,10 @@ for j, e in ipairs(jobs) do
 			kept = kept + 1
 			redis.call('PERSIST', key)
 		elseif e.kind == 'string' then
-			redis.call('SET', key, ARGV[e.from])
-			value_bytes[key] = #ARGV[e.from]
+			local value = ARGV[e.from]
+			if own_group(space, key) then value = ids_sha(e.doc) .. OWN_MARK_SEP .. value end
+			redis.call('SET', key, value)
+			value_bytes[key] = #value
 			made = made + 1
 		else
 			local cmd = e.kind == 'hash' and 'HSET' or 'RPUSH'
@@ -63,15 +68,9 @@ push_all('LPUSH', KEYS[1], els)
 -- the jobs' ids are held again (common.lua: idempotency)
 local tag = string.sub(KEYS[3], 1, -10)
 if ids_window(tag) > 0 then
-	local live = {}
-	for _, e in ipairs(jobs) do
-		local id = dead_id({ doc = e.doc })
-		if id ~= '' then
-			live[#live + 1] = IDS_LIVE
-			live[#live + 1] = id
-		end
-	end
-	call_chunked('ZADD', tag .. 'ids', live, 1000)
+	local refs = {}
+	for _, e in ipairs(jobs) do refs[#refs + 1] = dead_ref({ doc = e.doc }) end
+	ids_hold(tag, refs, IDS_LIVE)
 end
 if #els > 0 then redis.call('HINCRBY', KEYS[2], 'replayed', #els) end
 return { #els, made, kept }

@@ -13,12 +13,15 @@
 --       (failed, done with a cache key, or done with an id on a queue
 --       that keeps ids): its position in the processing
 --       list (1 = the left end), outcome (ok|retry|dead|missing), id, delay
---       ms (retry) or reason (dead, missing), error message, cache key.
+--       ms (retry) or reason (dead, missing), error message, cache key,
+--       the SHA-1 of its document in hex ("" when it names no id).
 --       missing = dead because its cache key was gone. Jobs not named are
 --       done, so a batch that went well costs a few commands, not one per
 --       job.
--- On a queue that keeps ids (common.lua: idempotency), a done job's id is
--- forgotten a window from now, a dead one's is marked dead.
+-- On a queue that holds ids (common.lua: idempotency), a done job's id is
+-- forgotten a window from now, a dead one's is marked dead: only when the
+-- set holds the id for that job (its SHA-1), never for another job that
+-- carries the same id.
 -- Returns 0 when the list is already empty (a settle repeated after a lost
 -- reply), else {done, retried, dead}. A worker the master has handed back
 -- (owners holds its tombstone, or another master) gets HANDEDBACK and
@@ -43,11 +46,11 @@ local jobs = nil
 local dels, persists, retries, deads = {}, {}, {}, {}
 local done_ids, dead_ids = {}, {}
 local done, missing = held, 0
-for b = 4, #ARGV, 6 do
-	local pos, outcome, id, p, err, ck = tonumber(ARGV[b]), ARGV[b + 1],
-		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
-	if not pos or pos < 1 or pos > held or pos ~= math.floor(pos) or not outcomes[outcome] or ck == nil or (outcome == 'retry' and not tonumber(p)) then
-		return ferry_error('BADARGS', 'settle: job argument ' .. ((b - 4) / 6 + 1) .. ' is malformed')
+for b = 4, #ARGV, 7 do
+	local pos, outcome, id, p, err, ck, sha = tonumber(ARGV[b]), ARGV[b + 1],
+		ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
+	if not pos or pos < 1 or pos > held or pos ~= math.floor(pos) or not outcomes[outcome] or sha == nil or (outcome == 'retry' and not tonumber(p)) then
+		return ferry_error('BADARGS', 'settle: job argument ' .. ((b - 4) / 7 + 1) .. ' is malformed')
 	end
 	jobs = jobs or (outcome ~= 'ok' or kind == 'w') and redis.call('LRANGE', KEYS[1], 0, -1) or nil
 	local m = jobs and held_job(kind, jobs[pos])
@@ -57,7 +60,7 @@ for b = 4, #ARGV, 6 do
 	end
 	if outcome == 'ok' then
 		if ck ~= '' then dels[#dels + 1] = ck end
-		if id ~= '' then done_ids[#done_ids + 1] = id end
+		if id ~= '' then done_ids[#done_ids + 1] = { id, sha } end
 	else
 		done = done - 1
 		m.attempts = math.min(m.attempts + 1, 999999999)
@@ -69,7 +72,7 @@ for b = 4, #ARGV, 6 do
 			if ck ~= '' then persists[#persists + 1] = ck end
 		else
 			deads[#deads + 1] = dead_entry(m, p, id, ARGV[1], now)
-			dead_ids[#dead_ids + 1] = id
+			dead_ids[#dead_ids + 1] = { id, sha }
 			if outcome == 'missing' then
 				missing = missing + 1
 			elseif ck ~= '' then
