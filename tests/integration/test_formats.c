@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "harness.h"
 #include "lua_scripts.h"
 #include "util.h"
@@ -350,6 +351,75 @@ Test(formats, lua_tokens_always_parse)
 		wrapper_free(&w);
 		freeReplyObject(r);
 	}
+	free(script);
+	h_stop(&d);
+}
+
+/* Which keys are ferry's own ("PREFIX:{QUEUE}:cache:<16 hex>.<n>", n
+ * below 1,000 without a leading zero): src/redis/cache.c (cache_own_key,
+ * whose keys a worker reads only for the job their mark names) and
+ * common.lua (own_group: the enqueue writes such a key only where none
+ * is, a purge releases it only for its job) must agree on every name, or
+ * a key one side protects the other reads for anyone. Hand cases and
+ * seeded mutations of them. */
+Test(formats, c_and_lua_agree_on_keys_of_ferrys_own)
+{
+	static const char *const seeds[] = {
+		"ferry:{q}:cache:0123456789abcdef.0",
+		"ferry:{q}:cache:0123456789ABCDEF.999",
+		"ferry:{q}:cache:0123456789abcdef.1000",
+		"ferry:{q}:cache:0123456789abcdef.01",
+		"ferry:{q}:cache:0123456789abcdef.",
+		"ferry:{q}:cache:0123456789abcde.7",
+		"ferry:{q}:cache:0123456789abcdef0.7",
+		"ferry:{q}:cache:0123456789abcdeg.7",
+		"ferry:{q}:cache:0123456789abcdef.7x",
+		"ferry:{q}:cache:0123456789abcdef",
+		"ferry:{r}:cache:0123456789abcdef.7",
+		"ferry:{q}:cachx:0123456789abcdef.7",
+		"app:{q}:cache:0123456789abcdef.7",
+		"ferry:{q}:cache:0123456789abcdef.-1",
+		"ferry:{q}:cache:0123456789abcdef.+1",
+	};
+	char *script = xasprintf("%s%s", lua_common_source,
+	    "\nlocal out = {}\n"
+	    "for i, k in ipairs(ARGV) do\n"
+	    "  out[i] = own_group('ferry:{q}:cache:', k) and 1 or 0\n"
+	    "end\nreturn out\n");
+	enum { N = 400 };
+	char keys[N][64];
+	const char *argv[N + 3] = { "EVAL", script, "0" };
+	long own = 0;
+
+	h_setup(&d, NULL, "[queue q]\n");
+	seed_rng();
+	for (int round = 0; round < 10; round++) {
+		for (int i = 0; i < N; i++) {
+			const char *s = seeds[(size_t)i % FERRY_ARRAY_LEN(seeds)];
+			snprintf(keys[i], sizeof(keys[i]), "%s", s);
+			size_t n = strlen(keys[i]);
+			/* most mutate one byte of the last part */
+			if (round > 0 && i >= (int)FERRY_ARRAY_LEN(seeds) && n > 20) {
+				size_t at = n - 1 - next() % 20;
+				keys[i][at] = (char)("0123456789abcdefABG.x-"
+				    [next() % 22]);
+			}
+			argv[i + 3] = keys[i];
+		}
+		redisReply *r = redisCommandArgv(d.rc, N + 3, argv, NULL);
+		cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY &&
+		    r->elements == N, "%s", r != NULL && r->type ==
+		    REDIS_REPLY_ERROR ? r->str : "no array");
+		for (int i = 0; i < N; i++) {
+			bool c = cache_own_key(keys[i], "ferry", "q");
+			cr_assert_eq(c, r->element[i]->integer == 1,
+			    "%s: C says %s, Lua %s", keys[i], c ? "own" : "not own",
+			    r->element[i]->integer == 1 ? "own" : "not own");
+			own += c;
+		}
+		freeReplyObject(r);
+	}
+	cr_assert_gt(own, 100, "the mutations left too few keys of ferry's own");
 	free(script);
 	h_stop(&d);
 }
