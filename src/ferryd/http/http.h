@@ -69,5 +69,10 @@ int64_t http_enqueued(const struct metrics_figures *f);
  * configured. */
 bool http_authorized(const struct http_req *r);
 bool http_actions_enabled(const struct master *m);
+/* May r read dead entries (GET /api/dead...: documents, errors, selections)?
+ * Anyone may without a token configured (doc/security.md: the open mode);
+ * with one, only a request that carries it. false after a 403 saying to
+ * send it. */
+bool http_may_read_dead(struct http_req *r);
 
 #endif

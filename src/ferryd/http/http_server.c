@@ -23,7 +23,9 @@
  * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
  * name of [ferryd] http_allowed_hosts, with its port (else 421); a
  * request without a Host header (HTTP/1.0) is served: a browser always
- * sends one. Every answer forbids framing and referrers. */
+ * sends one. Every answer forbids framing and referrers. With a token
+ * configured, every read under /api/dead needs it (http_may_read_dead):
+ * dead entries may hold personal data. */
 #include "http_server.h"
 
 #include <arpa/inet.h>
@@ -291,11 +293,23 @@ host_free(const char *url)
 	    strcmp(url, "/readyz") == 0;
 }
 
-/* GET and HEAD: the page, the metrics, the probes, the API. */
+/* /api/dead and every path below it: dead entries, their errors, the
+ * selections of them. */
+static bool
+dead_url(const char *url)
+{
+	return strncmp(url, "/api/dead", 9) == 0 && (url[9] == '\0' ||
+	    url[9] == '/');
+}
+
+/* GET and HEAD: the page, the metrics, the probes, the API; a read of dead
+ * entries only for who may (the token, when one is configured). */
 static void
 route_get(struct http_server *h, struct http_req *r, const char *url)
 {
-	if (strcmp(url, "/") == 0) {
+	if (dead_url(url) && !http_may_read_dead(r)) {
+		return;                 /* answered: 403 */
+	} else if (strcmp(url, "/") == 0) {
 		http_dashboard(r);
 	} else if (strcmp(url, "/metrics") == 0) {
 		struct buf o = BUF_INIT;

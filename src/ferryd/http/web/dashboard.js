@@ -11,7 +11,10 @@
 // (/api/dead/summary) and retries (at a rate) or purges all it matches
 // (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does; a
 // paced retry runs in the master, its progress shown from
-// /api/dead/redrives with a button that cancels it.
+// /api/dead/redrives with a button that cancels it. With a token
+// configured, every read of dead entries needs it too: until it is
+// entered the page shows the queues' dead counts (open to all) and says
+// why the list is hidden.
 "use strict";
 (function () {
 	const REFRESH_MS = 3000, PAGE = 20;
@@ -53,13 +56,32 @@
 		while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
 		return i ? v.toFixed(1) + " " + u[i] : v + " B";
 	}
-	async function getJSON(url) {
-		const r = await fetch(url, { cache: "no-store" });
+	async function getJSON(url, headers) {
+		const r = await fetch(url, { cache: "no-store", headers: headers || {} });
 		if (!r.ok) throw new Error(url + ": " + r.status);
 		return r.json();
 	}
 	function token() { return $("token") ? $("token").value : ""; }
 	function authed() { return token() ? { Authorization: "Bearer " + token() } : {}; }
+	// with a token configured, dead entries are read with it only: why
+	// they are not shown (null: they are)
+	const HIDDEN = "dead entries are hidden: enter the token of [ferryd] http_token";
+	function hideDead(why) {
+		const p = $("dead-hidden");
+		if (!p) return;
+		p.textContent = why || "";
+		p.hidden = !why;
+		if (why) {
+			$("dead").tBodies[0].replaceChildren();
+			$("dead-groups").tBodies[0].replaceChildren();
+			$("dead-reasons").replaceChildren();
+		}
+	}
+	function deadHidden() {
+		if (!actions || token()) return false;
+		hideDead(HIDDEN);
+		return true;
+	}
 	async function post(url) {
 		const r = await fetch(url, { method: "POST", headers: authed() });
 		const body = await r.json().catch(() => ({}));
@@ -188,12 +210,15 @@
 	}
 	async function loadDead() {
 		const asked = ++deadAsked;
+		$("dead-queue").textContent = deadQueue;
+		if (deadHidden()) return;
 		const r = await fetch("/api/dead?" + selection({ offset: deadOffset, limit: PAGE }),
 		    { cache: "no-store", headers: authed() }).catch((e) => null);
 		const d = r ? await r.json().catch(() => ({})) : {};
 		if (asked !== deadAsked) return;
+		if (r && r.status === 403) { hideDead("dead entries are hidden: " + (d.error || "403")); return; }
 		if (!r || !r.ok) { say("dead letters: " + (r ? r.status + " " + (d.error || "") : "no answer")); return; }
-		$("dead-queue").textContent = deadQueue;
+		hideDead(null);
 		const tb = $("dead").tBodies[0];
 		tb.replaceChildren();
 		for (const e of d.entries) {
@@ -241,7 +266,7 @@
 		return p.toString();
 	}
 	async function loadGroups() {
-		if (!deadQueue) return;
+		if (!deadQueue || deadHidden()) return;
 		const asked = ++groupsAsked;
 		const r = await fetch("/api/dead/summary?" + selection(), { cache: "no-store", headers: authed() });
 		const d = await r.json().catch(() => ({}));
@@ -305,7 +330,7 @@
 	}
 
 	async function showDoc(q) {
-		const d = await getJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
+		const d = await getJSON("/api/dead/one?" + q, authed()).catch((e) => ({ error: e.message }));
 		const doc = $("doc");
 		let text = d.job !== undefined ? d.job : JSON.stringify(d, null, 2);
 		try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
@@ -316,7 +341,7 @@
 	async function refresh() {
 		try {
 			const [q, w, s, e] = await Promise.all(["/api/queues", "/api/workers",
-			    "/api/series", "/api/events"].map(getJSON));
+			    "/api/series", "/api/events"].map((u) => getJSON(u)));
 			drawQueues(q); drawWorkers(w); drawChart(s); drawEvents(e);
 			if (!redrivesTimer) loadRedrives();
 			document.body.dataset.refreshed = String(Date.now());
@@ -340,8 +365,11 @@
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
 		$("token").addEventListener("change", () => {
 			sessionStorage.setItem("ferry-token", token());
+			if (deadQueue) reloadDead();
+			else if (!deadHidden()) hideDead(null);
 			loadRedrives();
 		});
+		deadHidden();
 	}
 	for (const n of document.querySelectorAll(".nojs")) n.hidden = true;
 	for (const n of document.querySelectorAll(".js")) n.hidden = false;
