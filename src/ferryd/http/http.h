@@ -29,6 +29,17 @@ void http_req_json(struct http_req *r, unsigned status, json_t *o);
 void http_req_error(struct http_req *r, unsigned status, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
 
+/* http_route.c: the listener a request came to (its [ferryd] http_listen,
+ * and that address and port apart), and where the request goes: the Host
+ * check (421 unless it names the listener; /metrics and the probes are
+ * served to any), then GET or HEAD (get) to the page, the metrics, the
+ * probes or the API, else POST to the actions. */
+struct http_listener {
+	const char *listen, *addr, *port;
+};
+void http_route(struct http_req *r, bool get, const char *url,
+    const struct http_listener *l);
+
 /* The routes (true: the url is theirs and r is answered or will be). */
 bool http_api_get(struct http_req *r, const char *url);
 bool http_dead_get(struct http_req *r, const char *url);

@@ -1,5 +1,5 @@
-/* http_server.c - the master's HTTP listener ([ferryd] metrics_listen):
- * GET /metrics for Prometheus, and the router of the dashboard (/,
+/* http_server.c - the master's HTTP listener ([ferryd] http_listen):
+ * GET /metrics for Prometheus, the probes, the dashboard (/,
  * http_dashboard.c) and its API (/api/..., http_api.c, http_dead.c,
  * http_actions.c), whose answers may wait for a Redis reply: such a
  * request's connection is suspended until http_req_answer.
@@ -17,15 +17,9 @@
  * and starts again as soon as one closes. MHD refuses a client's connection
  * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all.
  *
- * Against DNS rebinding (a page of another site whose name resolves to
- * this listener), every request but /metrics and the probes (/healthz,
- * /readyz: http_health.c) must name the listener in its
- * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
- * name of [ferryd] http_allowed_hosts, with its port (else 421); a
- * request without a Host header (HTTP/1.0) is served: a browser always
- * sends one. Every answer forbids framing and referrers. With a token
- * configured, every read under /api/dead needs it (http_may_read_dead):
- * dead entries may hold personal data. */
+ * Where a request goes, and the checks it passes first (its Host header,
+ * the token), is http_route.c's. Every answer forbids framing, sniffing,
+ * caching and referrers. */
 #include "http_server.h"
 
 #include <arpa/inet.h>
@@ -38,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,7 +40,6 @@
 #include "http.h"
 #include "http_dead_redrive.h"
 #include "log.h"
-#include "master_control.h"
 #include "util.h"
 
 #define HTTP_CONNECTIONS_MAX 64
@@ -241,111 +233,6 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 	return ok;
 }
 
-/* The Host header names this listener: host[:port] with one of its names
- * and its port (an absent port is 80). */
-static bool
-host_ok(const struct http_server *h, const char *host)
-{
-	static const char *const names[] = { "localhost", "127.0.0.1",
-	    "[::1]" };
-	const char *colon;
-	size_t n;
-
-	if (host == NULL)         /* HTTP/1.0 without one: not a browser's */
-		return true;
-	if (host[0] == '[') {
-		const char *end = strchr(host, ']');
-		if (end == NULL)
-			return false;
-		colon = end[1] == ':' ? end + 1 : NULL;
-		if (end[1] != ':' && end[1] != '\0')
-			return false;
-	} else {
-		colon = strrchr(host, ':');
-	}
-	n = colon != NULL ? (size_t)(colon - host) : strlen(host);
-	if (strcmp(colon != NULL ? colon + 1 : "80", h->port) != 0)
-		return false;
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(names); i++)
-		if (strlen(names[i]) == n && strncasecmp(host, names[i], n) == 0)
-			return true;
-	if (strcmp(h->addr, "0.0.0.0") != 0 && strlen(h->addr) == n &&
-	    strncmp(host, h->addr, n) == 0)
-		return true;
-	/* [ferryd] http_allowed_hosts: names separated by blanks or commas */
-	const char *v = master_control_config(h->m)->http_allowed_hosts;
-	while (*(v += strspn(v, " \t,")) != '\0') {
-		size_t len = strcspn(v, " \t,");
-		if (len == n && strncasecmp(v, host, n) == 0)
-			return true;
-		v += len;
-	}
-	return false;
-}
-
-/* Read by machines that name the listener by an address of their own (a
- * Kubernetes probe sends the pod's IP), and no page a browser could be
- * led to: served whatever the Host header says. */
-static bool
-host_free(const char *url)
-{
-	return strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0 ||
-	    strcmp(url, "/readyz") == 0;
-}
-
-/* /api/dead and every path below it: dead entries, their errors, the
- * selections of them. */
-static bool
-dead_url(const char *url)
-{
-	return strncmp(url, "/api/dead", 9) == 0 && (url[9] == '\0' ||
-	    url[9] == '/');
-}
-
-/* GET and HEAD: the page, the metrics, the probes, the API; a read of dead
- * entries only for who may (the token, when one is configured). */
-static void
-route_get(struct http_server *h, struct http_req *r, const char *url)
-{
-	if (dead_url(url) && !http_may_read_dead(r)) {
-		return;                 /* answered: 403 */
-	} else if (strcmp(url, "/") == 0) {
-		http_dashboard(r);
-	} else if (strcmp(url, "/metrics") == 0) {
-		struct buf o = BUF_INIT;
-		master_control_metrics(h->m, &o);
-		http_health_metrics(&o);
-		http_dead_redrive_metrics(&o);
-		size_t len = o.len;
-		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
-		    "charset=utf-8", buf_take(&o), len);
-	} else if (!http_health_get(r, url) && !http_api_get(r, url) &&
-	    !http_dead_get(r, url) && !http_dead_select_get(r, url) &&
-	    !http_dead_redrive_get(r, url)) {
-		char *text = xstrdup("not found: the dashboard is at /, the "
-		    "metrics at /metrics\n");
-		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
-		    strlen(text));
-	}
-}
-
-/* POST: the actions, with the token only (http_actions.c). */
-static void
-route_post(struct http_req *r, const char *url)
-{
-	if (!http_authorized(r)) {
-		http_req_error(r, MHD_HTTP_FORBIDDEN, "%s",
-		    !http_actions_enabled(http_req_master(r)) ? "read-only: no "
-		    "[ferryd] http_token is configured, actions are off" :
-		    "refused: send the token of [ferryd] http_token as "
-		    "\"Authorization: Bearer TOKEN\"");
-		return;
-	}
-	if (!http_dead_post(r, url) && !http_dead_select_post(r, url) &&
-	    !http_dead_redrive_post(r, url) && !http_actions_post(r, url))
-		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
-}
-
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload_data,
@@ -382,17 +269,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		    "application/json", stopping, sizeof(stopping) - 1,
 		    MHD_RESPMEM_PERSISTENT);
 	}
-	if (!r->answered && !r->suspended && !host_free(url) &&
-	    !host_ok(h, http_req_header(r, MHD_HTTP_HEADER_HOST))) {
-		http_req_error(r, MHD_HTTP_MISDIRECTED_REQUEST, "Host: not this "
-		    "listener (%s, localhost, 127.0.0.1 or [::1] with port %s; "
-		    "a page of another site is refused)", h->listen, h->port);
-	}
 	if (!r->answered && !r->suspended) {
-		if (get)
-			route_get(h, r, url);
-		else
-			route_post(r, url);
+		const struct http_listener l = { h->listen, h->addr, h->port };
+		http_route(r, get, url, &l);
 	}
 	if (!r->answered) {           /* a Redis reply answers it */
 		if (!r->suspended) {
