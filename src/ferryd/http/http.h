@@ -59,6 +59,11 @@ void http_dashboard(struct http_req *r);
 /* http_health.c: GET /healthz and /readyz, and their answers counted in
  * Prometheus text. */
 bool http_health_get(struct http_req *r, const char *url);
+/* The answer to probe path ("/healthz", "/readyz") from what m holds: its
+ * status, content type and body (malloc'd, a string); false when path is
+ * no probe. Counted. */
+bool http_health_answer(struct master *m, const char *path,
+    unsigned *status, const char **type, char **body);
 struct buf;
 void http_health_metrics(struct buf *o);
 
