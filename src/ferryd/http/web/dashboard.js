@@ -56,10 +56,23 @@
 		while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
 		return i ? v.toFixed(1) + " " + u[i] : v + " B";
 	}
-	async function getJSON(url, headers) {
-		const r = await fetch(url, { cache: "no-store", headers: headers || {} });
+	async function getJSON(url) {
+		const r = await fetch(url, { cache: "no-store" });
 		if (!r.ok) throw new Error(url + ": " + r.status);
 		return r.json();
+	}
+	// the master reads the dead-letter list one request at a time (503,
+	// Retry-After: 1, while another is under way): asked again, 3 times
+	async function getDeadJSON(url) {
+		for (let tries = 1; ; tries++) {
+			const r = await fetch(url, { cache: "no-store", headers: authed() });
+			if (r.status === 503 && tries < 4) {
+				await new Promise((done) => setTimeout(done, 1000));
+				continue;
+			}
+			if (!r.ok) throw new Error(url + ": " + r.status);
+			return r.json();
+		}
 	}
 	function token() { return $("token") ? $("token").value : ""; }
 	function authed() { return token() ? { Authorization: "Bearer " + token() } : {}; }
@@ -330,7 +343,7 @@
 	}
 
 	async function showDoc(q) {
-		const d = await getJSON("/api/dead/one?" + q, authed()).catch((e) => ({ error: e.message }));
+		const d = await getDeadJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
 		const doc = $("doc");
 		let text = d.job !== undefined ? d.job : JSON.stringify(d, null, 2);
 		try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
@@ -341,7 +354,7 @@
 	async function refresh() {
 		try {
 			const [q, w, s, e] = await Promise.all(["/api/queues", "/api/workers",
-			    "/api/series", "/api/events"].map((u) => getJSON(u)));
+			    "/api/series", "/api/events"].map(getJSON));
 			drawQueues(q); drawWorkers(w); drawChart(s); drawEvents(e);
 			if (!redrivesTimer) loadRedrives();
 			document.body.dataset.refreshed = String(Date.now());
@@ -363,7 +376,11 @@
 	});
 	if ($("token")) {
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
+		// "change" comes again when the field loses focus: act once a value
+		let applied = token();
 		$("token").addEventListener("change", () => {
+			if (token() === applied) return;
+			applied = token();
 			sessionStorage.setItem("ferry-token", token());
 			if (deadQueue) reloadDead();
 			else if (!deadHidden()) hideDead(null);
