@@ -79,6 +79,10 @@ struct scoreboard_header {
 	/* bumped by the master on the sentinels' +switch-master: workers
 	 * reconnect (to the new primary) before their next batch */
 	_Atomic unsigned redis_switches;
+	/* bumped by a worker each time it has (re)connected to Redis: the
+	 * master, its own connection down and waiting out its backoff, tries
+	 * again at once (master_health_redis) */
+	_Atomic unsigned redis_reached;
 	int nslots;
 };
 

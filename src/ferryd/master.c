@@ -507,6 +507,7 @@ tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		for (struct master_worker *w = mq->workers; w != NULL; w = w->next)
 			if (w->pid != 0 && w->sb_index != -1)
 				master_health_check(m, w, now, check_rss);
+	master_health_redis(m);
 }
 
 static const int master_signals[] = {

@@ -2,13 +2,15 @@
  * tick: a batch held over job_timeout (or a fetch not come back, which
  * may have moved jobs into its list), a process over max_worker_rss_mb
  * (recycled), and SIGKILL for one still there kill_grace_ms after its
- * SIGTERM. */
+ * SIGTERM; and a worker that reached Redis while the master's own
+ * connection is down, which then tries again at once. */
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "master_int.h"
+#include "master_redis.h"
 
 /* Resident set size of a process in MiB, or -1. */
 static long
@@ -82,4 +84,18 @@ master_health_check(struct master *m, struct master_worker *w, int64_t now,
 		kill(w->pid, SIGTERM);
 		w->term_sent_ms = now;
 	}
+}
+
+void
+master_health_redis(struct master *m)
+{
+	unsigned reached = atomic_load(&m->sb.header->redis_reached);
+
+	if (reached == m->redis_reached)
+		return;
+	m->redis_reached = reached;
+	/* Redis answers a worker: the master's connection, down and waiting
+	 * out its backoff, need not (/readyz follows it: doc/monitoring.md) */
+	if (!master_redis_up(m))
+		master_redis_retry_now(m);
 }

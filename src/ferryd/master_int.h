@@ -79,6 +79,7 @@ struct master {
 	struct master_http http;  /* server NULL: metrics_listen is empty */
 	struct metrics *metrics;  /* the Redis figures behind metrics */
 	int64_t started_ms;
+	unsigned redis_reached;   /* the scoreboard's, at the last tick */
 };
 
 /* A graceful stop (as TERM) that makes the master exit with exit_code:
@@ -101,6 +102,10 @@ struct master_queue *master_find_queue(struct master *m, const char *name);
  * SIGTERM by kill_grace_ms. */
 void master_health_check(struct master *m, struct master_worker *w,
     int64_t now, bool check_rss);
+/* master_health.c: a worker (re)connected to Redis since the last tick,
+ * while the master's own connection is down: it tries again now, instead
+ * of waiting out its backoff (up to 5 s). */
+void master_health_redis(struct master *m);
 
 /* master_reload.c: read the file once into a fresh config. With an error
  * in it, -1 and every message in errs (the caller frees them, and says

@@ -409,6 +409,16 @@ link_stalled(struct master_link *l, int64_t watchdog_ms)
 }
 
 void
+link_retry_now(struct master_link *l)
+{
+	if (l->up || l->ac != NULL || l->closing ||
+	    !ev_is_active(&l->reconnect))
+		return;
+	ev_timer_stop(l->m->loop, &l->reconnect);
+	connect_now(l);         /* failing, it waits as long as it would have */
+}
+
+void
 link_switched(struct master_link *l, const char *addr)
 {
 	if (strcmp(l->addr, addr) == 0 || l->ac == NULL || !l->up)

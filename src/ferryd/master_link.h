@@ -65,6 +65,9 @@ void link_worked(struct master_link *l);
 /* Replies stopped for watchdog_ms with commands in flight: disconnect
  * (it reconnects); true when it did. */
 bool link_stalled(struct master_link *l, int64_t watchdog_ms);
+/* Down and waiting for its next attempt: connect now (a worker has just
+ * reached Redis). */
+void link_retry_now(struct master_link *l);
 /* The sentinels announced the primary at addr: reconnect unless there. */
 void link_switched(struct master_link *l, const char *addr);
 

@@ -537,6 +537,14 @@ master_redis_up(const struct master *m)
 	return true;
 }
 
+void
+master_redis_retry_now(struct master *m)
+{
+	for (struct master_link *l = m->redis != NULL ? m->redis->links : NULL;
+	    l != NULL; l = l->next)
+		link_retry_now(l);
+}
+
 const char *
 master_redis_address(const struct master *m)
 {

@@ -37,6 +37,9 @@ int master_redis_commandv(struct master *m, const char *queue,
     const size_t *lens);
 /* Every link connected and answering. */
 bool master_redis_up(const struct master *m);
+/* Every connection that is down and waiting out its backoff connects now
+ * (a worker has just reached Redis). */
+void master_redis_retry_now(struct master *m);
 /* HOST:PORT (or socket) of the Redis the master talks to or tries. */
 const char *master_redis_address(const struct master *m);
 /* The sentinels announced a new primary at addr (HOST:PORT): drop the

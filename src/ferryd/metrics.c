@@ -17,6 +17,7 @@
 #include "util.h"
 
 #define METRICS_REFRESH_S 1.0
+#define METRICS_DOWN_CHECK_S 0.1    /* Redis down: is it back? */
 /* Arrivals kept per queue: one a refresh at most, so an hour of them. */
 #define METRICS_ARRIVALS 3600
 
@@ -323,17 +324,25 @@ on_info(struct master *m, redisReply *rep, void *priv)
 }
 
 /* Every second: lengths and counters of each queue, INFO memory. A slow
- * Redis gets no new round before the last one is answered. */
+ * Redis gets no new round before the last one is answered. While the
+ * master's connection is down, every tenth of a second: is it back? So
+ * the figures, and /readyz that wants them fresh, follow Redis as soon as
+ * it answers again. */
 static void
 refresh_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct metrics *mt = t->data;
 	const char *info[] = { "INFO", "memory" };
 	struct metrics_view v;
-	(void)loop;
+	bool up = master_redis_up(mt->m);
+	double every = up ? METRICS_REFRESH_S : METRICS_DOWN_CHECK_S;
 	(void)revents;
 
-	if (!master_redis_up(mt->m) || mt->pending > 0)
+	if (t->repeat != every) {
+		t->repeat = every;
+		ev_timer_again(loop, t);
+	}
+	if (!up || mt->pending > 0)
 		return;
 	mt->pending++;
 	if (master_redis_command(mt->m, NULL, on_info, mt, 2, info) == -1)

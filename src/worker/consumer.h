@@ -36,6 +36,7 @@ struct consumer {
 	struct scoreboard_slot *slot;
 	_Atomic int *quiet;             /* the scoreboard's TSTP flag */
 	_Atomic unsigned *switches;     /* ... and its redis_switches */
+	_Atomic unsigned *reached;      /* ... and its redis_reached */
 	bool (*should_stop)(void);      /* SIGTERM or master gone */
 	/* told each state it enters (SB_*; jobs: the batch's when SB_BUSY),
 	 * only when it changes: the process title. May be NULL. */

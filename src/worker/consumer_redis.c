@@ -255,6 +255,8 @@ consumer_connected(struct consumer *c)
 		delay = delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 		    delay * 2;
 	}
+	if (c->reached != NULL)         /* the master may be waiting still */
+		atomic_fetch_add(c->reached, 1);
 	const char *now = queue_current_address();
 	bool moved = c->last_addr[0] != '\0' && strcmp(c->last_addr, now) != 0;
 	if (c->outage)

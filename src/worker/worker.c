@@ -154,6 +154,7 @@ worker_main(const struct worker_args *args)
 	c.slot = slot;
 	c.quiet = &args->sb->header->quiet;
 	c.switches = &args->sb->header->redis_switches;
+	c.reached = &args->sb->header->redis_reached;
 	c.should_stop = should_stop;
 	c.on_state = show_state;
 	c.told_state = SB_IDLE;

@@ -79,8 +79,24 @@ try {
 	const workers = await page.$$eval("#workers tbody tr", (r) => r.length);
 	check("the workers are listed", workers > 0, workers);
 
-	// the dead-letter list of deadQueue, and one entry's document
+	// the dead-letter list of deadQueue, and one entry's document; with a
+	// token configured, hidden until it is entered (the counts above are not)
 	await page.click(`#queues tr[data-queue="${deadQueue}"] button:has-text("dead letters")`);
+	if (token) {
+		const why = await page.waitForFunction(() => {
+			const p = document.querySelector("#dead-hidden");
+			return p && !p.hidden && p.textContent;
+		}, null, { timeout: 10000 }).then((h) => h.jsonValue(), () => "");
+		const rows = await page.$$eval("#dead tbody tr", (r) => r.length);
+		check("without the token: the dead-letter list is hidden, and the page says why",
+		    why === "dead entries are hidden: enter the token of [ferryd] http_token" && rows === 0,
+		    `"${why}", ${rows} rows`);
+		await page.fill("#token", token);
+		await page.dispatchEvent("#token", "change");
+	} else {
+		const hidden = await page.$("#dead-hidden");
+		check("no token configured: nothing hidden", hidden === null);
+	}
 	await page.waitForFunction(() => document.querySelectorAll("#dead tbody tr").length > 0,
 	    null, { timeout: 10000 }).catch(() => {});
 	const deadRows = await page.$$eval("#dead tbody tr", (r) => r.length);
@@ -90,8 +106,8 @@ try {
 	await page.click('#dead tbody tr:first-child button:has-text("show")');
 	await page.waitForSelector("#doc:not([hidden])", { timeout: 10000 }).catch(() => {});
 	const doc = (await page.textContent("#doc")).trim();
-	const job = await page.evaluate(async (q) =>
-	    (await (await fetch(`/api/dead/one?queue=${q}&index=0`)).json()).job, deadQueue);
+	const job = await page.evaluate(async ([q, t]) => (await (await fetch(`/api/dead/one?queue=${q}&index=0`,
+	    { headers: t ? { Authorization: "Bearer " + t } : {} })).json()).job, [deadQueue, token]);
 	let want = job;
 	try { want = JSON.stringify(JSON.parse(job), null, 2); } catch (e) { /* as it is */ }
 	check("a dead job's document opens", job !== undefined && doc === want.trim(),
@@ -121,8 +137,8 @@ try {
 		check("with a token: action buttons", buttons > 0, buttons);
 		const bulk = await page.$$eval("#dead-reasons button", (b) => b.map((x) => x.textContent).join(","));
 		check("with a token: replay all and purge all of a reason", bulk === "replay all,purge all", bulk);
-		await page.fill("#token", token);
-		await page.dispatchEvent("#token", "change");
+		const hiddenNow = await page.$eval("#dead-hidden", (p) => p.hidden);
+		check("with the token entered: the list is shown, nothing said hidden", hiddenNow, hiddenNow);
 		await page.click('#dead tbody tr:first-child button:has-text("replay")');
 		await page.waitForFunction((want) => document.querySelectorAll("#dead tbody tr").length === want,
 		    deadRows - 1, { timeout: 10000 }).catch(() => {});

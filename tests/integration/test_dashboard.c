@@ -11,7 +11,8 @@
  * that `npm ci` installs there; node, npm or chromium missing fails it):
  * the numbers of `ferryctl stats --json`,
  * the chart's points, a dead job's document, no buttons and forged POSTs
- * refused when read-only, replay shrinking the list with the token, a
+ * refused when read-only, the dead-letter list hidden until the token is
+ * entered (saying why), replay shrinking the list with the token, a
  * selection filtering the list and its groups, "retry all matching" at
  * 1/s running in ferryd with its progress shown to its end, the
  * oldest waiting job's age while its queue is paused and none once drained.
@@ -37,6 +38,9 @@
 
 static struct ferryd d;
 static int port;
+/* The header lines of the tests' reads: the token, where one is
+ * configured (dead entries are read with it only). */
+static const char *reader;
 
 static void
 teardown(void)
@@ -55,7 +59,7 @@ http(const char *method, const char *path, const char *auth, char **body)
 static json_t *
 http_json(const char *path)
 {
-	return h_http_json(port, path);
+	return h_http_json_with(port, path, reader);
 }
 
 /* s percent-encoded for a query (malloc'd). */
@@ -181,6 +185,8 @@ setup_queues(const char *ferryd_extra)
 	char extra[2048], queues[1024], handler[400], flag[400];
 
 	port = test_free_port();
+	reader = strstr(ferryd_extra, "http_token") != NULL ? "Authorization: "
+	    "Bearer " TOKEN "\r\n" : NULL;
 	h_setup(&d, NULL, "");
 	snprintf(handler, sizeof(handler), "%s/handler.sh", d.dir);
 	snprintf(flag, sizeof(flag), "%s/fail", d.dir);
@@ -268,6 +274,16 @@ Test(dashboard, page_and_api_read_only)
 	free(body);
 	cr_assert_eq(http("GET", "/api/dead?queue=nope", NULL, &body), 404);
 	free(body);
+	/* no token configured: the open mode of doc/security.md, every read
+	 * served to all (the summary, the redrives too) */
+	o = http_json("/api/dead/summary?queue=ex");
+	cr_assert_eq(json_integer_value(json_object_get(o, "total")), 3);
+	json_decref(o);
+	json_decref(http_json("/api/dead/redrives"));
+	cr_assert_eq(http("GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "id=\"dead-hidden\"") == NULL, "hidden in open "
+	    "mode");
+	free(body);
 
 	/* every POST refused, with or without a header; GET never acts */
 	const char *posts[] = { "/api/dead/replay?queue=ex&index=0&id=bad-3",
@@ -285,7 +301,7 @@ Test(dashboard, page_and_api_read_only)
 	}
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
 	cr_assert_eq(api_queue("ex", "paused"), 0);
-	run_browser("", 14);
+	run_browser("", 15);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{ex}:dead"), 3);
 
 	/* workers of this host; a worker killed is an event and a hand-back */
@@ -402,7 +418,7 @@ Test(dashboard, actions_with_the_token)
 	free(body);
 
 	/* in the browser: replay bad-2, the last one; retry rd's 23505 */
-	run_browser(TOKEN, 24);
+	run_browser(TOKEN, 26);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:requeue"), 4);
 	cr_assert_eq(h_redis_int(&d, "LLEN ferry:{rd}:dead"), 2);
 	o = act("/api/dead/purge-matching?queue=rd&reason=exited&dry_run=1");

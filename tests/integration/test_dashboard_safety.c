@@ -39,14 +39,23 @@ teardown(void)
 
 TestSuite(dashboard_safety, .fini = teardown, .timeout = 300);
 
-/* GET path with this listener's Host: its JSON (200 required). */
+/* The header lines of a read: this listener's Host and the token (dead
+ * entries are read with it only). */
+static const char *
+reader(void)
+{
+	static char lines[160];
+
+	snprintf(lines, sizeof(lines), "Host: 127.0.0.1:%d\r\nAuthorization: "
+	    "Bearer " TOKEN "\r\n", port);
+	return lines;
+}
+
+/* GET path as reader() asks: its JSON (200 required). */
 static json_t *
 get_json(const char *path)
 {
-	char host[64];
-
-	snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", port);
-	return h_http_json_with(port, path, host);
+	return h_http_json_with(port, path, reader());
 }
 
 static void
@@ -275,8 +284,8 @@ Test(dashboard_safety, one_dead_list_read_at_a_time)
 		_exit(json_array_size(json_object_get(o, "entries")) == 1 ? 0 : 1);
 	}
 	h_sleep_ms(500);
-	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead/one?queue=ex&index=0", "", &head,
-	    &body), 503, "%s\n%s", head, body);
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead/one?queue=ex&index=0",
+	    reader(), &head, &body), 503, "%s\n%s", head, body);
 	cr_assert(strstr(head, "\r\nRetry-After: 1\r\n") != NULL, "%s", head);
 	cr_assert(strstr(body, "one at a time") != NULL, "%s", body);
 	free(head);
@@ -369,12 +378,12 @@ Test(dashboard_safety, headers_and_invalid_utf8_arguments)
 		free(head);
 		free(body);
 	}
-	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=%FF%C3", host, NULL,
-	    &body), 404, "%s", body);
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=%FF%C3",
+	    reader(), NULL, &body), 404, "%s", body);
 	cr_assert(strstr(body, "no queue \\\"??\\\"") != NULL, "%s", body);
 	free(body);
-	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=ex&limit=%FF", host, NULL,
-	    &body), 400, "%s", body);
+	cr_assert_eq(h_http_exchange(port, "GET", "/api/dead?queue=ex&limit=%FF",
+	    reader(), NULL, &body), 400, "%s", body);
 	cr_assert(strstr(body, "limit: \\\"?\\\" is not a number") != NULL,
 	    "%s", body);
 	free(body);

@@ -5,7 +5,10 @@
  * or id a prefix cannot show); a paced retry-matching answers at once
  * (202) and runs in the master, its progress in /api/dead/redrives,
  * cancelled half way (every entry dead or requeued exactly once) or run
- * to its end; at most a few redrives at once. */
+ * to its end; at most a few redrives at once. With the token configured,
+ * every read of dead entries (the list, one entry, the summary, the
+ * redrives) is refused without it, with a message saying how to send it,
+ * and served with it; the counts stay open. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -254,7 +257,8 @@ Test(dead_http, filtered_list_is_what_retry_matching_selects)
 	    "13:26.000Z", want, 21);
 	free(want);
 	/* without a selection: as before, one read, offset and limit */
-	json_t *o = h_http_json(port, "/api/dead?queue=q&offset=5&limit=3");
+	json_t *o = h_http_json_with(port, "/api/dead?queue=q&offset=5&limit=3",
+	    "Authorization: " AUTH "\r\n");
 	cr_assert_eq(json_array_size(json_object_get(o, "entries")), 3);
 	cr_assert_str_eq(h_jstr(json_array_get(json_object_get(o, "entries"), 0),
 	    "id"), "job-011994");
@@ -263,7 +267,7 @@ Test(dead_http, filtered_list_is_what_retry_matching_selects)
 	json_decref(o);
 	char *body;
 	cr_assert_eq(h_http(port, "GET", "/api/dead?queue=q&after=tomorrow",
-	    NULL, &body), 400);
+	    AUTH, &body), 400);
 	cr_assert(strstr(body, "after 'tomorrow': neither a time") != NULL, "%s",
 	    body);
 	free(body);
@@ -458,4 +462,63 @@ Test(dead_http, a_few_redrives_at_once)
 	h_stop(&d);
 	cr_assert_eq(h_redis_int(&d, "LLEN %s", k.dead) + h_redis_int(&d,
 	    "LLEN %s", k.requeue), 200);
+}
+
+/* Was: with the token configured, GET /api/dead/one gave any client a dead
+ * job's whole document, and GET /api/dead its errors, while
+ * /api/dead/summary refused the same client. Every read under /api/dead
+ * needs the token now; the counts do not. */
+Test(dead_http, every_dead_read_needs_the_token)
+{
+	static const struct {
+		const char *path;
+		int status;             /* with the token */
+		const char *shows;      /* in that answer */
+	} reads[] = {
+		{ "/api/dead?queue=q", 200, "\"job-000004\"" },
+		{ "/api/dead?queue=q&reason=23505", 200, "23505: duplicate key" },
+		{ "/api/dead/one?queue=q&index=0", 200,
+		    "\"job\":\"{\\\"id\\\":\\\"job-000004\\\"}\"" },
+		{ "/api/dead/summary?queue=q", 200, "could not serialize" },
+		{ "/api/dead/redrives", 200, "\"redrives\":[" },
+		{ "/api/dead/nothing?queue=q", 404, "" },
+	};
+	const char *refused[] = { NULL, "Bearer wrong-token-0123456789abcdef",
+		"Bearer", "Basic dGVzdDp0ZXN0", "Bearer " TOKEN "x" };
+	char *body, want[80];
+
+	fill(0, 5);
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		for (size_t j = 0; j < sizeof(refused) / sizeof(refused[0]); j++) {
+			int status = h_http(port, "GET", reads[i].path, refused[j],
+			    &body);
+			cr_assert_eq(status, 403, "GET %s with %s: %d %s", reads[i].path,
+			    refused[j] != NULL ? refused[j] : "no token", status, body);
+			cr_assert(strstr(body, "send the token of [ferryd] http_token as "
+			    "\\\"Authorization: Bearer TOKEN\\\"") != NULL, "%s", body);
+			cr_assert(strstr(body, "job-") == NULL && strstr(body,
+			    "duplicate") == NULL, "%s", body);
+			free(body);
+		}
+		int status = h_http(port, "GET", reads[i].path, AUTH, &body);
+		cr_assert_eq(status, reads[i].status, "GET %s with the token: %d %s",
+		    reads[i].path, status, body);
+		cr_assert(strstr(body, reads[i].shows) != NULL, "GET %s: no %s in %s",
+		    reads[i].path, reads[i].shows, body);
+		free(body);
+	}
+	/* the counts: /api/queues, /metrics and the page, without the token */
+	h_wait_api_queue(port, "q", "dead", 5);
+	cr_assert_eq(h_http(port, "GET", "/metrics", NULL, &body), 200);
+	cr_assert(strstr(body, "ferry_queue_dead{queue=\"q\"} 5\n") != NULL,
+	    "%s", body);
+	free(body);
+	cr_assert_eq(h_http(port, "GET", "/", NULL, &body), 200);
+	snprintf(want, sizeof(want), "<td data-k=\"dead\">5</td>");
+	cr_assert(strstr(body, want) != NULL, "no %s in the page", want);
+	cr_assert(strstr(body, "dead entries are hidden: enter the token of "
+	    "[ferryd] http_token") != NULL, "the page does not say why");
+	cr_assert(strstr(body, "job-0") == NULL, "an entry in the page");
+	free(body);
+	h_stop(&d);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "harness_http.h"
 
 static struct ferryd d;
 
@@ -25,26 +26,6 @@ teardown(void)
 
 TestSuite(http, .fini = teardown, .timeout = 240);
 
-/* A TCP connection to 127.0.0.1:port from the loopback address `from`
- * (127.0.0.x: each is another client to the server). */
-static int
-dial_from(const char *from, int port)
-{
-	struct sockaddr_in src = { .sin_family = AF_INET };
-	struct sockaddr_in dst = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_neq(fd, -1);
-	inet_pton(AF_INET, from, &src.sin_addr);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0,
-	    "bind %s: %s", from, strerror(errno));
-	cr_assert_eq(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0,
-	    "connect from %s: %s", from, strerror(errno));
-	return fd;
-}
-
 /* GET /metrics from `from` with a 2 s receive timeout: 1 when the answer
  * is a 200 with the metrics, 0 otherwise (closed, nothing, an error). */
 static int
@@ -53,7 +34,7 @@ scrape_ok(const char *from, int port)
 	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
 	struct timeval tv = { 2, 0 };
 	char buf[512];
-	int fd = dial_from(from, port);
+	int fd = h_http_dial(from, port, true);
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1) {
@@ -98,7 +79,7 @@ Test(http, held_connections_neither_wedge_nor_starve)
 
 	/* one client holds 40 idle connections: another still gets in */
 	for (int i = 0; i < HOG; i++)
-		hog[i] = dial_from("127.0.0.1", port);
+		hog[i] = h_http_dial("127.0.0.1", port, true);
 	h_sleep_ms(200);
 	cr_assert(scrape_within("127.0.0.2", port, 3000),
 	    "one client's 40 connections starved another client");
@@ -108,7 +89,7 @@ Test(http, held_connections_neither_wedge_nor_starve)
 	for (int c = 0; c < CROWD; c++) {
 		snprintf(from, sizeof(from), "127.0.0.%d", 10 + c);
 		for (int i = 0; i < PER_CROWD; i++)
-			crowd[c * PER_CROWD + i] = dial_from(from, port);
+			crowd[c * PER_CROWD + i] = h_http_dial(from, port, true);
 	}
 	h_sleep_ms(300);
 	for (int i = 0; i < HOG; i++)

@@ -3,6 +3,8 @@
 
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,25 @@ h_http_exchange(int port, const char *method, const char *path,
 		*head = strdup(buf);
 	free(buf);
 	return status;
+}
+
+int
+h_http_dial(const char *from, int port, bool wait)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | (wait ? 0 : SOCK_NONBLOCK), 0);
+
+	cr_assert_neq(fd, -1, "socket: %s", strerror(errno));
+	inet_pton(AF_INET, from, &src.sin_addr);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0,
+	    "bind %s: %s", from, strerror(errno));
+	int rc = connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	cr_assert(rc == 0 || (!wait && errno == EINPROGRESS),
+	    "connect from %s: %s", from, strerror(errno));
+	return fd;
 }
 
 int

@@ -5,6 +5,7 @@
 #define FERRY_TEST_HARNESS_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* One request: the status, the body in *body (malloc'd). auth: the
  * Authorization header's value, or NULL. Fails the test when it cannot
@@ -21,6 +22,12 @@ int h_http_exchange(int port, const char *method, const char *path,
     const char *lines, char **head, char **body);
 /* GET path with these header lines: its JSON (200 required). */
 json_t *h_http_json_with(int port, const char *path, const char *lines);
+
+/* A TCP connection to 127.0.0.1:port from the loopback address `from`
+ * (127.0.0.x: each is another client to the server). With wait, once
+ * connected; without, non-blocking and at once (a server that accepts
+ * nothing more must not hang the test). Fails the test when it cannot. */
+int h_http_dial(const char *from, int port, bool wait);
 
 /* Member `key` of queue q in /api/queues (a depth, paused, or
  * counters.key; true is 1, false 0), -1 when there is no such queue. */

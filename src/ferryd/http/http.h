@@ -29,6 +29,17 @@ void http_req_json(struct http_req *r, unsigned status, json_t *o);
 void http_req_error(struct http_req *r, unsigned status, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
 
+/* http_route.c: the listener a request came to (its [ferryd] http_listen,
+ * and that address and port apart), and where the request goes: the Host
+ * check (421 unless it names the listener; /metrics and the probes are
+ * served to any), then GET or HEAD (get) to the page, the metrics, the
+ * probes or the API, else POST to the actions. */
+struct http_listener {
+	const char *listen, *addr, *port;
+};
+void http_route(struct http_req *r, bool get, const char *url,
+    const struct http_listener *l);
+
 /* The routes (true: the url is theirs and r is answered or will be). */
 bool http_api_get(struct http_req *r, const char *url);
 bool http_dead_get(struct http_req *r, const char *url);
@@ -48,6 +59,11 @@ void http_dashboard(struct http_req *r);
 /* http_health.c: GET /healthz and /readyz, and their answers counted in
  * Prometheus text. */
 bool http_health_get(struct http_req *r, const char *url);
+/* The answer to probe path ("/healthz", "/readyz") from what m holds: its
+ * status, content type and body (malloc'd, a string); false when path is
+ * no probe. Counted. */
+bool http_health_answer(struct master *m, const char *path,
+    unsigned *status, const char **type, char **body);
 struct buf;
 void http_health_metrics(struct buf *o);
 
@@ -69,5 +85,10 @@ int64_t http_enqueued(const struct metrics_figures *f);
  * configured. */
 bool http_authorized(const struct http_req *r);
 bool http_actions_enabled(const struct master *m);
+/* May r read dead entries (GET /api/dead...: documents, errors, selections)?
+ * Anyone may without a token configured (doc/security.md: the open mode);
+ * with one, only a request that carries it. false after a 403 saying to
+ * send it. */
+bool http_may_read_dead(struct http_req *r);
 
 #endif

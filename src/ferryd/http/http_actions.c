@@ -1,9 +1,12 @@
-/* http_actions.c - who may act through the dashboard, and the actions
- * that are not about dead entries (http_dead.c has those): pause and
- * resume a queue (POST /api/pause?queue=, /api/resume?queue=), run as the
- * control socket's commands. An action needs [ferryd] http_token (or
- * http_token_file) configured and sent as "Authorization: Bearer TOKEN",
- * by POST only; http_server.c refuses every other POST with 403. */
+/* http_actions.c - who may act through the dashboard or read its dead
+ * entries, and the actions that are not about dead entries (http_dead.c
+ * has those): pause and resume a queue (POST /api/pause?queue=,
+ * /api/resume?queue=), run as the control socket's commands. An action
+ * needs [ferryd] http_token (or http_token_file) configured and sent as
+ * "Authorization: Bearer TOKEN", by POST only; http_server.c refuses every
+ * other POST with 403. With a token configured, a read of dead entries
+ * needs it too: they may hold personal data (a job's document, an error
+ * quoting a row); their counts (/api/queues, /metrics) stay open. */
 #include <microhttpd.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +50,18 @@ http_authorized(const struct http_req *r)
 	    strncmp(auth, "Bearer ", 7) != 0)
 		return false;
 	return token_equal(auth + 7, token);
+}
+
+bool
+http_may_read_dead(struct http_req *r)
+{
+	if (!http_actions_enabled(http_req_master(r)) || http_authorized(r))
+		return true;
+	http_req_error(r, MHD_HTTP_FORBIDDEN, "refused: dead entries may hold "
+	    "personal data (a job's document, an error quoting a row); send the "
+	    "token of [ferryd] http_token as \"Authorization: Bearer TOKEN\" "
+	    "(their counts are in /api/queues without it)");
+	return false;
 }
 
 /* pause or resume: the control socket's answer as JSON. */

@@ -239,9 +239,15 @@ http_dashboard(struct http_req *r)
 	workers_table(&o, &v);
 	buf_printf(&o, "\n<h2>Dead letters <span id=\"dead-queue\" class=\""
 	    "muted\"></span> <span id=\"dead-count\" class=\"muted\"></span>"
-	    "</h2><p class=\"nojs muted\">Listed with "
-	    "JavaScript; without it, each queue's link above gives them as "
-	    "JSON.</p><table id=\"dead\"><thead><tr><th>index</th><th class="
+	    "</h2><p class=\"nojs muted\">Listed with JavaScript; without it, "
+	    "each queue's link above gives them as JSON%s.</p>", actions ?
+	    " to a client that sends the token as \"Authorization: Bearer "
+	    "TOKEN\"" : "");
+	if (actions)      /* the counts above are open; entries need the token */
+		buf_printf(&o, "<p id=\"dead-hidden\" class=\"muted\" hidden>"
+		    "dead entries are hidden: enter the token of [ferryd] "
+		    "http_token</p>");
+	buf_printf(&o, "<table id=\"dead\"><thead><tr><th>index</th><th class="
 	    "\"t\">id</th><th class=\"t\">time</th><th class=\"t\">reason</th>"
 	    "<th>attempts</th><th class=\"t\">first error</th><th class=\"t\">"
 	    "last error</th><th class=\"t\"></th></tr></thead><tbody></tbody>"

@@ -14,7 +14,8 @@
  * A replay is dead_retry.lua on the entry's exact bytes, as `ferryctl
  * dead retry` does; a purge is dead_purge.lua: LREM of those bytes and
  * the release of the job's cache key when cache_key_allowed (as
- * `ferryctl dead purge`). */
+ * `ferryctl dead purge`). With http_token set, the reads need the token as
+ * the actions do (http_server.c asks for it first). */
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <microhttpd.h>

@@ -3,7 +3,11 @@
  * (readiness: Redis answered lately, every queue has its workers up and
  * none waits for PostgreSQL or Redis, ferryd is not stopping). Both are
  * answered from what the master holds, with no round trip of their own,
- * and need no token. Each answer is counted for /metrics. */
+ * and need no token. Each answer is counted for /metrics. The listener
+ * answers a probe as soon as its request has arrived (http_server.c, from
+ * its front door), so the probes need none of the connections other
+ * clients may hold; one asked over a connection MHD already serves comes
+ * through http_health_get. */
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdarg.h>
@@ -70,10 +74,9 @@ worker_ready(const struct metrics_view *v, const struct metrics_worker_view *w,
 	return false;
 }
 
-static void
-readyz(struct http_req *r)
+static unsigned
+readyz(struct master *m, char **body)
 {
-	struct master *m = http_req_master(r);
 	struct metrics_view v;
 	int64_t used, maxmemory, memory_ms, now = util_monotonic_ms();
 	json_t *reasons = json_array();
@@ -100,35 +103,57 @@ readyz(struct http_req *r)
 	}
 	metrics_view_free(&v);
 	bool ok = json_array_size(reasons) == 0;
+	json_t *o = json_pack("{s:b, s:o}", "ready", ok, "reasons", reasons);
+	*body = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (*body == NULL) {
+		*body = xstrdup("{\"ready\":false,\"reasons\":[\"out of memory\"]}");
+		ok = false;
+	}
 	answered[PROBE_READYZ][ok]++;
-	http_req_json(r, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
-	    json_pack("{s:b, s:o}", "ready", ok, "reasons", reasons));
+	return ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
 }
 
-static void
-healthz(struct http_req *r)
+static unsigned
+healthz(struct master *m, char **body)
 {
 	struct metrics_view v;
 
 	/* answered at all: the master's loop runs (this is it) */
-	master_control_view(http_req_master(r), &v);
+	master_control_view(m, &v);
 	bool ok = strcmp(v.phase, "running") == 0;
-	char *text = xstrdup(ok ? "ok\n" : "stopping\n");
+	*body = xstrdup(ok ? "ok\n" : "stopping\n");
 	metrics_view_free(&v);
 	answered[PROBE_HEALTHZ][ok]++;
-	http_req_answer(r, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
-	    "text/plain", text, strlen(text));
+	return ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
+}
+
+bool
+http_health_answer(struct master *m, const char *path, unsigned *status,
+    const char **type, char **body)
+{
+	if (strcmp(path, "/healthz") == 0) {
+		*status = healthz(m, body);
+		*type = "text/plain";
+	} else if (strcmp(path, "/readyz") == 0) {
+		*status = readyz(m, body);
+		*type = "application/json";
+	} else {
+		return false;
+	}
+	return true;
 }
 
 bool
 http_health_get(struct http_req *r, const char *url)
 {
-	if (strcmp(url, "/healthz") == 0)
-		healthz(r);
-	else if (strcmp(url, "/readyz") == 0)
-		readyz(r);
-	else
+	unsigned status;
+	const char *type;
+	char *body;
+
+	if (!http_health_answer(http_req_master(r), url, &status, &type, &body))
 		return false;
+	http_req_answer(r, status, type, body, strlen(body));
 	return true;
 }
 

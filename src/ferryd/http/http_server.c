@@ -1,5 +1,5 @@
-/* http_server.c - the master's HTTP listener ([ferryd] metrics_listen):
- * GET /metrics for Prometheus, and the router of the dashboard (/,
+/* http_server.c - the master's HTTP listener ([ferryd] http_listen):
+ * GET /metrics for Prometheus, the probes, the dashboard (/,
  * http_dashboard.c) and its API (/api/..., http_api.c, http_dead.c,
  * http_actions.c), whose answers may wait for a Redis reply: such a
  * request's connection is suspended until http_req_answer.
@@ -11,19 +11,19 @@
  * The listening socket is ferryd's own, not MHD's: MHD 0.9.75 takes its
  * listening socket out of its epoll set at the connection limit and never
  * puts it back in external epoll mode, so 17 idle connections wedged the
- * endpoint for good. ferryd accepts, hands each connection to MHD
- * (MHD_add_connection), counts them through MHD's connection notices, stops
- * accepting at HTTP_CONNECTIONS_MAX (the rest wait in the kernel's backlog)
- * and starts again as soon as one closes. MHD refuses a client's connection
- * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all.
+ * endpoint for good. ferryd accepts, and each connection waits in the front
+ * door (http_door.c) until its request head has arrived whole, within
+ * HTTP_DOOR_DEADLINE_MS. Then a probe (GET or HEAD /healthz, /readyz) is
+ * answered at once and closed, without MHD; anything else goes to MHD
+ * (MHD_add_connection), which holds HTTP_CONNECTIONS_MAX at most (counted
+ * through its connection notices; past them, 503) and refuses a client's
+ * beyond HTTP_CONNECTIONS_PER_IP, so one client cannot take them all. So
+ * connections that send nothing, or a head that never ends, hold nothing
+ * of MHD's, and whatever others hold, a probe is answered.
  *
- * Against DNS rebinding (a page of another site whose name resolves to
- * this listener), every request but /metrics and the probes (/healthz,
- * /readyz: http_health.c) must name the listener in its
- * Host header: its configured address, localhost, 127.0.0.1, [::1] or a
- * name of [ferryd] http_allowed_hosts, with its port (else 421); a
- * request without a Host header (HTTP/1.0) is served: a browser always
- * sends one. Every answer forbids framing and referrers. */
+ * Where a request goes, and the checks it passes first (its Host header,
+ * the token), is http_route.c's. Every answer forbids framing, sniffing,
+ * caching and referrers. */
 #include "http_server.h"
 
 #include <arpa/inet.h>
@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,23 +43,25 @@
 #include "config.h"
 #include "http.h"
 #include "http_dead_redrive.h"
+#include "http_door.h"
 #include "log.h"
-#include "master_control.h"
 #include "util.h"
 
 #define HTTP_CONNECTIONS_MAX 64
 #define HTTP_CONNECTIONS_PER_IP 8
 #define HTTP_TIMEOUT_S 5
-#define HTTP_BACKLOG 64
+/* the kernel's queue of connections not accepted yet: a burst larger than
+ * it drops the SYNs past it, a probe's among them, which its client sends
+ * again only a second later (the door takes them as fast as they come) */
+#define HTTP_BACKLOG 1024
 #define HTTP_LOG_INTERVAL_MS 10000
 
 struct http_server {
 	struct MHD_Daemon *daemon;
 	struct ev_loop *loop;     /* NULL when not serving */
 	struct master *m;
-	int listen_fd;
+	struct http_door *door;   /* accepts; hands on whole heads */
 	unsigned open;          /* connections MHD holds */
-	ev_io accept_io;        /* on listen_fd, stopped at the limit */
 	ev_io io;               /* on MHD's epoll descriptor */
 	ev_timer timer;         /* MHD's next timeout */
 	int64_t logged_ms;      /* when MHD last had a line logged */
@@ -207,6 +208,19 @@ http_req_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	http_req_answer(r, status, "application/json", text, strlen(text));
 }
 
+/* The headers of every answer: no caching, no sniffing, no framing, no
+ * referrer; the page's style and script are inline (http_dashboard.c). */
+static const char *const common_headers[][2] = {
+	{ MHD_HTTP_HEADER_CACHE_CONTROL, "no-store" },
+	{ "X-Content-Type-Options", "nosniff" },
+	{ "X-Frame-Options", "DENY" },
+	{ "Referrer-Policy", "no-referrer" },
+	{ "Content-Security-Policy", "default-src 'self'; script-src 'self' "
+	    "'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+	    "data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+	    "frame-ancestors 'none'" },
+};
+
 static enum MHD_Result
 answer(struct MHD_Connection *conn, unsigned status, const char *type,
     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
@@ -219,16 +233,9 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-	/* the page's style and script are inline (http_dashboard.c) */
-	MHD_add_response_header(r, "Content-Security-Policy",
-	    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
-	    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-	    "connect-src 'self'; base-uri 'none'; form-action 'none'; "
-	    "frame-ancestors 'none'");
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(common_headers); i++)
+		MHD_add_response_header(r, common_headers[i][0],
+		    common_headers[i][1]);
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
@@ -237,99 +244,6 @@ answer(struct MHD_Connection *conn, unsigned status, const char *type,
 	enum MHD_Result ok = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ok;
-}
-
-/* The Host header names this listener: host[:port] with one of its names
- * and its port (an absent port is 80). */
-static bool
-host_ok(const struct http_server *h, const char *host)
-{
-	static const char *const names[] = { "localhost", "127.0.0.1",
-	    "[::1]" };
-	const char *colon;
-	size_t n;
-
-	if (host == NULL)         /* HTTP/1.0 without one: not a browser's */
-		return true;
-	if (host[0] == '[') {
-		const char *end = strchr(host, ']');
-		if (end == NULL)
-			return false;
-		colon = end[1] == ':' ? end + 1 : NULL;
-		if (end[1] != ':' && end[1] != '\0')
-			return false;
-	} else {
-		colon = strrchr(host, ':');
-	}
-	n = colon != NULL ? (size_t)(colon - host) : strlen(host);
-	if (strcmp(colon != NULL ? colon + 1 : "80", h->port) != 0)
-		return false;
-	for (size_t i = 0; i < FERRY_ARRAY_LEN(names); i++)
-		if (strlen(names[i]) == n && strncasecmp(host, names[i], n) == 0)
-			return true;
-	if (strcmp(h->addr, "0.0.0.0") != 0 && strlen(h->addr) == n &&
-	    strncmp(host, h->addr, n) == 0)
-		return true;
-	/* [ferryd] http_allowed_hosts: names separated by blanks or commas */
-	const char *v = master_control_config(h->m)->http_allowed_hosts;
-	while (*(v += strspn(v, " \t,")) != '\0') {
-		size_t len = strcspn(v, " \t,");
-		if (len == n && strncasecmp(v, host, n) == 0)
-			return true;
-		v += len;
-	}
-	return false;
-}
-
-/* Read by machines that name the listener by an address of their own (a
- * Kubernetes probe sends the pod's IP), and no page a browser could be
- * led to: served whatever the Host header says. */
-static bool
-host_free(const char *url)
-{
-	return strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0 ||
-	    strcmp(url, "/readyz") == 0;
-}
-
-/* GET and HEAD: the page, the metrics, the probes, the API. */
-static void
-route_get(struct http_server *h, struct http_req *r, const char *url)
-{
-	if (strcmp(url, "/") == 0) {
-		http_dashboard(r);
-	} else if (strcmp(url, "/metrics") == 0) {
-		struct buf o = BUF_INIT;
-		master_control_metrics(h->m, &o);
-		http_health_metrics(&o);
-		http_dead_redrive_metrics(&o);
-		size_t len = o.len;
-		http_req_answer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; "
-		    "charset=utf-8", buf_take(&o), len);
-	} else if (!http_health_get(r, url) && !http_api_get(r, url) &&
-	    !http_dead_get(r, url) && !http_dead_select_get(r, url) &&
-	    !http_dead_redrive_get(r, url)) {
-		char *text = xstrdup("not found: the dashboard is at /, the "
-		    "metrics at /metrics\n");
-		http_req_answer(r, MHD_HTTP_NOT_FOUND, "text/plain", text,
-		    strlen(text));
-	}
-}
-
-/* POST: the actions, with the token only (http_actions.c). */
-static void
-route_post(struct http_req *r, const char *url)
-{
-	if (!http_authorized(r)) {
-		http_req_error(r, MHD_HTTP_FORBIDDEN, "%s",
-		    !http_actions_enabled(http_req_master(r)) ? "read-only: no "
-		    "[ferryd] http_token is configured, actions are off" :
-		    "refused: send the token of [ferryd] http_token as "
-		    "\"Authorization: Bearer TOKEN\"");
-		return;
-	}
-	if (!http_dead_post(r, url) && !http_dead_select_post(r, url) &&
-	    !http_dead_redrive_post(r, url) && !http_actions_post(r, url))
-		http_req_error(r, MHD_HTTP_NOT_FOUND, "no action at %s", url);
 }
 
 static enum MHD_Result
@@ -368,17 +282,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		    "application/json", stopping, sizeof(stopping) - 1,
 		    MHD_RESPMEM_PERSISTENT);
 	}
-	if (!r->answered && !r->suspended && !host_free(url) &&
-	    !host_ok(h, http_req_header(r, MHD_HTTP_HEADER_HOST))) {
-		http_req_error(r, MHD_HTTP_MISDIRECTED_REQUEST, "Host: not this "
-		    "listener (%s, localhost, 127.0.0.1 or [::1] with port %s; "
-		    "a page of another site is refused)", h->listen, h->port);
-	}
 	if (!r->answered && !r->suspended) {
-		if (get)
-			route_get(h, r, url);
-		else
-			route_post(r, url);
+		const struct http_listener l = { h->listen, h->addr, h->port };
+		http_route(r, get, url, &l);
 	}
 	if (!r->answered) {           /* a Redis reply answers it */
 		if (!r->suspended) {
@@ -414,8 +320,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		req_free(r);
 }
 
-/* MHD's notice of a connection opened or closed: the count that stops
- * and restarts accepting. */
+/* MHD's notice of a connection opened or closed: the count of what it
+ * holds. */
 static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     enum MHD_ConnectionNotificationCode toe)
@@ -424,15 +330,89 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 	(void)conn;
 	(void)socket_context;
 
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
 		h->open++;
+	else if (h->open > 0)
+		h->open--;
+}
+
+/* An answer written by ferryd itself, without MHD, and the connection
+ * closed: the head (len bytes, peeked by the door) read first, so that
+ * the close ends it cleanly (unread bytes would reset it). A new
+ * connection's send buffer takes a small answer whole; if it does not,
+ * the client gets less. */
+static void
+answer_raw(int fd, size_t len, unsigned status, const char *type,
+    const char *body, bool head_only)
+{
+	struct buf o = BUF_INIT;
+
+	recv(fd, NULL, len, MSG_TRUNC | MSG_DONTWAIT);   /* TCP: discarded */
+	buf_printf(&o, "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: "
+	    "%zu\r\nConnection: close\r\n", status,
+	    MHD_get_reason_phrase_for(status), type, strlen(body));
+	for (size_t i = 0; i < FERRY_ARRAY_LEN(common_headers); i++)
+		buf_printf(&o, "%s: %s\r\n", common_headers[i][0],
+		    common_headers[i][1]);
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		buf_printf(&o, "%s: 1\r\n", MHD_HTTP_HEADER_RETRY_AFTER);
+	buf_printf(&o, "\r\n%s", head_only ? "" : body);
+	if (send(fd, o.s, o.len, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
+		log_debug("metrics_listen: an answer not sent: %s",
+		    strerror(errno));
+	buf_free(&o);
+	close(fd);
+}
+
+/* The probe a head asks for ("/healthz" or "/readyz", by GET or HEAD:
+ * *head_only), or NULL. A query string is ignored, as MHD does. */
+static const char *
+probe_of(const char *head, size_t len, bool *head_only)
+{
+	static const char *const probes[] = { "/healthz", "/readyz" };
+	size_t m = len > 4 && memcmp(head, "GET ", 4) == 0 ? 4 : len > 5 &&
+	    memcmp(head, "HEAD ", 5) == 0 ? 5 : 0;
+
+	*head_only = m == 5;
+	for (size_t i = 0; m > 0 && i < FERRY_ARRAY_LEN(probes); i++) {
+		size_t n = strlen(probes[i]);
+		if (len > m + n && memcmp(head + m, probes[i], n) == 0 &&
+		    (head[m + n] == ' ' || head[m + n] == '?'))
+			return probes[i];
+	}
+	return NULL;
+}
+
+/* The door hands on a connection whose head has arrived: a probe is
+ * answered now, from what the master holds (whatever MHD's connections
+ * are held by); anything else goes to MHD, or gets 503 while MHD holds
+ * all it may. */
+static void
+on_head(void *priv, int fd, const struct sockaddr *sa, socklen_t salen,
+    const char *head, size_t len)
+{
+	struct http_server *h = priv;
+	const char *probe, *type;
+	unsigned status;
+	bool head_only;
+	char *body;
+
+	if ((probe = probe_of(head, len, &head_only)) != NULL &&
+	    http_health_answer(h->m, probe, &status, &type, &body)) {
+		answer_raw(fd, len, status, type, body, head_only);
+		free(body);
 		return;
 	}
-	if (h->open > 0)
-		h->open--;
-	if (h->loop != NULL && h->open < HTTP_CONNECTIONS_MAX &&
-	    !ev_is_active(&h->accept_io))
-		ev_io_start(h->loop, &h->accept_io);
+	if (h->open >= HTTP_CONNECTIONS_MAX) {
+		answer_raw(fd, len, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json",
+		    "{\"error\":\"busy: every connection of this listener is "
+		    "held; retry in a second\"}", false);
+		return;
+	}
+	/* MHD owns it from here (and closes one it refuses, such as one over
+	 * the per-client limit) */
+	MHD_add_connection(h->daemon, fd, sa, salen);
+	run(h);
 }
 
 /* socket, bind and listen on addr:port; -1 with errno on failure. */
@@ -484,7 +464,6 @@ http_server_open(const char *listen, char *err, size_t errsize)
 	snprintf(h->listen, sizeof(h->listen), "%s", listen);
 	snprintf(h->addr, sizeof(h->addr), "%s", addr);
 	snprintf(h->port, sizeof(h->port), "%d", port);
-	h->listen_fd = fd;
 	/* EXTERNAL_LOGGER first: MHD warns (on every start) otherwise */
 	h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 	    MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
@@ -500,6 +479,13 @@ http_server_open(const char *listen, char *err, size_t errsize)
 	if (h->daemon == NULL) {
 		snprintf(err, errsize, "cannot start the HTTP server for metrics "
 		    "on %s (libmicrohttpd refused its options)", listen);
+		close(fd);
+		free(h);
+		return NULL;
+	}
+	if ((h->door = http_door_new(fd, listen, on_head, h, err, errsize)) ==
+	    NULL) {
+		MHD_stop_daemon(h->daemon);
 		close(fd);
 		free(h);
 		return NULL;
@@ -537,34 +523,6 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	run(w->data);
 }
 
-/* Take what waits in the backlog, up to the limit; MHD owns each
- * connection from MHD_add_connection on (and closes one it refuses, such
- * as one over the per-client limit). */
-static void
-accept_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct http_server *h = w->data;
-	(void)revents;
-
-	while (h->open < HTTP_CONNECTIONS_MAX) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &len,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd == -1) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR && errno != ECONNABORTED)
-				log_warn("metrics_listen %s: accept: %s", h->listen,
-				    strerror(errno));
-			break;
-		}
-		MHD_add_connection(h->daemon, fd, (struct sockaddr *)&ss, len);
-	}
-	if (h->open >= HTTP_CONNECTIONS_MAX)
-		ev_io_stop(loop, w);
-	run(h);
-}
-
 void
 http_server_start(struct http_server *h, struct ev_loop *loop,
     struct master *m)
@@ -580,9 +538,7 @@ http_server_start(struct http_server *h, struct ev_loop *loop,
 	ev_io_start(loop, &h->io);
 	ev_init(&h->timer, timer_cb);
 	h->timer.data = h;
-	ev_io_init(&h->accept_io, accept_cb, h->listen_fd, EV_READ);
-	h->accept_io.data = h;
-	ev_io_start(loop, &h->accept_io);
+	http_door_start(h->door, loop);
 	log_info("metrics served over HTTP at http://%s/metrics", h->listen);
 }
 
@@ -605,12 +561,12 @@ http_server_close(struct http_server *h)
 {
 	if (h == NULL)
 		return;
+	http_door_close(h->door);
 	if (h->loop != NULL) {
-		ev_io_stop(h->loop, &h->accept_io);
 		ev_io_stop(h->loop, &h->io);
 		ev_timer_stop(h->loop, &h->timer);
 	}
-	h->loop = NULL;  /* MHD's closing notices must not restart accepting */
+	h->loop = NULL;
 	/* MHD refuses to stop with suspended connections: answer them now;
 	 * their Redis replies, when they come, find them orphaned */
 	while (h->waiting != NULL) {
@@ -622,6 +578,5 @@ http_server_close(struct http_server *h)
 	}
 	MHD_run(h->daemon);
 	MHD_stop_daemon(h->daemon);
-	close(h->listen_fd);
 	free(h);
 }

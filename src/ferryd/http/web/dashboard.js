@@ -11,7 +11,10 @@
 // (/api/dead/summary) and retries (at a rate) or purges all it matches
 // (/api/dead/retry-matching, /purge-matching), as `ferryctl dead` does; a
 // paced retry runs in the master, its progress shown from
-// /api/dead/redrives with a button that cancels it.
+// /api/dead/redrives with a button that cancels it. With a token
+// configured, every read of dead entries needs it too: until it is
+// entered the page shows the queues' dead counts (open to all) and says
+// why the list is hidden.
 "use strict";
 (function () {
 	const REFRESH_MS = 3000, PAGE = 20;
@@ -58,8 +61,40 @@
 		if (!r.ok) throw new Error(url + ": " + r.status);
 		return r.json();
 	}
+	// the master reads the dead-letter list one request at a time (503,
+	// Retry-After: 1, while another is under way): asked again, 3 times
+	async function getDeadJSON(url) {
+		for (let tries = 1; ; tries++) {
+			const r = await fetch(url, { cache: "no-store", headers: authed() });
+			if (r.status === 503 && tries < 4) {
+				await new Promise((done) => setTimeout(done, 1000));
+				continue;
+			}
+			if (!r.ok) throw new Error(url + ": " + r.status);
+			return r.json();
+		}
+	}
 	function token() { return $("token") ? $("token").value : ""; }
 	function authed() { return token() ? { Authorization: "Bearer " + token() } : {}; }
+	// with a token configured, dead entries are read with it only: why
+	// they are not shown (null: they are)
+	const HIDDEN = "dead entries are hidden: enter the token of [ferryd] http_token";
+	function hideDead(why) {
+		const p = $("dead-hidden");
+		if (!p) return;
+		p.textContent = why || "";
+		p.hidden = !why;
+		if (why) {
+			$("dead").tBodies[0].replaceChildren();
+			$("dead-groups").tBodies[0].replaceChildren();
+			$("dead-reasons").replaceChildren();
+		}
+	}
+	function deadHidden() {
+		if (!actions || token()) return false;
+		hideDead(HIDDEN);
+		return true;
+	}
 	async function post(url) {
 		const r = await fetch(url, { method: "POST", headers: authed() });
 		const body = await r.json().catch(() => ({}));
@@ -188,12 +223,15 @@
 	}
 	async function loadDead() {
 		const asked = ++deadAsked;
+		$("dead-queue").textContent = deadQueue;
+		if (deadHidden()) return;
 		const r = await fetch("/api/dead?" + selection({ offset: deadOffset, limit: PAGE }),
 		    { cache: "no-store", headers: authed() }).catch((e) => null);
 		const d = r ? await r.json().catch(() => ({})) : {};
 		if (asked !== deadAsked) return;
+		if (r && r.status === 403) { hideDead("dead entries are hidden: " + (d.error || "403")); return; }
 		if (!r || !r.ok) { say("dead letters: " + (r ? r.status + " " + (d.error || "") : "no answer")); return; }
-		$("dead-queue").textContent = deadQueue;
+		hideDead(null);
 		const tb = $("dead").tBodies[0];
 		tb.replaceChildren();
 		for (const e of d.entries) {
@@ -241,7 +279,7 @@
 		return p.toString();
 	}
 	async function loadGroups() {
-		if (!deadQueue) return;
+		if (!deadQueue || deadHidden()) return;
 		const asked = ++groupsAsked;
 		const r = await fetch("/api/dead/summary?" + selection(), { cache: "no-store", headers: authed() });
 		const d = await r.json().catch(() => ({}));
@@ -305,7 +343,7 @@
 	}
 
 	async function showDoc(q) {
-		const d = await getJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
+		const d = await getDeadJSON("/api/dead/one?" + q).catch((e) => ({ error: e.message }));
 		const doc = $("doc");
 		let text = d.job !== undefined ? d.job : JSON.stringify(d, null, 2);
 		try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON */ }
@@ -338,10 +376,17 @@
 	});
 	if ($("token")) {
 		$("token").value = sessionStorage.getItem("ferry-token") || "";
+		// "change" comes again when the field loses focus: act once a value
+		let applied = token();
 		$("token").addEventListener("change", () => {
+			if (token() === applied) return;
+			applied = token();
 			sessionStorage.setItem("ferry-token", token());
+			if (deadQueue) reloadDead();
+			else if (!deadHidden()) hideDead(null);
 			loadRedrives();
 		});
+		deadHidden();
 	}
 	for (const n of document.querySelectorAll(".nojs")) n.hidden = true;
 	for (const n of document.querySelectorAll(".js")) n.hidden = false;
