@@ -230,7 +230,7 @@ void h_job_parse(struct job *j, char *el, size_t size, bool wrapped,
 void h_jobs_free(struct job *jobs, int n);
 
 /* State, parent and process group of process pid_dir (a /proc name);
- * -1 when it is gone (harness_proc.c). */
+ * -1 when it is gone, or being reaped (X) (harness_proc.c). */
 int h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp);
 
 /* Print the daemon's log to stderr (on failure). */

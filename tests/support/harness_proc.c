@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 /* State, parent and process group of process pid_dir (a /proc name);
- * -1 when it is gone. */
+ * -1 when it is gone, or going: X (dead) while its parent reaps it, after
+ * Z, which the callers take for gone too. */
 int
 h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
 {
@@ -29,7 +30,8 @@ h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
 		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');     /* comm may hold spaces */
-	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3)
+	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3 ||
+	    *state == 'X')
 		return -1;
 	return 0;
 }
