@@ -63,11 +63,14 @@ struct scoreboard_slot {
 	                                 * them: its processing lists (1, or 2
 	                                 * with pipeline = yes) */
 	_Atomic int lanes_busy;         /* bit i: lane i's batch is being
-	                                 * fetched and checked or has gone to
-	                                 * the handler (with two lanes only
-	                                 * those are given a recovery when the
-	                                 * worker dies; a batch parked ready
-	                                 * behind the one in flight is not) */
+	                                 * fetched and checked, or the handler
+	                                 * may be running it (until its
+	                                 * result): only those are given a
+	                                 * recovery when the worker dies; not
+	                                 * a batch parked ready behind the one
+	                                 * in flight, waiting for a server (an
+	                                 * outage, Redis, the replicas) or
+	                                 * decided, being settled */
 	_Atomic int64_t batches;        /* settled batches, and their time */
 	_Atomic int64_t batch_sum_ms;
 	_Atomic int64_t batch_buckets[SCOREBOARD_BUCKETS]; /* not cumulative */

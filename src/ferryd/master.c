@@ -296,7 +296,7 @@ worker_died(struct master *m, struct master_worker *w, int status)
 		    mq->cfg.name, w->number, (int)pid, what);
 	w->pid = 0;
 	/* its processing lists: two when it said so (pipeline), before it
-	 * registered the second */
+	 * registered the second; and those it was working on (busy) */
 	int lanes = 1, busy = 1;
 	if (w->sb_index != -1) {  /* its slot goes to the next process */
 		struct scoreboard_slot *slot = scoreboard_slot(&m->sb, w->sb_index);

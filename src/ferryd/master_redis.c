@@ -246,12 +246,11 @@ master_redis_reclaim(struct master *m, const struct queue_config *q,
 	char id[160], lane2[200];
 
 	worker_id(m->master_id, pid, id, sizeof(id));
-	if (lanes < 2) {
-		reclaim_list(m, q, id, died, died);
-		return;
-	}
-	/* a batch that waited behind the one in flight did not run */
+	/* a batch that waited behind the one in flight, or for a server, or
+	 * was decided, did not kill its worker */
 	reclaim_list(m, q, id, died && (busy & 1), died);
+	if (lanes < 2)
+		return;
 	snprintf(lane2, sizeof(lane2), "%s%s", id, CONSUMER_LANE2_SUFFIX);
 	reclaim_list(m, q, lane2, died && (busy & 2), died);
 }

@@ -15,8 +15,8 @@ void master_redis_start(struct master *m);
 /* Hand back the processing lists of worker `pid` of queue q (lanes: how
  * many it had, 2 with pipeline; busy: the scoreboard's lanes_busy). When
  * it `died` (not a clean or fatal exit, nor killed by us to stop), its
- * jobs count as recovered, and each gets one recovery more, with two
- * lanes only those of a busy lane. */
+ * jobs count as recovered, and those of a busy lane get one recovery
+ * more (doc/design.md, R14, R23). */
 void master_redis_reclaim(struct master *m, const struct queue_config *q,
     pid_t pid, int lanes, int busy, bool died);
 void master_redis_finish(struct master *m);

@@ -411,14 +411,21 @@ next_batch(struct consumer *c, struct consumer_lane *ln, bool may_wait)
  * replicas, read its cache keys. True when ln's batch is ready for the
  * handler; false when there is none (or the connection went: ln's batch
  * is cleared, and c->evicted tells a hand-back). Between Redis moving
- * the jobs and the batch clock, the fetch clock runs (fetch_clock). */
+ * the jobs and the batch clock, the fetch clock runs (fetch_clock).
+ * ln is busy from here (a job that kills its worker as it is parsed is
+ * recovered, and so isolated), but for the replicas' wait, and no longer
+ * when no batch is ready: what follows then (a reconnection, reading the
+ * list back) holds jobs that do not run (doc/design.md, R23). */
 bool
 consumer_next_batch(struct consumer *c, struct consumer_lane *ln,
     bool may_wait)
 {
 	atomic_store(&c->slot->seen_ms, util_monotonic_ms());
+	consumer_lane_busy(c, ln, true);
 	bool ready = next_batch(c, ln, may_wait);
 	fetch_clock(c, 0);
+	if (!ready)
+		consumer_lane_busy(c, ln, false);
 	return ready;
 }
 
@@ -444,6 +451,8 @@ batch_ready(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 		return false;
 	}
 	if (may_wait && c->cfg->redis_wait_replicas > 0) {
+		/* the jobs are not even parsed yet */
+		consumer_lane_busy(c, ln, false);
 		if (!consumer_replicated(c, b->n)) {
 			consumer_drop_connection(c, "replication wait");
 			batch_clear(b);
@@ -451,6 +460,7 @@ batch_ready(struct consumer *c, struct consumer_lane *ln, bool may_wait)
 		}
 		/* the wait was untimed: the cache read below is not */
 		consumer_begin_batch(c, ln);
+		consumer_lane_busy(c, ln, true);
 	}
 	if (!consumer_prepare(c, b)) {
 		consumer_drop_connection(c, "cache read");
@@ -469,6 +479,11 @@ consumer_land(struct consumer *c, struct consumer_lane *ln,
 {
 	struct batch *b = ln->b;
 
+	/* the handler has answered: nothing runs the batch now (decided,
+	 * its COMMIT's reply read; or held, unrun), and a settle that waits
+	 * for Redis waits with a batch that is over, which its stamps keep
+	 * from being written twice (doc/design.md, R23) */
+	consumer_lane_busy(c, ln, false);
 	*ex = CONSUMER_EXIT_OK;
 	if (st != HANDLER_DONE) {
 		batch_clear(b);     /* stopping with the batch held */

@@ -26,11 +26,17 @@ handler_warned(void *arg, const char *msg)
 	scoreboard_set_error(c->slot, msg);
 }
 
-/* Wait out a handler's outage (delay ms, doubled up to the maximum), the
- * batch held; false when asked to stop meanwhile. */
+/* Wait out a handler's outage (delay ms, doubled up to the maximum), ln's
+ * batch held. The handler has answered, so nothing runs the batch: ln is
+ * not busy meanwhile, and a worker killed now gives the jobs no recovery
+ * (doc/design.md, R23). False when asked to stop meanwhile; true when the
+ * batch is to run again: timed and busy again first. The state changes
+ * before the mark on the way back, after it on the way in: while the
+ * worker says it waits (ps, status), a kill costs its jobs nothing. */
 static bool
-outage_wait(struct consumer *c, long *delay)
+outage_wait(struct consumer *c, struct consumer_lane *ln, long *delay)
 {
+	consumer_lane_busy(c, ln, false);
 	consumer_set_waiting(c, c->handler->waiting_state);    /* not hung */
 	for (long waited = 0; waited < *delay; waited += 100) {
 		if (c->should_stop())
@@ -39,6 +45,8 @@ outage_wait(struct consumer *c, long *delay)
 	}
 	*delay = *delay * 2 > CONSUMER_RETRY_MAX_MS ? CONSUMER_RETRY_MAX_MS :
 	    *delay * 2;
+	consumer_begin_batch(c, ln);
+	consumer_lane_busy(c, ln, true);
 	return true;
 }
 
@@ -92,9 +100,8 @@ run_again(struct consumer *c, struct consumer_lane *ln,
 		} else {
 			log_debug("queue %s: %s (still waiting)", c->q->name, err);
 		}
-		if (!outage_wait(c, &delay))
+		if (!outage_wait(c, ln, &delay))
 			return HANDLER_WAIT;
-		consumer_begin_batch(c, ln);
 	}
 	if (since != 0) {
 		log_notice("queue %s: %s reachable again after %.1f s",

@@ -41,6 +41,14 @@ void consumer_resume_batch(struct consumer *c, struct consumer_lane *ln);
 /* The handler waits out an outage (its waiting_state) with the batch in
  * hand, untimed: the master's job_timeout does not count it. */
 void consumer_set_waiting(struct consumer *c, int state);
+/* Mark ln busy in the scoreboard (lanes_busy), or not: a worker that dies
+ * gives a recovery to the jobs of its busy lanes only (doc/design.md,
+ * R14, R23). Busy from the fetch through the checks, and while the
+ * handler may be running the batch, until its result; not while the batch
+ * waits for a server (cleared before the wait begins, set again before
+ * anything touches the batch), nor once it is decided. */
+void consumer_lane_busy(struct consumer *c, const struct consumer_lane *ln,
+    bool busy);
 /* Wait for redis or the replicas (SB_WAIT_REDIS, SB_WAIT_REPLICAS) with
  * the batch in hand, if any, still timed; consumer_wait_over() goes back
  * to the state before the wait. */

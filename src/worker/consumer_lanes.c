@@ -17,24 +17,15 @@
  *
  * A worker that dies gives a recovery only to what it was working on: the
  * scoreboard's lanes_busy marks a lane while its batch is fetched and
- * checked, and from its send until it is settled, not while it waits
- * ready behind the batch in flight. So the neighbours of a batch that
- * kills (or hangs) its worker are handed back as they were, and the
+ * checked, and from its send until its result is read
+ * (consumer_lane_busy), not while it waits ready behind the batch in
+ * flight, nor while it waits out an outage. So the neighbours of a batch
+ * that kills (or hangs) its worker are handed back as they were, and the
  * isolation of recovered jobs (doc/design.md, 3.2) is what it is with one
- * lane. */
+ * lane. A batch in flight stays busy while the one before it is settled:
+ * its COMMIT may be under way. */
 #include "consumer.h"
 #include "consumer_int.h"
-
-static void
-lane_busy(struct consumer *c, const struct consumer_lane *ln, bool busy)
-{
-	int bit = 1 << (int)(ln - c->lanes);
-
-	if (busy)
-		atomic_fetch_or(&c->slot->lanes_busy, bit);
-	else
-		atomic_fetch_and(&c->slot->lanes_busy, ~bit);
-}
 
 /* Land the batch in flight (its result, then its settle); *flight is
  * cleared. True when the worker must stop (*ex). */
@@ -45,9 +36,7 @@ land_flight(struct consumer *c, struct consumer_lane **flight,
 	struct consumer_lane *ln = *flight;
 
 	*flight = NULL;
-	bool stop = consumer_land(c, ln, consumer_finish_handler(c, ln), ex);
-	lane_busy(c, ln, false);
-	return stop;
+	return consumer_land(c, ln, consumer_finish_handler(c, ln), ex);
 }
 
 enum consumer_exit
@@ -63,12 +52,10 @@ consumer_serve_lanes(struct consumer *c)
 		struct consumer_lane *ln = &c->lanes[next];
 		/* with a batch in flight, only a batch that is there already:
 		 * nothing to overlap with, or paused, lands the one in flight */
-		lane_busy(c, ln, true);
 		bool ready = consumer_next_batch(c, ln, flight == NULL);
 		if (flight != NULL)
 			consumer_resume_batch(c, flight);   /* its clock again */
 		if (!ready) {
-			lane_busy(c, ln, false);
 			if (flight != NULL && !c->evicted)
 				stop = land_flight(c, &flight, &ex);
 			continue;
@@ -76,7 +63,7 @@ consumer_serve_lanes(struct consumer *c)
 		next = 1 - next;
 		if (flight != NULL) {
 			/* parked behind the flight, its rows encoded ahead */
-			lane_busy(c, ln, false);
+			consumer_lane_busy(c, ln, false);
 			consumer_ahead_handler(c, ln);
 			enum handler_status st = consumer_finish_handler(c, flight);
 			if (st != HANDLER_DONE) {
@@ -86,27 +73,23 @@ consumer_serve_lanes(struct consumer *c)
 				return ex;
 			}
 		}
-		lane_busy(c, ln, true);
 		consumer_begin_batch(c, ln);
+		consumer_lane_busy(c, ln, true);
 		bool sent = false;
 		enum handler_status st = consumer_send_handler(c, ln, &sent);
 		if (flight != NULL) {
 			/* settled while ln is written */
 			stop = consumer_land(c, flight, HANDLER_DONE, &ex);
-			lane_busy(c, flight, false);
 			flight = NULL;
 		}
 		if (sent) {
 			flight = ln;
 			consumer_resume_batch(c, ln);
-		} else {
-			if (!c->evicted && consumer_land(c, ln,
-			    consumer_retry_handler(c, ln, st), &ex2)) {
-				if (!stop)
-					ex = ex2;
-				stop = true;
-			}
-			lane_busy(c, ln, false);
+		} else if (!c->evicted && consumer_land(c, ln,
+		    consumer_retry_handler(c, ln, st), &ex2)) {
+			if (!stop)
+				ex = ex2;
+			stop = true;
 		}
 	}
 	/* stopping (or told to exit) with a batch in flight: it may have

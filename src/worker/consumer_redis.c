@@ -62,6 +62,18 @@ consumer_resume_batch(struct consumer *c, struct consumer_lane *ln)
 	tell_state(c, SB_BUSY, ln->b->n);
 }
 
+void
+consumer_lane_busy(struct consumer *c, const struct consumer_lane *ln,
+    bool busy)
+{
+	int bit = 1 << (int)(ln - c->lanes);
+
+	if (busy)
+		atomic_fetch_or(&c->slot->lanes_busy, bit);
+	else
+		atomic_fetch_and(&c->slot->lanes_busy, ~bit);
+}
+
 static bool
 waiting(int state)
 {

@@ -25,16 +25,6 @@ TestSuite(proc, .fini = teardown, .timeout = 300);
 #define CTL(r, ...) \
 	h_ctl((r), d.config, NULL, __VA_ARGS__, (const char *)NULL)
 
-/* What ps shows for pid: /proc/PID/cmdline up to its first NUL. */
-static char *
-title_of(pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	return h_read_file(path);       /* a C string: ends at the first NUL */
-}
-
 static char *
 comm_of(pid_t pid)
 {
@@ -44,23 +34,6 @@ comm_of(pid_t pid)
 	char *s = h_read_file(path);
 	s[strcspn(s, "\n")] = '\0';
 	return s;
-}
-
-/* Wait until pid's title starts with `want`. */
-static void
-wait_title(pid_t pid, const char *want)
-{
-	long long end = h_now_ms() + H_DEADLINE_MS;
-	char *t = title_of(pid);
-
-	while (strncmp(t, want, strlen(want)) != 0 && h_now_ms() < end) {
-		free(t);
-		h_sleep_ms(20);
-		t = title_of(pid);
-	}
-	cr_assert_eq(strncmp(t, want, strlen(want)), 0,
-	    "pid %d: title \"%s\", expected \"%s...\"", (int)pid, t, want);
-	free(t);
 }
 
 /* The state `ferryctl status` gives the first worker of q. */
@@ -141,27 +114,27 @@ Test(proc, titles_in_each_state)
 	h_config(&d, NULL, queues);
 	h_start(&d, 1);
 	pid_t w = only_worker();
-	wait_title(d.pid, "ferryd: master");
-	char *t = title_of(d.pid);
+	h_wait_title(&d, d.pid, "ferryd: master");
+	char *t = h_title(d.pid);
 	cr_assert_str_eq(t, "ferryd: master");
 	free(t);
-	wait_title(w, "ferryd: worker q/1 idle");
+	h_wait_title(&d, w, "ferryd: worker q/1 idle");
 	char *comm = comm_of(w);
 	cr_assert_str_eq(comm, "ferry:q");
 	free(comm);
 
 	h_push_jobs(&d, "q", 0, 3);
-	wait_title(w, "ferryd: worker q/1 busy batch of 3 since ");
+	h_wait_title(&d, w, "ferryd: worker q/1 busy batch of 3 since ");
 	wait_state("busy");
 	CTL(&r, "pause", "q");
 	cr_assert_eq(r.status, 0);
 	h_run_free(&r);
-	wait_title(w, "ferryd: worker q/1 paused");      /* after its batch */
+	h_wait_title(&d, w, "ferryd: worker q/1 paused");      /* after its batch */
 	cr_assert_eq(h_redis_int(&d, "HGET ferry:{q}:stats done"), 3);
 	CTL(&r, "resume", "q");
 	cr_assert_eq(r.status, 0);
 	h_run_free(&r);
-	wait_title(w, "ferryd: worker q/1 idle");
+	h_wait_title(&d, w, "ferryd: worker q/1 idle");
 	h_stop(&d);
 }
 
@@ -189,7 +162,7 @@ Test(proc, waiting_for_postgres)
 	cr_assert_eq(test_pg_pause(&d.pg), 0);
 	h_push_jobs(&d, "q", 100, 400);
 	wait_state("waiting-postgres");
-	wait_title(w, "ferryd: worker q/1 waiting for postgres");
+	h_wait_title(&d, w, "ferryd: worker q/1 waiting for postgres");
 	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
 	    "for=\"postgres\"} 1"));
 	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
@@ -198,7 +171,7 @@ Test(proc, waiting_for_postgres)
 	cr_assert_eq(test_pg_resume(&d.pg), 0);
 	h_wait_redis_int(&d, 500, "HGET ferry:{q}:stats done");
 	wait_state("idle");
-	wait_title(w, "ferryd: worker q/1 idle");
+	h_wait_title(&d, w, "ferryd: worker q/1 idle");
 	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
 	    "for=\"postgres\"} 0"));
 	cr_assert_eq(h_pg_int(&d, "SELECT count(*) FROM events"), 500);
@@ -213,14 +186,14 @@ Test(proc, waiting_for_redis)
 	h_setup(&d, NULL, "[queue q]\nworkers = 1\n");
 	h_start(&d, 1);
 	pid_t w = only_worker();
-	wait_title(w, "ferryd: worker q/1 idle");
+	h_wait_title(&d, w, "ferryd: worker q/1 idle");
 	test_redis_kill9(&d.redis);
-	wait_title(w, "ferryd: worker q/1 waiting for redis");
+	h_wait_title(&d, w, "ferryd: worker q/1 waiting for redis");
 	wait_state("waiting-redis");
 	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
 	    "for=\"redis\"} 1"));
 	cr_assert_eq(test_redis_restart(&d.redis, NULL), 0);
-	wait_title(w, "ferryd: worker q/1 idle");
+	h_wait_title(&d, w, "ferryd: worker q/1 idle");
 	h_push_jobs(&d, "q", 0, 10);
 	h_wait_redis_int(&d, 10, "HGET ferry:{q}:stats done");
 	wait_state("idle");
@@ -236,7 +209,7 @@ Test(proc, waiting_for_replicas)
 	h_start(&d, 1);
 	pid_t w = only_worker();
 	h_push_jobs(&d, "q", 0, 5);
-	wait_title(w, "ferryd: worker q/1 waiting for replicas");
+	h_wait_title(&d, w, "ferryd: worker q/1 waiting for replicas");
 	wait_state("waiting-replicas");
 	cr_assert(metrics_line("ferry_workers_waiting{queue=\"q\","
 	    "for=\"replicas\"} 1"));

@@ -95,6 +95,18 @@ void h_teardown(struct ferryd *d);
 /* Wait for the master to exit; returns its wait status or -1 on timeout. */
 int h_wait_exit(pid_t pid, int timeout_ms);
 
+/* What ps shows for pid (its title): /proc/PID/cmdline up to its first
+ * NUL, malloc'd ("" when it is gone). */
+char *h_title(pid_t pid);
+/* Wait until pid's title starts with `want`; fails the test if not. */
+void h_wait_title(struct ferryd *d, pid_t pid, const char *want);
+/* d's one worker (its pid), once d has one and its title starts with
+ * `title`; fails the test if not within the deadline. */
+pid_t h_wait_worker(struct ferryd *d, const char *title);
+/* SIGKILL to d's one worker while its title starts with `title` (it is
+ * stopped to be looked at, and let go again while the title says
+ * otherwise); returns its pid once it is gone. */
+pid_t h_kill_worker_in(struct ferryd *d, const char *title);
 /* `ferryd -f` as pid 1 of a new PID namespace (as in a container), its
  * output into f's stderr file: the pid of unshare, for
  * h_stop_in_pid_namespace. */
@@ -140,6 +152,10 @@ void h_write_recorder(struct ferryd *f, char *cmd, size_t size);
 int h_distinct_done(struct ferryd *f, int n);
 /* ready, delayed and every processing list of queue q are empty. */
 void h_assert_queue_empty(struct ferryd *f, const char *q);
+/* How many jobs queue q holds (in requeue and in the processing lists,
+ * read in one step) that were recovered exactly `recoveries` times (a
+ * document not wrapped yet: 0). */
+int h_held_jobs(struct ferryd *f, const char *q, int recoveries);
 /* Entries of q's owners hash that are live workers (not the tombstones
  * "dead:<ms>" a hand-back leaves for a while). */
 int h_live_owners(struct ferryd *f, const char *q);
@@ -218,7 +234,7 @@ void h_job_parse(struct job *j, char *el, size_t size, bool wrapped,
 void h_jobs_free(struct job *jobs, int n);
 
 /* State, parent and process group of process pid_dir (a /proc name);
- * -1 when it is gone (harness_proc.c). */
+ * -1 when it is gone, or being reaped (X) (harness_proc.c). */
 int h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp);
 
 /* Print the daemon's log to stderr (on failure). */

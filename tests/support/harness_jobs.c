@@ -1,5 +1,6 @@
 /* harness_jobs.c - jobs in and results out of a queue under test
- * (harness.h): pushing, the recorder handler, the dead list, owners. */
+ * (harness.h): pushing, the recorder handler, the dead list, the jobs
+ * held, owners. */
 #include "harness.h"
 #include "wrapper.h"
 
@@ -130,6 +131,36 @@ h_dead_entries(struct ferryd *f, const char *q)
 	}
 	freeReplyObject(r);
 	return all;
+}
+
+/* Every element of requeue and of the processing lists, in one step (a
+ * fetch moves jobs from one to the other). KEYS[1]: requeue. */
+#define HELD_LUA "local all = redis.call('LRANGE', KEYS[1], 0, -1) " \
+	"local procs = string.sub(KEYS[1], 1, -8) .. 'proc:*' " \
+	"for _, k in ipairs(redis.call('KEYS', procs)) do " \
+	"for _, e in ipairs(redis.call('LRANGE', k, 0, -1)) do " \
+	"all[#all + 1] = e end end return all"
+
+int
+h_held_jobs(struct ferryd *f, const char *q, int recoveries)
+{
+	redisReply *r = h_redis(f, "EVAL %s 1 ferry:{%s}:requeue", HELD_LUA, q);
+	int n = 0;
+
+	for (size_t i = 0; i < r->elements; i++) {
+		const char *el = r->element[i]->str;
+		struct wrapper w;
+		long long times = 0;    /* a document from ready: never */
+		if (strncmp(el, WRAPPER_HEAD, strlen(WRAPPER_HEAD)) == 0) {
+			cr_assert_eq(wrapper_parse(el, r->element[i]->len,
+			    WRAPPER_JOB, &w), 0, "malformed wrapper: %s", el);
+			times = w.recoveries;
+			wrapper_free(&w);
+		}
+		n += times == recoveries;
+	}
+	freeReplyObject(r);
+	return n;
 }
 
 int

@@ -1,5 +1,6 @@
 /* harness_proc.c - the processes of a ferryd under test (harness.h): its
- * children from /proc, waiting for them to come, go, stop and resume. */
+ * children from /proc, waiting for them to come, go, stop and resume, their
+ * titles, a worker killed in a given state. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
@@ -13,7 +14,8 @@
 #include <unistd.h>
 
 /* State, parent and process group of process pid_dir (a /proc name);
- * -1 when it is gone. */
+ * -1 when it is gone, or going: X (dead) while its parent reaps it, after
+ * Z, which the callers take for gone too. */
 int
 h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
 {
@@ -28,7 +30,8 @@ h_proc_stat(const char *pid_dir, char *state, int *ppid, int *pgrp)
 		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');     /* comm may hold spaces */
-	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3)
+	if (p == NULL || sscanf(p + 2, "%c %d %d", state, ppid, pgrp) != 3 ||
+	    *state == 'X')
 		return -1;
 	return 0;
 }
@@ -129,6 +132,88 @@ h_wait_stopped(struct ferryd *d, pid_t pid, bool stopped)
 	h_dump_log(d);
 	cr_assert_fail("process %d is in state %c, not %s", (int)pid, state,
 	    stopped ? "stopped" : "running");
+}
+
+char *
+h_title(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	return h_read_file(path);       /* a C string: ends at the first NUL */
+}
+
+static bool
+titled(pid_t pid, const char *want)
+{
+	char *t = h_title(pid);
+	bool yes = strncmp(t, want, strlen(want)) == 0;
+
+	free(t);
+	return yes;
+}
+
+void
+h_wait_title(struct ferryd *d, pid_t pid, const char *want)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	while (!titled(pid, want) && h_now_ms() < end)
+		h_sleep_ms(20);
+	char *t = h_title(pid);
+	if (strncmp(t, want, strlen(want)) != 0)
+		h_dump_log(d);
+	cr_assert_eq(strncmp(t, want, strlen(want)), 0,
+	    "pid %d: title \"%s\", expected \"%s...\"", (int)pid, t, want);
+	free(t);
+}
+
+/* d's one worker when its title starts with `title`, else -1. */
+static pid_t
+worker_titled(struct ferryd *d, const char *title)
+{
+	pid_t pids[H_MAX_PIDS];
+
+	return h_children(d->pid, pids, H_MAX_PIDS) == 1 &&
+	    titled(pids[0], title) ? pids[0] : -1;
+}
+
+pid_t
+h_wait_worker(struct ferryd *d, const char *title)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+	pid_t w;
+
+	while ((w = worker_titled(d, title)) == -1 && h_now_ms() < end)
+		h_sleep_ms(20);
+	if (w == -1) {
+		h_dump_log(d);
+		cr_assert_fail("ferryd has no one worker titled \"%s...\"", title);
+	}
+	return w;
+}
+
+/* Stopped, the worker cannot leave the state its title names between the
+ * look and the kill. */
+pid_t
+h_kill_worker_in(struct ferryd *d, const char *title)
+{
+	long long end = h_now_ms() + H_DEADLINE_MS;
+
+	while (h_now_ms() < end) {
+		pid_t w = h_wait_worker(d, title);
+		kill(w, SIGSTOP);
+		h_wait_stopped(d, w, true);
+		if (titled(w, title)) {
+			kill(w, SIGKILL);
+			h_wait_gone(d, w);
+			return w;
+		}
+		kill(w, SIGCONT);
+	}
+	h_dump_log(d);
+	cr_assert_fail("the worker never stopped titled \"%s...\"", title);
+	return -1;
 }
 
 pid_t

@@ -9,9 +9,16 @@
 void
 pe_setup(struct ferryd *d, const char *ferryd_extra, const char *queue_extra)
 {
+	pe_setup_redis(d, NULL, ferryd_extra, queue_extra);
+}
+
+void
+pe_setup_redis(struct ferryd *d, const char *const *redis_args,
+    const char *ferryd_extra, const char *queue_extra)
+{
 	char global[512], queues[512];
 
-	h_setup(d, NULL, "");
+	h_setup_redis(d, NULL, "", redis_args);
 	snprintf(global, sizeof(global), "%s%s", h_pg_start(d),
 	    ferryd_extra ? ferryd_extra : "");
 	snprintf(queues, sizeof(queues), "[queue q]\nhandler = postgres\n"

@@ -16,6 +16,10 @@
  * (columns n, payload), the [ferryd] and [queue q] lines added. */
 void pe_setup(struct ferryd *d, const char *ferryd_extra,
     const char *queue_extra);
+/* ... its redis-server started with redis_args (NULL-terminated, or NULL:
+ * h_setup_redis). */
+void pe_setup_redis(struct ferryd *d, const char *const *redis_args,
+    const char *ferryd_extra, const char *queue_extra);
 /* n rows in events, each n once; nothing left in q's lists, nothing dead. */
 void pe_assert_rows_once(struct ferryd *d, int n);
 /* ferryctl -c CONFIG cmd: its exit status, its output in *out (malloc'd)
