@@ -156,6 +156,21 @@ Test(probes, a_worker_waiting_for_postgres_is_not_ready)
 	h_wait_log(&d, "waits in Redis", 1);
 	wait_not_ready("queue q: worker 1 waits for PostgreSQL",
 	    (const char *)NULL);
+	/* its last error (an error may quote a row): with the token only */
+	char *body;
+	cr_assert_eq(h_http(port, "GET", "/api/workers", NULL, &body), 200);
+	cr_assert(strstr(body, "\"last_error\":\"(hidden: errors may quote a "
+	    "row; send the token of [ferryd] http_token)\"") != NULL, "%s", body);
+	free(body);
+	cr_assert_eq(h_http(port, "GET", "/", NULL, &body), 200);
+	cr_assert(strstr(body, "(hidden: errors may quote a row") != NULL,
+	    "the page shows the worker's error: %s", body);
+	free(body);
+	cr_assert_eq(h_http(port, "GET", "/api/workers",
+	    "Bearer secret-token-0123456789abcdef", &body), 200);
+	cr_assert(strstr(body, "\"last_error\":\"") != NULL &&
+	    strstr(body, "hidden") == NULL, "%s", body);
+	free(body);
 	cr_assert_eq(test_pg_resume(&d.pg), 0);
 	h_wait_redis_int(&d, 10, "HGET ferry:{q}:stats done");
 	free(wait_ready(200));

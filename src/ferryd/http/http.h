@@ -90,5 +90,11 @@ bool http_actions_enabled(const struct master *m);
  * with one, only a request that carries it. false after a 403 saying to
  * send it. */
 bool http_may_read_dead(struct http_req *r);
+/* May r see the workers' last errors (they may quote a row, as a dead
+ * entry's errors do)? As http_may_read_dead, without an answer: a caller
+ * that may not shows HTTP_ERROR_HIDDEN instead. */
+bool http_may_see_errors(const struct http_req *r);
+#define HTTP_ERROR_HIDDEN "(hidden: errors may quote a row; send the token " \
+	"of [ferryd] http_token)"
 
 #endif

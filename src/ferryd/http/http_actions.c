@@ -53,6 +53,12 @@ http_authorized(const struct http_req *r)
 }
 
 bool
+http_may_see_errors(const struct http_req *r)
+{
+	return !http_actions_enabled(http_req_master(r)) || http_authorized(r);
+}
+
+bool
 http_may_read_dead(struct http_req *r)
 {
 	if (!http_actions_enabled(http_req_master(r)) || http_authorized(r))

@@ -115,8 +115,9 @@ api_queues(struct http_req *r)
 	http_req_json(r, MHD_HTTP_OK, o);
 }
 
+/* A worker as JSON; its last error only where `errors` (http_may_see_errors). */
 static json_t *
-worker_json(struct master *m, const struct metrics_view *v,
+worker_json(struct master *m, const struct metrics_view *v, bool errors,
     const struct metrics_worker_view *w)
 {
 	const struct queue_config *qc = config_find_queue(
@@ -139,8 +140,8 @@ worker_json(struct master *m, const struct metrics_view *v,
 	char err[SCOREBOARD_ERROR_MAX];
 
 	scoreboard_get_error(s, err, sizeof(err));
-	json_object_set_new(o, "last_error", err[0] != '\0' ?
-	    json_string(err) : json_null());
+	json_object_set_new(o, "last_error", err[0] == '\0' ? json_null() :
+	    json_string(errors ? err : HTTP_ERROR_HIDDEN));
 	if (w->pid == 0) {
 		/* gone (fatal, or restarting): its slot keeps why */
 		json_object_set_new(o, "state", json_string(state));
@@ -167,7 +168,7 @@ api_workers(struct http_req *r)
 	for (int i = 0; i < v.nqueues; i++)
 		for (int j = 0; j < v.queues[i].nworkers; j++)
 			json_array_append_new(a, worker_json(m, &v,
-			    &v.queues[i].workers[j]));
+			    http_may_see_errors(r), &v.queues[i].workers[j]));
 	json_object_set_new(o, "workers", a);
 	metrics_view_free(&v);
 	http_req_json(r, MHD_HTTP_OK, o);

@@ -121,8 +121,9 @@ queues_table(struct buf *o, struct master *m, const struct metrics_view *v)
 	buf_printf(o, "</tbody></table>");
 }
 
+/* The workers; their last errors only where `errors` (http_may_see_errors). */
 static void
-workers_table(struct buf *o, const struct metrics_view *v)
+workers_table(struct buf *o, const struct metrics_view *v, bool errors)
 {
 	char host[128];
 	int64_t now = util_monotonic_ms();
@@ -145,6 +146,9 @@ workers_table(struct buf *o, const struct metrics_view *v)
 			if (s != NULL) {
 				int64_t start = atomic_load(&s->batch_start_ms);
 				scoreboard_get_error(s, err, sizeof(err));
+				if (err[0] != '\0' && !errors)
+					snprintf(err, sizeof(err), "%s",
+					    HTTP_ERROR_HIDDEN);
 				if (start != 0 && !gone)
 					age_text(now - start, age, sizeof(age));
 			}
@@ -236,7 +240,7 @@ http_dashboard(struct http_req *r)
 	    "id=\"chart-max\" class=\"muted\"></span></p><p class=\"nojs "
 	    "muted\">The chart needs JavaScript; its data is at <a href=\"/api/"
 	    "series\">/api/series</a>.</p>\n<h2>Workers of this host</h2>");
-	workers_table(&o, &v);
+	workers_table(&o, &v, http_may_see_errors(r));
 	buf_printf(&o, "\n<h2>Dead letters <span id=\"dead-queue\" class=\""
 	    "muted\"></span> <span id=\"dead-count\" class=\"muted\"></span>"
 	    "</h2><p class=\"nojs muted\">Listed with JavaScript; without it, "
