@@ -294,12 +294,14 @@ local function foreign_refusal(key, written)
 end
 
 -- A job's binding argument: its SHA-1 (or "") and its layout (" F+C" or
--- ""), or nil when malformed.
+-- ""), or nil when malformed. The SHA-1's digits are the caller's (40
+-- lowercase hex digits): a wrong one binds only the caller's own job.
 local function binding_of(arg)
-	if arg == '' then return '', '' end
-	local sha, layout = string.match(arg, '^(%x+)(.*)$')
-	if not sha or #sha ~= 40 or (layout ~= '' and not string.find(layout, '^ %d+%+%d+$')) then return nil end
-	return string.lower(sha), layout
+	local n = #arg
+	if n == 40 or n == 0 then return arg, '' end
+	local layout = string.sub(arg, 41)
+	if n < 40 or not string.find(layout, '^ %d+%+%d+$') then return nil end
+	return string.sub(arg, 1, 40), layout
 end
 
 cjson.decode_invalid_numbers(false)
@@ -428,8 +430,9 @@ if window > 0 then
 	local bind = {}
 	for n = 1, nnamed do
 		if not already[at[n]] then
+			local i = at[n]
 			bind[#bind + 1] = named_ids[n]
-			bind[#bind + 1] = shas[at[n]] .. layouts[at[n]]
+			bind[#bind + 1] = layouts[i] == '' and shas[i] or shas[i] .. layouts[i]
 		end
 	end
 	call_chunked('HSET', tag .. 'idsha', bind, 1000)
