@@ -66,6 +66,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool has_ck = json_object_get(jdoc, "cache_key") != NULL;
 	CHECK(src.has_data == (jdata != NULL));
 
+	/* the last chunk's id, "<id>:<its first row>" */
+	size_t last_first = nrows > 0 ? (nrows - 1) / (size_t)rows *
+	    (size_t)rows : 0;
+	int last_len = snprintf(NULL, 0, "%s:%zu", id, last_first);
 	if (chunk_document(doc, size, id, rows, prefix, &out, err,
 	    sizeof(err)) != 0) {
 		CHECK(out.n == 0 && err[0] != '\0');
@@ -73,7 +77,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * (with --cache) a document nested deeper than the scanner or
 		 * without "data" */
 		CHECK((has_ck && (prefix != NULL || nrows > (size_t)rows)) ||
-		    (nrows > (size_t)rows && strlen(id) + 3 > JOB_ID_MAX) ||
+		    (nrows > (size_t)rows && last_len > JOB_ID_MAX) ||
 		    (prefix != NULL && strstr(err, "cannot read") != NULL) ||
 		    (prefix != NULL && jdata == NULL &&
 		    strcmp(err, CHUNK_BARE_REFUSAL) == 0));
@@ -86,6 +90,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (out.n == 1 && prefix == NULL && nrows <= (size_t)rows) {
 		CHECK(out.v[0].el == doc && out.v[0].el_len == size &&
 		    strcmp(out.v[0].id, id) == 0);
+		/* a whole document's rows are its layout */
+		char whole[48] = "";
+		if (json_is_array(jdata))
+			snprintf(whole, sizeof(whole), " 0+%zu", nrows);
+		CHECK(strcmp(out.v[0].layout, whole) == 0);
 		goto done;
 	}
 	rest = others(jdoc);
@@ -96,11 +105,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char want[JOB_ID_MAX + 32];
 
 		CHECK(el != NULL && json_is_object(el));
-		if (out.n > 1)
-			snprintf(want, sizeof(want), "%s:%zu", id, i);
+		/* the first chunk goes by the id, the others by their first
+		 * row; each with its layout, none for data that is no array */
+		size_t first = i * (size_t)rows;
+		if (i > 0)
+			snprintf(want, sizeof(want), "%s:%zu", id, first);
 		else
 			snprintf(want, sizeof(want), "%s", id);
 		CHECK(strcmp(c->id, want) == 0);
+		char layout[48] = "";
+		if (json_is_array(jdata))
+			snprintf(layout, sizeof(layout), " %zu+%zu", first,
+			    nrows - first < (size_t)rows ? nrows - first :
+			    (size_t)rows);
+		CHECK(strcmp(c->layout, layout) == 0);
 		job_parse(&j, c->el, c->el_len, 0);
 		CHECK(j.invalid == NULL && strcmp(j.id, want) == 0);
 		if (prefix != NULL) {
