@@ -56,8 +56,9 @@
 		while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
 		return i ? v.toFixed(1) + " " + u[i] : v + " B";
 	}
+	// with the token once entered: the workers' last errors need it
 	async function getJSON(url) {
-		const r = await fetch(url, { cache: "no-store" });
+		const r = await fetch(url, { cache: "no-store", headers: authed() });
 		if (!r.ok) throw new Error(url + ": " + r.status);
 		return r.json();
 	}
