@@ -128,7 +128,7 @@ int chaos_produce_cache_main(int argc, char **argv);
 int chaos_churn_main(int argc, char **argv);        /* churn.c */
 int chaos_check_main(int argc, char **argv);
 int chaos_modes_check_main(int argc, char **argv);
-int chaos_wait_main(int argc, char **argv);
+int chaos_wait_main(int argc, char **argv);        /* wait.c */
 int chaos_handle_main(int argc, char **argv);
 int chaos_watch_main(int argc, char **argv);
 
