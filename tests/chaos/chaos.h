@@ -77,6 +77,15 @@ void chaos_buf_printf(struct chaos_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void chaos_buf_free(struct chaos_buf *b);
 
+/* A set of strings: a list, searched in order (a few hundred at most). */
+struct chaos_keys {
+	char **k;
+	size_t n, cap;
+};
+void chaos_keys_add(struct chaos_keys *s, const char *k);
+int chaos_keys_has(const struct chaos_keys *s, const char *k);
+void chaos_keys_free(struct chaos_keys *s);
+
 /* Foreign keys: keys of "another application" that hostile cache_keys
  * name; created by `foreign`, verified by `check`. */
 extern const char *const chaos_foreign_keys[];
