@@ -57,6 +57,12 @@
  * would (the test of the workers' hostile input; never sent again):
  * ledger line "h KIND QUEUE a|u|r|n" (n: not sent).
  *
+ * Forged jobs (the plan's "forge" events): the hostile producer, pushing
+ * past the script jobs that carry the ids of live honest jobs or name
+ * honest jobs' keys of ferry's own, read from the queue then (forge.c);
+ * never sent again: ledger line "f KIND QUEUE f-K TARGET a|u|r", or
+ * "f KIND QUEUE - - n" when there was nothing to forge it from.
+ *
  * With sentinels=P1,P2,P3 master=NAME replicas=N (scripts/chaos
  * --failover) it calls the primary the sentinels name and, on the same
  * connection (WAIT only counts that connection's writes), sends WAIT N
@@ -114,6 +120,7 @@ struct producer {
 	struct chaos_buf last_good[2]; /* the last good document made */
 	long long next_id;
 	long long hostile_n;
+	struct chaos_forger forger;    /* the forged jobs */
 	struct chaos_modes modes;      /* the jobs of [2] and [3] */
 	FILE *mledger;                 /* their ledger */
 	struct chaos_buf script;       /* enqueue.lua */
@@ -162,19 +169,20 @@ wait_replicas(struct producer *p)
 	return ok;
 }
 
-/* LPUSH n elements, past the script (the hostile elements); 1
- * acknowledged, 0 unknown (sent, no reply), -1 not sent (no connection,
- * LOADING), 2 acknowledged by Redis but not by the replicas (with
- * sentinels=). */
+/* LPUSH n elements, past the script (the hostile elements and forged
+ * jobs; head: RPUSH, taken next); 1 acknowledged, 0 unknown (sent, no
+ * reply), -1 not sent (no connection, LOADING), 2 acknowledged by Redis
+ * but not by the replicas (with sentinels=). */
 static int
-lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
+lpush(struct producer *p, int q, int n, const char **els, const size_t *lens,
+    int head)
 {
 	const char **argv = malloc(((size_t)n + 2) * sizeof(*argv));
 	size_t *argl = malloc(((size_t)n + 2) * sizeof(*argl));
 	int ok = 0;
 	if (argv == NULL || argl == NULL)
 		chaos_die("out of memory");
-	argv[0] = "LPUSH";
+	argv[0] = head ? "RPUSH" : "LPUSH";
 	argl[0] = 5;
 	argv[1] = p->ready[q];
 	argl[1] = strlen(p->ready[q]);
@@ -195,7 +203,8 @@ lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 			if (strncmp(r->str, "LOADING", 7) == 0)
 				ok = -1;
 			else
-				fprintf(stderr, "chaos produce: LPUSH: %.200s\n", r->str);
+				fprintf(stderr, "chaos produce: %s: %.200s\n", argv[0],
+				    r->str);
 		}
 		if (r != NULL)
 			freeReplyObject(r);
@@ -626,6 +635,13 @@ hostile(struct producer *p, int q, const char *kind, long long idx,
 	}
 }
 
+/* The ledger letter of a push past the script (lpush's answer). */
+static char
+push_letter(int ok)
+{
+	return ok == 1 ? 'a' : ok == 2 ? 'r' : ok ? 'n' : 'u';
+}
+
 static void
 push_hostile(struct producer *p, const char *line)
 {
@@ -637,11 +653,35 @@ push_hostile(struct producer *p, const char *line)
 	struct chaos_buf b = { 0 };
 	hostile(p, q, kind, idx, &b);
 	const char *el = b.p ? b.p : "";
-	int ok = lpush(p, q, 1, &el, &b.len);
-	fprintf(p->ledger, "h %s %s %c\n", kind, qn, ok == 1 ? 'a' : ok == 2 ?
-	    'r' : ok ? 'n' : 'u');
+	int ok = lpush(p, q, 1, &el, &b.len, 0);
+	fprintf(p->ledger, "h %s %s %c\n", kind, qn, push_letter(ok));
 	fflush(p->ledger);
 	chaos_buf_free(&b);
+}
+
+/* A forged job of the plan's line (forge.c), made from what Redis holds
+ * now and pushed past the script. */
+static void
+push_forged(struct producer *p, const char *line)
+{
+	char qn[16], kind[32];
+	long long ms, idx;
+	struct chaos_forged f = { 0 };
+	if (sscanf(line, "%lld forge %15s %31s %lld", &ms, qn, kind, &idx) != 4)
+		return;
+	int q = strcmp(qn, "exec") == 0;
+	reconnect(p);
+	if (p->c == NULL || chaos_forge(&p->forger, p->c, p->prefix,
+	    p->qname[q], kind, idx, &f) != 0) {
+		fprintf(p->ledger, "f %s %s - - n\n", f.kind ? f.kind : kind, qn);
+	} else {
+		const char *el = f.doc.p;
+		int ok = lpush(p, q, 1, &el, &f.doc.len, f.head);
+		fprintf(p->ledger, "f %s %s %s %s %c\n", f.kind, qn, f.fid,
+		    f.target, push_letter(ok));
+	}
+	fflush(p->ledger);
+	chaos_buf_free(&f.doc);
 }
 
 
@@ -722,9 +762,17 @@ chaos_produce_main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
+		/* forged jobs after this tick's calls, while their jobs
+		 * wait: the ids they carry are live */
+		char forge[4][sizeof(line)];
+		int nforge = 0;
 		while (!ending && have_line && atoll(line) <= now) {
 			if (strstr(line, " hostile ") != NULL)
 				push_hostile(&p, line);
+			else if (strstr(line, " forge ") != NULL && nforge < 4)
+				memcpy(forge[nforge++], line, sizeof(line));
+			else if (strstr(line, " forge ") != NULL)
+				push_forged(&p, line);
 			have_line = fgets(line, sizeof(line), pf) != NULL;
 		}
 		if (servers_now_ms() >= resume) {
@@ -748,6 +796,8 @@ chaos_produce_main(int argc, char **argv)
 				pause = pause * 2 > PAUSE_MAX_MS ? PAUSE_MAX_MS : pause * 2;
 			}
 		}
+		for (int i = 0; i < nforge; i++)
+			push_forged(&p, forge[i]);
 		long long spent = chaos_epoch_ms() - t0 - now;
 		servers_sleep_ms(spent >= 90 ? 10 : (long)(100 - spent));
 	}
@@ -782,5 +832,6 @@ chaos_produce_main(int argc, char **argv)
 	chaos_buf_free(&p.last_good[0]);
 	chaos_buf_free(&p.last_good[1]);
 	chaos_buf_free(&p.script);
+	chaos_forger_free(&p.forger);
 	return rc;
 }
