@@ -111,6 +111,20 @@ long long chaos_report_value(const char *path, const char *key);
 /* The hostile element kinds (plan.c), NULL-terminated. */
 extern const char *const chaos_hostile_kinds[];
 
+/* What the hostile elements are made from (hostile.c). */
+struct chaos_hostile {
+	redisContext *c;        /* to read the batch keys in flight (NULL:
+	                         * made up ones) */
+	const char *prefix, *pgq, *execq;
+	const char *good;       /* the queue's last good document, or NULL */
+	long long max_job_bytes;
+	long long n;            /* elements made: ids h-1, h-2, ... */
+};
+/* The hostile element KIND (variant idx) for queue q (0 pg, 1 exec),
+ * appended to b. */
+void chaos_hostile_element(struct chaos_hostile *h, int q, const char *kind,
+    long long idx, struct chaos_buf *b);
+
 /* The hostile producer's forged jobs (forge.c): pushed past the enqueue
  * script with the id of a live honest job, or naming an honest job's key
  * of ferry's own, each with the marker "forged":"f-K". */
