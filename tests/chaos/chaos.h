@@ -8,7 +8,8 @@
  *   chaos_helper produce KEY=VALUE... good jobs through the enqueue
  *                                  script (ids, calls of unknown outcome
  *                                  sent again), the plan's hostile
- *                                  elements raw onto the ready lists
+ *                                  elements raw onto the ready lists, and
+ *                                  its forged jobs (forge.c)
  *   chaos_helper produce-cache KEY=VALUE... postgres jobs whose rows wait
  *                                  in cache keys, through ferryctl enqueue
  *                                  (killed mid-call at times, run again)
@@ -77,6 +78,15 @@ void chaos_buf_printf(struct chaos_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void chaos_buf_free(struct chaos_buf *b);
 
+/* A set of strings: a list, searched in order (a few hundred at most). */
+struct chaos_keys {
+	char **k;
+	size_t n, cap;
+};
+void chaos_keys_add(struct chaos_keys *s, const char *k);
+int chaos_keys_has(const struct chaos_keys *s, const char *k);
+void chaos_keys_free(struct chaos_keys *s);
+
 /* Foreign keys: keys of "another application" that hostile cache_keys
  * name; created by `foreign`, verified by `check`. */
 extern const char *const chaos_foreign_keys[];
@@ -100,6 +110,65 @@ long long chaos_report_value(const char *path, const char *key);
 
 /* The hostile element kinds (plan.c), NULL-terminated. */
 extern const char *const chaos_hostile_kinds[];
+
+/* What the hostile elements are made from (hostile.c). */
+struct chaos_hostile {
+	redisContext *c;        /* to read the batch keys in flight (NULL:
+	                         * made up ones) */
+	const char *prefix, *pgq, *execq;
+	const char *good;       /* the queue's last good document, or NULL */
+	long long max_job_bytes;
+	long long n;            /* elements made: ids h-1, h-2, ... */
+};
+/* The hostile element KIND (variant idx) for queue q (0 pg, 1 exec),
+ * appended to b. */
+void chaos_hostile_element(struct chaos_hostile *h, int q, const char *kind,
+    long long idx, struct chaos_buf *b);
+
+/* The hostile producer's forged jobs (forge.c): pushed past the enqueue
+ * script with the id of a live honest job, or naming an honest job's key
+ * of ferry's own, each with the marker "forged":"f-K". */
+int chaos_forged_nkinds(void);
+/* The name of kind k, and its queue ("pg" or "exec") in *queue. */
+const char *chaos_forged_name(int k, const char **queue);
+/* Kind `name`'s number, or -1. */
+int chaos_forged_kind(const char *name);
+/* K of the marker "forged":"f-K" that bytes el hold (a document, a
+ * wrapper, a dead entry), or 0: not a forged job's. */
+long long chaos_forged_of(const char *el, size_t len);
+
+/* The producer's side: what it learnt of the queue (the keys of ferry's
+ * own that honest dead jobs name) and how many jobs it forged. */
+struct chaos_forger {
+	struct chaos_keys keys;
+	long long dead_seen, n;
+};
+struct chaos_forged {
+	const char *kind;       /* the kind made (key-waiting with no key
+	                         * waiting: key-dead) */
+	char fid[24];           /* f-K */
+	char target[200];       /* the honest id it carries, or the key */
+	int head;               /* RPUSH: ahead of the job that names the key */
+	struct chaos_buf doc;
+};
+/* Forge a job of `kind` for queue q (idx: the plan's index, which of the
+ * candidates) from what Redis holds now, into out; -1 when there is nothing
+ * to forge it from (no live id, no key). */
+int chaos_forge(struct chaos_forger *f, redisContext *c, const char *prefix,
+    const char *q, const char *kind, long long idx, struct chaos_forged *out);
+void chaos_forger_free(struct chaos_forger *f);
+
+/* The checker's side: a forged job at the end of the run (the honest id
+ * or key it targets, its push's ledger letter st, rows written, dead: its
+ * first dead entry's reason and last error, how often handled); 1 when it
+ * broke a promise (counted and noted for the report). A kind's job that
+ * could not be made: unmade. */
+int chaos_forged_verdict(int k, const char *fid, const char *target, char st,
+    int rows, int dead, const char *reason, const char *error, int handled);
+void chaos_forged_unmade(int k);
+/* Print the figures; then the failures, a FAIL line if any. */
+void chaos_forged_report(void);
+void chaos_forged_failures(void);
 
 /* The non-empty lists and sorted sets of queue q but dead (printed when
  * `say`); dead entries are handed to dead_cb. -1 when Redis fails. */
@@ -128,7 +197,7 @@ int chaos_produce_cache_main(int argc, char **argv);
 int chaos_churn_main(int argc, char **argv);        /* churn.c */
 int chaos_check_main(int argc, char **argv);
 int chaos_modes_check_main(int argc, char **argv);
-int chaos_wait_main(int argc, char **argv);
+int chaos_wait_main(int argc, char **argv);        /* wait.c */
 int chaos_handle_main(int argc, char **argv);
 int chaos_watch_main(int argc, char **argv);
 

@@ -191,6 +191,37 @@ chaos_buf_free(struct chaos_buf *b)
 	b->len = b->cap = 0;
 }
 
+void
+chaos_keys_add(struct chaos_keys *s, const char *k)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		if ((s->k = realloc(s->k, s->cap * sizeof(*s->k))) == NULL)
+			chaos_die("out of memory");
+	}
+	if ((s->k[s->n++] = strdup(k)) == NULL)
+		chaos_die("out of memory");
+}
+
+int
+chaos_keys_has(const struct chaos_keys *s, const char *k)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->k[i], k) == 0)
+			return 1;
+	return 0;
+}
+
+void
+chaos_keys_free(struct chaos_keys *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->k[i]);
+	free(s->k);
+	s->k = NULL;
+	s->n = s->cap = 0;
+}
+
 /* ------------------------------------------------------ foreign keys */
 
 /* Another application's keys, and other ferry instances' and queues'

@@ -1,8 +1,4 @@
-/* check.c - the end of a chaos run.
- *
- * `chaos_helper wait redis=PORT seconds=S ...` waits (bounded) until every
- * list and sorted set of both queues but `dead` is empty and has stayed so
- * for two seconds; exit 1 on timeout, naming what is left.
+/* check.c - the end of a chaos run (the wait before it: wait.c).
  *
  * `chaos_helper check redis=PORT pg=CONNINFO ledger=FILE handled=FILE
  * table=T pgq=Q execq=Q prefix=P [upq=Q tbq=Q mledger=FILE stats=FILE]`
@@ -53,7 +49,11 @@ struct entry {
 	                      * (check-modes checks it; counted here) */
 	int want, distinct;  /* rows a written job has (1, or its cached
 	                      * rows); rows with distinct n */
-	char *reason;  /* of its first dead entry */
+	int forged;          /* a forged job's (forge.c): its kind + 1 */
+	char *target;        /* its honest id or key */
+	char *reason, *error;  /* of its first dead entry: reason, last error */
+	int id_held;         /* its id in its queue's ids set, with id_score */
+	double id_score;
 	struct entry *next;
 };
 
@@ -82,14 +82,18 @@ get(const char *key, int create)
 
 /* The id of a list element: the producer's "id" of the document, inside
  * ferry's wrapper when there is one; by a plain text search when the bytes
- * are not JSON (invalid UTF-8 survives in elements and dead entries). */
+ * are not JSON (invalid UTF-8 survives in elements and dead entries). A
+ * forged job's (forge.c) is its marker's f-K, not the id it carries. */
 static int
 element_id(const char *el, size_t len, char *out, size_t size)
 {
 	static const char wrap[] = "{\"ferry\":1,", mark[] = ",\"job\":";
 	const char *doc = el, *end = el + len;
 	json_error_t err;
+	long long forged = chaos_forged_of(el, len);
 	out[0] = '\0';
+	if (forged > 0)
+		return snprintf(out, size, "f-%lld", forged) > 0;
 	if (len > sizeof(wrap) && memcmp(el, wrap, sizeof(wrap) - 1) == 0) {
 		const char *m = memmem(el, len, mark, sizeof(mark) - 1);
 		if (m != NULL) {
@@ -239,84 +243,6 @@ ids_still_live(redisContext *c, const char *prefix, const char *q)
 	return n[0];
 }
 
-/* Sum of the counters of queue q's stats hash that move when work is done. */
-static long long
-progress(redisContext *c, const char *prefix, const char *q)
-{
-	redisReply *r = redisCommand(c, "HMGET %s:{%s}:stats done dead retried "
-	    "recovered", prefix, q);
-	long long sum = 0;
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			sum += atoll(r->element[i]->str);
-	if (r)
-		freeReplyObject(r);
-	return sum;
-}
-
-/* Bounded: `seconds` in all, and `stuck` seconds without any progress (no
- * job done, dead, retried or recovered while some are left) ends it early. */
-int
-chaos_wait_main(int argc, char **argv)
-{
-	long long start = servers_now_ms();
-	long long deadline = start + chaos_arg_ll(argc, argv, "seconds", 60) * 1000;
-	long long stuck_ms = chaos_arg_ll(argc, argv, "stuck", 20) * 1000;
-	const char *prefix = chaos_arg(argc, argv, "prefix", "ferry");
-	/* upq= and tbq= (the upsert and two-table queues) when given */
-	const char *q[4] = { chaos_arg(argc, argv, "pgq", "chaos_pg"),
-		chaos_arg(argc, argv, "execq", "chaos_exec"),
-		chaos_arg(argc, argv, "upq", NULL), chaos_arg(argc, argv, "tbq",
-		    NULL) };
-	int nq = q[2] == NULL ? 2 : q[3] == NULL ? 3 : 4;
-	long long empty_since = -1, last_sig = -1, moved_at = start;
-	for (;;) {
-		long long now = servers_now_ms(), left = -1, sig = -1;
-		redisContext *c = chaos_redis_arg(argc, argv, 2000);
-		if (c != NULL) {
-			left = 0;
-			sig = 0;
-			for (int i = 0; i < nq; i++) {
-				long long a = chaos_leftovers(c, prefix, q[i], 0, NULL);
-				left = a < 0 || left < 0 ? -1 : left + a;
-				sig = sig * 7 + progress(c, prefix, q[i]);
-			}
-			sig += left * 1000003;
-		}
-		if (sig != last_sig) {
-			last_sig = sig;
-			moved_at = now;
-		}
-		if (left == 0 && empty_since < 0)
-			empty_since = now;
-		if (left != 0)
-			empty_since = -1;
-		if (empty_since >= 0 && now - empty_since >= 2000) {
-			printf("chaos: drained in %lld s\n", (now - start) / 1000);
-			redisFree(c);
-			return 0;
-		}
-		if (now >= deadline || now - moved_at >= stuck_ms) {
-			if (now >= deadline)
-				printf("chaos: not drained after %lld s:\n",
-				    (now - start) / 1000);
-			else
-				printf("chaos: not drained, and no progress for %lld s "
-				    "(after %lld s):\n", stuck_ms / 1000,
-				    (now - start) / 1000);
-			if (c != NULL) {
-				for (int i = 0; i < nq; i++)
-					chaos_leftovers(c, prefix, q[i], 1, NULL);
-				redisFree(c);
-			}
-			return 1;
-		}
-		if (c != NULL)
-			redisFree(c);
-		servers_sleep_ms(250);
-	}
-}
-
 /* ---------------------------------------------------------- checking */
 
 struct reason_count {
@@ -324,7 +250,8 @@ struct reason_count {
 	long long n;
 };
 static struct reason_count reasons[2][64];
-static long long dead_total[2], dead_hostile[2], dead_unknown[2];
+static long long dead_total[2], dead_hostile[2], dead_unknown[2],
+    dead_forged[2];
 static const char *queue_names[2];
 
 static void
@@ -351,8 +278,12 @@ on_dead(const char *el, size_t len, const char *qname)
 	json_t *e = json_loadb(el, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	const char *reason = json_string_value(json_object_get(e, "reason"));
 	const char *id = json_string_value(json_object_get(e, "id"));
+	const char *le = json_string_value(json_object_get(e, "last_error"));
 	char idbuf[200];
 	dead_total[q]++;
+	if (chaos_forged_of(el, len) > 0 && element_id(el, len, idbuf,
+	    sizeof(idbuf)))
+		id = idbuf;     /* not the honest id it carries */
 	if (e == NULL) {
 		/* not valid JSON (invalid UTF-8 of the job copied as is): still
 		 * find which job it is */
@@ -379,11 +310,17 @@ on_dead(const char *el, size_t len, const char *qname)
 	}
 	struct entry *x = id ? get(id, 0) : NULL;
 	if (x != NULL) {
-		if (x->dead++ == 0)
+		if (x->dead++ == 0) {
 			x->reason = strdup(reason ? reason : "");
+			x->error = strdup(le ? le : "");
+		}
+		if (x->forged) {
+			dead_forged[q]++;
+			json_decref(e);
+			return;
+		}
 		/* "failed by the handler" says little: add the start of the
 		 * last error, up to its first colon (the SQLSTATE's message) */
-		const char *le = json_string_value(json_object_get(e, "last_error"));
 		char rr[200];
 		snprintf(rr, sizeof(rr), "%s%s%.*s", reason && *reason ? reason :
 		    "(no reason)", le && strcmp(le, reason ? reason : "") ? ": " : "",
@@ -425,11 +362,35 @@ print_fail(const struct failures *f)
 		    f->ids.p ? f->ids.p : "", f->n > 40 ? " ..." : "");
 }
 
+/* A forged job's ledger line, "f KIND QUEUE f-K TARGET a|u|r" ("- - n":
+ * not made, nothing to forge it from; "n" at the end: not pushed). */
+static void
+load_forged(const char *line)
+{
+	char kind[32], q[16], fid[32], target[256], st = 0;
+	int k = sscanf(line, "f %31s %15s %31s %255s %c", kind, q, fid, target,
+	    &st) == 5 ? chaos_forged_kind(kind) : -1;
+	if (k < 0)
+		return;
+	if (st == 'n') {
+		chaos_forged_unmade(k);
+		return;
+	}
+	struct entry *e = get(fid, 1);
+	e->forged = k + 1;
+	e->target = strdup(target);
+	e->want = 1;
+	e->acked |= st == 'a';
+	e->unreplicated |= st == 'r';
+	e->uncertain |= st == 'u';
+}
+
 /* A ledger: "a|r|u ID" per line ("a|r|u ID ROWS" for cached jobs, "a|r|u
  * ID TAIL" for the upsert and two-table queues' jobs, `mode`), the same
  * job on several lines as its calls went (u: no reply, r: fewer replicas
  * than asked, a: acknowledged): its best line counts. counts[0|1]: jobs
- * (not lines) of pg or exec. */
+ * (not lines) of pg or exec. Hostile elements ("h ...") are counted in
+ * *hostile, forged jobs ("f ...") go to load_forged. */
 static int
 load_ledger(const char *path, long long *counts, long long *hostile, int mode)
 {
@@ -441,6 +402,10 @@ load_ledger(const char *path, long long *counts, long long *hostile, int mode)
 		line[strcspn(line, "\n")] = '\0';
 		if (line[0] == 'h') {
 			(*hostile)++;
+			continue;
+		}
+		if (line[0] == 'f') {
+			load_forged(line);
 			continue;
 		}
 		if (strlen(line) < 3)
@@ -522,6 +487,41 @@ load_handled(const char *path)
 	fclose(f);
 }
 
+/* The ids queue q holds (its ids set, with their scores) into the entries
+ * of honest jobs; -1 when Redis failed. */
+static int
+load_ids(redisContext *c, const char *prefix, const char *q)
+{
+	redisReply *r = redisCommand(c, "ZRANGE %s:{%s}:ids 0 -1 WITHSCORES",
+	    prefix, q);
+	int ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+	for (size_t i = 0; ok && i + 1 < r->elements; i += 2) {
+		struct entry *e = get(r->element[i]->str, 0);
+		if (e != NULL && !e->forged && !e->mode) {
+			e->id_held = 1;
+			e->id_score = strtod(r->element[i + 1]->str, NULL);
+		}
+	}
+	if (r != NULL)
+		freeReplyObject(r);
+	return ok ? 0 : -1;
+}
+
+/* Is an honest job's id held as its own outcome (src/redis/lua/common.lua,
+ * idempotency): written or handled, a time to forget it (or forgotten
+ * already, a window after); dead, below 0. Only the job accepted under the
+ * id moves it (R24): a forged job that carried it, settled after it with
+ * another outcome, must not have. -1: the job never arrived. */
+static int
+id_as_outcome(const struct entry *e)
+{
+	if (e->dead)
+		return e->id_held && e->id_score < 0;
+	if (e->rows > 0 || e->handled > 0)
+		return !e->id_held || e->id_score >= 1;
+	return -1;
+}
+
 static void
 print_reasons(int q)
 {
@@ -531,7 +531,8 @@ print_reasons(int q)
 	for (int i = 0; i < 64 && reasons[q][i].n > 0; i++, any = 1)
 		printf("%s %lld \"%s\"", i ? "," : "", reasons[q][i].n,
 		    reasons[q][i].reason);
-	printf("%s; hostile %lld", any ? "" : " none", dead_hostile[q]);
+	printf("%s; hostile %lld; forged %lld", any ? "" : " none",
+	    dead_hostile[q], dead_forged[q]);
 	if (dead_unknown[q])
 		printf("; %lld entries not valid JSON", dead_unknown[q]);
 	printf(")\n");
@@ -561,8 +562,11 @@ chaos_check_main(int argc, char **argv)
 	if (c == NULL)
 		chaos_die("check: cannot connect to redis (the primary)");
 	long long left = 0;
-	for (int q = 0; q < 2; q++)
+	for (int q = 0; q < 2; q++) {
 		left += chaos_leftovers(c, prefix, queue_names[q], 1, on_dead);
+		if (load_ids(c, prefix, queue_names[q]) != 0)
+			chaos_die("check: cannot read the ids of %s", queue_names[q]);
+	}
 	int foreign = chaos_foreign_check(c);
 
 	struct failures dup = { "duplicate rows (written more than once)", 0, { 0 } },
@@ -578,7 +582,13 @@ chaos_check_main(int argc, char **argv)
 		{ 0 } },
 	    unknown = { "of unknown outcome: no call of theirs was acknowledged "
 		"(sent, no reply), so nothing says whether they are in Redis", 0,
-		{ 0 } };
+		{ 0 } },
+	    moved = { "honest jobs whose id is held as another outcome than "
+		"their own (written or handled: done, dead: dead): a job pushed "
+		"past the script with their id (a forged one) moved it", 0, { 0 } },
+	    ownkey = { "honest jobs dead for \"a key of ferry's own written for "
+		"another job\"", 0, { 0 } };
+	long long ids_own = 0, ids_forgotten = 0, forged_bad = 0;
 	long long cached_rows = 0, cached_written = 0;
 	long long handled_twice = 0, handled = 0, uncertain = 0, unpushed = 0;
 	long long unrepl = 0, unrepl_lost = 0, mode_unrepl = 0;
@@ -589,6 +599,15 @@ chaos_check_main(int argc, char **argv)
 	long long max_id = 0;
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (struct entry *e = buckets[b]; e != NULL; e = e->next) {
+			if (e->forged) {
+				/* never an honest job's: forge.c judges it */
+				forged_bad += chaos_forged_verdict(e->forged - 1, e->key,
+				    e->target, e->acked ? 'a' : e->unreplicated ? 'r' :
+				    'u', e->rows, e->dead, e->reason, e->error, e->handled);
+				if (e->stuck)
+					fail(&stuck, e->key);
+				continue;
+			}
 			int exec = e->key[0] == 'e';
 			int unsure = e->uncertain && !e->acked && !e->unreplicated;
 			uncertain += unsure;
@@ -604,6 +623,21 @@ chaos_check_main(int argc, char **argv)
 			}
 			if (e->dead && e->reason != NULL && e->reason[0] == '\0')
 				fail(&noreason, e->key);
+			if (e->dead && (strstr(e->reason, "a key of ferry's own "
+			    "written for another job") != NULL || strstr(e->error,
+			    "a key of ferry's own written for another job") != NULL))
+				fail(&ownkey, e->key);
+			int own = id_as_outcome(e);
+			if (own == 0) {
+				char what[200];
+				snprintf(what, sizeof(what), "%s (%s, its id %s)", e->key,
+				    e->dead ? "dead" : "done", !e->id_held ? "gone" :
+				    e->id_score < 0 ? "dead" : e->id_score < 1 ? "live" :
+				    "done");
+				fail(&moved, what);
+			}
+			ids_own += own == 1;
+			ids_forgotten += own == 1 && !e->id_held;
 			if (e->stuck)
 				fail(&stuck, e->key);
 			if (exec) {
@@ -725,6 +759,10 @@ chaos_check_main(int argc, char **argv)
 		if (n != 0)
 			chaos_buf_printf(&live_qs, " %s (%lld)", idq[q], n);
 	}
+	printf("chaos: %s, %s: ids of honest jobs held as their own outcome "
+	    "%lld (%lld of them forgotten a window after), as another %lld\n",
+	    queue_names[0], queue_names[1], ids_own, ids_forgotten, moved.n);
+	chaos_forged_report();
 	int cache_fails = cledger == NULL ? 0 : chaos_cache_check(c, prefix,
 	    queue_names, 2, chaos_arg(argc, argv, "keyprefix", NULL),
 	    chaos_arg(argc, argv, "cache_stats", NULL), chaos_arg(argc, argv,
@@ -743,6 +781,9 @@ chaos_check_main(int argc, char **argv)
 	if (foreign > 0)
 		printf("chaos: FAIL %d foreign keys changed\n", foreign);
 	print_fail(&unknown);
+	print_fail(&moved);
+	print_fail(&ownkey);
+	chaos_forged_failures();
 	if (live_ids != 0)
 		printf("chaos: FAIL ids still held as live (a score in [0, 1)) after the "
 		    "drain (-1: unreadable):%s: a job done or dead that settle, the "
@@ -750,9 +791,9 @@ chaos_check_main(int argc, char **argv)
 	chaos_buf_free(&live_qs);
 	int failed = dup.n || lost.n || deadw.n || badw.n || noreason.n || stuck.n ||
 	    part.n || unknown.n || left != 0 || foreign || cache_fails ||
-	    live_ids != 0;
+	    live_ids != 0 || moved.n || ownkey.n || forged_bad;
 	struct failures *all[] = { &dup, &lost, &deadw, &badw, &noreason, &stuck,
-		&part, &unknown };
+		&part, &unknown, &moved, &ownkey };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		chaos_buf_free(&all[i]->ids);
 	return failed ? 1 : 0;

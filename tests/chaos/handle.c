@@ -4,7 +4,11 @@
  * lines of concurrent handlers never mix), waits a little so that faults
  * land on batches in flight, then answers: "retry ID" for an "ef-" job on
  * its first attempt, no answer for an id it cannot echo on one line (ferry
- * retries those), "ok ID" for everything else. */
+ * retries those), "fail ID" for a document that says "fail":true, "ok ID"
+ * for everything else. A forged job (forge.c: it carries an honest job's
+ * id) is logged by its marker, f-K, never by the id it carries; its answer
+ * goes by that id, which settles the first job of the batch with that id
+ * not answered yet: the answers come in the batch's order. */
 #include "chaos.h"
 
 #include <fcntl.h>
@@ -38,10 +42,18 @@ chaos_handle_main(int argc, char **argv)
 		const char *id = json_string_value(json_object_get(j, "id"));
 		json_int_t attempts = json_integer_value(json_object_get(j,
 		    "attempts"));
+		json_t *doc = json_object_get(j, "job");
+		long long forged = chaos_forged_of(line, (size_t)n);
 		if (id != NULL) {
-			chaos_buf_printf(&log, "%s\n", echoable(id) ? id : "(unechoable)");
+			if (forged > 0)
+				chaos_buf_printf(&log, "f-%lld\n", forged);
+			else
+				chaos_buf_printf(&log, "%s\n", echoable(id) ? id :
+				    "(unechoable)");
 			if (!echoable(id))
 				;
+			else if (json_is_true(json_object_get(doc, "fail")))
+				chaos_buf_printf(&out, "fail %s asked to fail\n", id);
 			else if (strncmp(id, "ef-", 3) == 0 && attempts == 0)
 				chaos_buf_printf(&out, "retry %s flaky on its first attempt\n",
 				    id);

@@ -36,7 +36,17 @@
  *   rrkill I / rrstart  (failover=1) kill -9 of a replica for 1-6 s: with
  *                       redis_wait_replicas = 2 batches wait meanwhile
  *   hostile pg|exec KIND I   an element LPUSHed onto ready by the producer
- *   end                 the last fault is over */
+ *   forge pg|exec KIND I     a forged job pushed past the enqueue script
+ *                       by the hostile producer (forge.c): the id of a live
+ *                       honest job, or an honest job's key of ferry's own
+ *   end                 the last fault is over
+ *
+ * The forged jobs are a stream of their own, drawn from a generator of
+ * their own (the seed's "forge" sequence) and added after the others: a
+ * seed's other lines, the end line included, are the ones it always gave
+ * (grep -v ' forge ' of a plan is the plan before forged jobs existed).
+ * forged=0 leaves them out; hostile=0 leaves out both kinds of hostile
+ * input. */
 #include "chaos.h"
 
 #include <stdio.h>
@@ -243,6 +253,27 @@ draw(struct chaos_rng *r)
 	return K_WKILL;
 }
 
+/* The forged jobs (forge.c): from 10 s on, when the first honest jobs are
+ * dead and their keys can be named, to 1.5 s before the end; every kind
+ * once first, then drawn, with gaps of 200 ms to gap_max. */
+static void
+forge_stream(uint64_t seed, long long end, long long gap_max)
+{
+	struct chaos_rng r = { seed ^ 0x666f726765ULL };
+	int nk = chaos_forged_nkinds(), fi = 0;
+	char buf[96];
+
+	for (long long t = 10000; t < end - 1500;
+	    t += chaos_rng_range(&r, 200, gap_max)) {
+		int kind = fi < nk ? fi : (int)chaos_rng_range(&r, 0, nk - 1);
+		const char *q, *name = chaos_forged_name(kind, &q);
+		snprintf(buf, sizeof(buf), "forge %s %s %lld", q, name,
+		    chaos_rng_range(&r, 0, 999));
+		add(t, buf);
+		fi++;
+	}
+}
+
 int
 chaos_plan_main(int argc, char **argv)
 {
@@ -254,6 +285,8 @@ chaos_plan_main(int argc, char **argv)
 	long long hgap_max = chaos_arg_ll(argc, argv, "hostile_gap_max_ms", 1500);
 	int faults = (int)chaos_arg_ll(argc, argv, "faults", 1);
 	int hostiles = (int)chaos_arg_ll(argc, argv, "hostile", 1);
+	int forged = hostiles && chaos_arg_ll(argc, argv, "forged", 1);
+	long long fgap_max = chaos_arg_ll(argc, argv, "forged_gap_max_ms", 1800);
 	int failover = (int)chaos_arg_ll(argc, argv, "failover", 0);
 	struct chaos_rng r = { (uint64_t)seed };
 	struct world w = { .b_from = -100000, .b_until = -100000 };
@@ -309,13 +342,17 @@ chaos_plan_main(int argc, char **argv)
 		add(t, buf);
 		hi++;
 	}
-	qsort(ev, nev, sizeof(*ev), by_time);
+	/* the end: after the last fault or hostile element, as before the
+	 * forged jobs, which may come after it */
 	long long last = 0;
-	for (size_t i = 0; i < nev; i++) {
+	for (size_t i = 0; i < nev; i++)
+		last = ev[i].t > last ? ev[i].t : last;
+	add(last + 1, "end");
+	if (forged)
+		forge_stream((uint64_t)seed, end, fgap_max);
+	qsort(ev, nev, sizeof(*ev), by_time);
+	for (size_t i = 0; i < nev; i++)
 		printf("%lld %s\n", ev[i].t, ev[i].text);
-		last = ev[i].t;
-	}
-	printf("%lld end\n", last + 1);
 	free(ev);
 	return 0;
 }

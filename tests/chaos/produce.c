@@ -53,9 +53,15 @@
  * A job's best line counts: a, then r, then u. With no fault left every
  * job ends with an "a".
  *
- * Hostile elements: LPUSHed raw, past the script, as a broken producer
- * would (the test of the workers' hostile input; never sent again):
- * ledger line "h KIND QUEUE a|u|r|n" (n: not sent).
+ * Hostile elements (hostile.c builds them): LPUSHed raw, past the script,
+ * as a broken producer would (the test of the workers' hostile input;
+ * never sent again): ledger line "h KIND QUEUE a|u|r|n" (n: not sent).
+ *
+ * Forged jobs (the plan's "forge" events): the hostile producer, pushing
+ * past the script jobs that carry the ids of live honest jobs or name
+ * honest jobs' keys of ferry's own, read from the queue then (forge.c);
+ * never sent again: ledger line "f KIND QUEUE f-K TARGET a|u|r", or
+ * "f KIND QUEUE - - n" when there was nothing to forge it from.
  *
  * With sentinels=P1,P2,P3 master=NAME replicas=N (scripts/chaos
  * --failover) it calls the primary the sentinels name and, on the same
@@ -113,7 +119,8 @@ struct producer {
 	char ready[4][160];            /* [0] pg, [1] exec, [2] up, [3] tb */
 	struct chaos_buf last_good[2]; /* the last good document made */
 	long long next_id;
-	long long hostile_n;
+	struct chaos_hostile hostile;  /* the hostile elements */
+	struct chaos_forger forger;    /* the forged jobs */
 	struct chaos_modes modes;      /* the jobs of [2] and [3] */
 	FILE *mledger;                 /* their ledger */
 	struct chaos_buf script;       /* enqueue.lua */
@@ -162,19 +169,20 @@ wait_replicas(struct producer *p)
 	return ok;
 }
 
-/* LPUSH n elements, past the script (the hostile elements); 1
- * acknowledged, 0 unknown (sent, no reply), -1 not sent (no connection,
- * LOADING), 2 acknowledged by Redis but not by the replicas (with
- * sentinels=). */
+/* LPUSH n elements, past the script (the hostile elements and forged
+ * jobs; head: RPUSH, taken next); 1 acknowledged, 0 unknown (sent, no
+ * reply), -1 not sent (no connection, LOADING), 2 acknowledged by Redis
+ * but not by the replicas (with sentinels=). */
 static int
-lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
+lpush(struct producer *p, int q, int n, const char **els, const size_t *lens,
+    int head)
 {
 	const char **argv = malloc(((size_t)n + 2) * sizeof(*argv));
 	size_t *argl = malloc(((size_t)n + 2) * sizeof(*argl));
 	int ok = 0;
 	if (argv == NULL || argl == NULL)
 		chaos_die("out of memory");
-	argv[0] = "LPUSH";
+	argv[0] = head ? "RPUSH" : "LPUSH";
 	argl[0] = 5;
 	argv[1] = p->ready[q];
 	argl[1] = strlen(p->ready[q]);
@@ -195,7 +203,8 @@ lpush(struct producer *p, int q, int n, const char **els, const size_t *lens)
 			if (strncmp(r->str, "LOADING", 7) == 0)
 				ok = -1;
 			else
-				fprintf(stderr, "chaos produce: LPUSH: %.200s\n", r->str);
+				fprintf(stderr, "chaos produce: %s: %.200s\n", argv[0],
+				    r->str);
 		}
 		if (r != NULL)
 			freeReplyObject(r);
@@ -498,132 +507,11 @@ wait_for_ids(struct producer *p, int nq)
 
 /* ----------------------------------------------------- hostile input */
 
-static void
-batch_key(struct producer *p, int q, long long delta, char *out, size_t size)
+/* The ledger letter of a push past the script (lpush's answer). */
+static char
+push_letter(int ok)
 {
-	snprintf(out, size, "nobody:1:deadbeef:%lld", 5 + delta);
-	reconnect(p);
-	if (p->c == NULL)
-		return;
-	char key[200];
-	snprintf(key, sizeof(key), "%s:{%s}:bkeys", p->prefix, q ? p->execq : p->pgq);
-	redisReply *r = redisCommand(p->c, "HVALS %s", key);
-	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-		const char *k = r->element[0]->str;
-		size_t len = strlen(k), d = len;
-		while (d > 0 && k[d - 1] >= '0' && k[d - 1] <= '9')
-			d--;
-		long long seq = atoll(k + d) + delta;
-		snprintf(out, size, "%.*s%lld", (int)d, k, seq < 0 ? 0 : seq);
-	}
-	if (r != NULL)
-		freeReplyObject(r);
-}
-
-static void
-nest(struct chaos_buf *b, int depth, const char *open, const char *close,
-    const char *inner)
-{
-	for (int i = 0; i < depth; i++)
-		chaos_buf_add(b, open, strlen(open));
-	chaos_buf_add(b, inner, strlen(inner));
-	for (int i = 0; i < depth; i++)
-		chaos_buf_add(b, close, strlen(close));
-}
-
-/* Build the hostile element KIND (variant idx) for queue q into b. */
-static void
-hostile(struct producer *p, int q, const char *kind, long long idx,
-    struct chaos_buf *b)
-{
-	char hid[40], key[200];
-	const char *good = p->last_good[q].len ? p->last_good[q].p :
-	    "{\"id\":\"h-none\"}";
-	snprintf(hid, sizeof(hid), "h-%lld", ++p->hostile_n);
-	if (strcmp(kind, "utf8-doc") == 0) {
-		chaos_buf_printf(b, "{\"id\":\"%s\",\"data\":{\"job_id\":\"%s\","
-		    "\"n\":1,\"pad\":\"\xff\xfe bad \xc3(\xed\xa0\x80\"}}", hid, hid);
-	} else if (strcmp(kind, "utf8-raw") == 0) {
-		chaos_buf_add(b, "\xc3\x28\xa0\xa1 not json \xff\x00\x01", 17);
-	} else if (strcmp(kind, "notjson") == 0) {
-		static const char *const v[] = { "", "hello", "{\"id\":\"h-cut\",",
-			"null", "[1,2,3]", "{\"id\":\"h-dup\",\"id\":\"h-dup2\"}", "42",
-			"{\"data\":{\"job_id\":null}}", };
-		const char *s = v[idx % (long long)(sizeof(v) / sizeof(v[0]))];
-		chaos_buf_add(b, s, strlen(s));
-	} else if (strcmp(kind, "wrap-stamp") == 0 ||
-	    strcmp(kind, "wrap-future") == 0) {
-		/* the stamp names a batch in flight or just committed, or
-		 * (future) the next ones of the same worker; the document is a
-		 * copy of a real job: trusting it could ack that job unwritten
-		 * or write it twice */
-		int future = kind[5] == 'f';
-		batch_key(p, q, future ? 1 + idx % 3 : -(idx % 2), key, sizeof(key));
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":%lld,\"attempts\":0,"
-		    "\"batch\":\"%s\",\"job\":%s}", 1 + idx % 2, key, good);
-	} else if (strcmp(kind, "wrap-noattempts") == 0) {
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":1,\"job\":%s}", good);
-	} else if (strcmp(kind, "wrap-nojob") == 0) {
-		batch_key(p, q, 0, key, sizeof(key));
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
-		    "\"batch\":\"%s\"}", key);
-	} else if (strcmp(kind, "wrap-badattempts") == 0) {
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":1,\"attempts\":\"x\","
-		    "\"job\":%s}", good);
-	} else if (strcmp(kind, "wrap-deep") == 0) {
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":1,\"attempts\":0,"
-		    "\"x\":");
-		nest(b, 1001 + (int)(idx % 1500), "[", "]", "1");
-		chaos_buf_printf(b, ",\"job\":%s}", good);
-	} else if (strcmp(kind, "wrap-recovered") == 0) {
-		chaos_buf_printf(b, "{\"ferry\":1,\"recoveries\":%lld,\"attempts\":%lld,"
-		    "\"job\":%s}", 1 + idx % 5, idx % 3, good);
-	} else if (strcmp(kind, "deep-doc") == 0 || strcmp(kind, "deep-doc2") == 0) {
-		int depth = kind[8] == '2' ? 3000 + (int)idx : 1001 + (int)idx;
-		chaos_buf_printf(b, "{\"id\":\"%s\",\"data\":{\"job_id\":\"%s\","
-		    "\"n\":1,\"pad\":", hid, hid);
-		nest(b, depth, "{\"a\":", "}", "1");
-		chaos_buf_add(b, "}}", 2);
-	} else if (strcmp(kind, "huge") == 0) {
-		long long n = p->max_job_bytes * (1 + idx % 4) + 1000;
-		chaos_buf_printf(b, "{\"id\":\"%s\",\"data\":{\"job_id\":\"%s\","
-		    "\"n\":1,\"pad\":\"", hid, hid);
-		char chunk[4096];
-		memset(chunk, 'x', sizeof(chunk));
-		for (long long i = 0; i < n; i += (long long)sizeof(chunk))
-			chaos_buf_add(b, chunk, sizeof(chunk));
-		chaos_buf_add(b, "\"}}", 3);
-	} else if (strcmp(kind, "cache-foreign") == 0) {
-		int nk = 0;
-		while (chaos_foreign_keys[nk] != NULL)
-			nk++;
-		chaos_buf_printf(b, "{\"id\":\"%s\",\"cache_key\":\"%s\"}", hid,
-		    chaos_foreign_keys[idx % nk]);
-	} else if (strcmp(kind, "cache-ferry") == 0) {
-		/* ferry's own lists: deleting one after "success" loses jobs */
-		static const char *const which[] = { "ready", "dead", "stats",
-			"owners", "delayed", "bkeys" };
-		const char *other = (idx / 6) % 2 ? p->execq : p->pgq;
-		chaos_buf_printf(b, "{\"id\":\"%s\",\"cache_key\":\"%s:{%s}:%s\"}",
-		    hid, p->prefix, other, which[idx % 6]);
-	} else { /* id-weird */
-		static const char *const v[] = {
-			"{\"id\":123,\"data\":{\"job_id\":\"h-num\",\"n\":1}}",
-			"{\"id\":{\"a\":1},\"data\":{\"job_id\":\"h-obj\",\"n\":1}}",
-			"{\"id\":\"h-nl\\nok e-1\",\"data\":{\"job_id\":\"h-nl\",\"n\":1}}",
-			"{\"id\":\"h-\xff\xfe\",\"data\":{\"job_id\":\"h-bad\",\"n\":1}}",
-			"{\"id\":\"\",\"data\":{\"job_id\":\"h-empty\",\"n\":1}}",
-			"{\"id\":\"h-q\\\" \\\\ \\u0000\",\"data\":{\"job_id\":\"h-q\",\"n\":1}}",
-		};
-		if (idx % 7 == 6) {
-			chaos_buf_printf(b, "{\"id\":\"h-long-");
-			for (int i = 0; i < 5000; i++)
-				chaos_buf_add(b, "\xc3\xa9", 2);
-			chaos_buf_printf(b, "\",\"data\":{\"job_id\":\"h-long\",\"n\":1}}");
-		} else {
-			chaos_buf_add(b, v[idx % 7], strlen(v[idx % 7]));
-		}
-	}
+	return ok == 1 ? 'a' : ok == 2 ? 'r' : ok ? 'n' : 'u';
 }
 
 static void
@@ -635,13 +523,40 @@ push_hostile(struct producer *p, const char *line)
 		return;
 	int q = strcmp(qn, "exec") == 0;
 	struct chaos_buf b = { 0 };
-	hostile(p, q, kind, idx, &b);
+	reconnect(p);
+	p->hostile.c = p->c;    /* the batch keys in flight */
+	p->hostile.good = p->last_good[q].len ? p->last_good[q].p : NULL;
+	chaos_hostile_element(&p->hostile, q, kind, idx, &b);
 	const char *el = b.p ? b.p : "";
-	int ok = lpush(p, q, 1, &el, &b.len);
-	fprintf(p->ledger, "h %s %s %c\n", kind, qn, ok == 1 ? 'a' : ok == 2 ?
-	    'r' : ok ? 'n' : 'u');
+	int ok = lpush(p, q, 1, &el, &b.len, 0);
+	fprintf(p->ledger, "h %s %s %c\n", kind, qn, push_letter(ok));
 	fflush(p->ledger);
 	chaos_buf_free(&b);
+}
+
+/* A forged job of the plan's line (forge.c), made from what Redis holds
+ * now and pushed past the script. */
+static void
+push_forged(struct producer *p, const char *line)
+{
+	char qn[16], kind[32];
+	long long ms, idx;
+	struct chaos_forged f = { 0 };
+	if (sscanf(line, "%lld forge %15s %31s %lld", &ms, qn, kind, &idx) != 4)
+		return;
+	int q = strcmp(qn, "exec") == 0;
+	reconnect(p);
+	if (p->c == NULL || chaos_forge(&p->forger, p->c, p->prefix,
+	    p->qname[q], kind, idx, &f) != 0) {
+		fprintf(p->ledger, "f %s %s - - n\n", f.kind ? f.kind : kind, qn);
+	} else {
+		const char *el = f.doc.p;
+		int ok = lpush(p, q, 1, &el, &f.doc.len, f.head);
+		fprintf(p->ledger, "f %s %s %s %s %c\n", f.kind, qn, f.fid,
+		    f.target, push_letter(ok));
+	}
+	fflush(p->ledger);
+	chaos_buf_free(&f.doc);
 }
 
 
@@ -670,6 +585,8 @@ chaos_produce_main(int argc, char **argv)
 	p.pgq = chaos_arg(argc, argv, "pgq", "chaos_pg");
 	p.execq = chaos_arg(argc, argv, "execq", "chaos_exec");
 	p.max_job_bytes = chaos_arg_ll(argc, argv, "max_job_bytes", 65536);
+	p.hostile = (struct chaos_hostile){ .prefix = p.prefix, .pgq = p.pgq,
+		.execq = p.execq, .max_job_bytes = p.max_job_bytes };
 	p.sentinels = chaos_arg(argc, argv, "sentinels", NULL);
 	p.master = chaos_arg(argc, argv, "master", "ferry");
 	p.replicas = chaos_arg_ll(argc, argv, "replicas", 2);
@@ -722,9 +639,17 @@ chaos_produce_main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
+		/* forged jobs after this tick's calls, while their jobs
+		 * wait: the ids they carry are live */
+		char forge[4][sizeof(line)];
+		int nforge = 0;
 		while (!ending && have_line && atoll(line) <= now) {
 			if (strstr(line, " hostile ") != NULL)
 				push_hostile(&p, line);
+			else if (strstr(line, " forge ") != NULL && nforge < 4)
+				memcpy(forge[nforge++], line, sizeof(line));
+			else if (strstr(line, " forge ") != NULL)
+				push_forged(&p, line);
 			have_line = fgets(line, sizeof(line), pf) != NULL;
 		}
 		if (servers_now_ms() >= resume) {
@@ -748,6 +673,8 @@ chaos_produce_main(int argc, char **argv)
 				pause = pause * 2 > PAUSE_MAX_MS ? PAUSE_MAX_MS : pause * 2;
 			}
 		}
+		for (int i = 0; i < nforge; i++)
+			push_forged(&p, forge[i]);
 		long long spent = chaos_epoch_ms() - t0 - now;
 		servers_sleep_ms(spent >= 90 ? 10 : (long)(100 - spent));
 	}
@@ -782,5 +709,6 @@ chaos_produce_main(int argc, char **argv)
 	chaos_buf_free(&p.last_good[0]);
 	chaos_buf_free(&p.last_good[1]);
 	chaos_buf_free(&p.script);
+	chaos_forger_free(&p.forger);
 	return rc;
 }
