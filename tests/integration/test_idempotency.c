@@ -340,27 +340,39 @@ Test(idempotency, a_producer_killed_and_run_again)
 	h_stop(&d);
 }
 
-/* Redis SIGKILLed while ferryctl pushes 50,000 jobs in 50 calls with AOF
- * `fsync`, restarted 1.5 s later: ferryctl sends the call whose reply it
- * lost again, and the next ones; every job is written to PostgreSQL
- * exactly once. */
-static void
-redis_killed_during_the_call(const char *fsync)
+/* A postgres queue of `total` jobs with AOF `fsync`, ferryctl pushing them
+ * in calls of 1,000 (no ferryd yet), Redis SIGKILLed a few calls in and
+ * restarted 1.5 s later: ferryctl's pid; its stderr's path into errp. */
+static pid_t
+kill_redis_while_enqueueing(const char *fsync, int total, char *errp,
+    size_t size)
 {
 	const char *const aof[] = { "--appendonly", "yes", "--appendfsync",
 	    fsync, NULL };
-	char input[300], errp[400];
-	int total = 50000;
+	char input[300];
 
 	setup_rows(aof, total, input, sizeof(input));
 	pid_t pid = spawn_enqueue(input, "enqueue");
-	/* a few calls in: kill Redis, bring it back */
 	while (h_redis_int(&d, "LLEN " READY) < 3000)
 		h_sleep_ms(1);
 	test_redis_kill9(&d.redis);
 	h_sleep_ms(1500);
 	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
-	snprintf(errp, sizeof(errp), "%s/enqueue.err", d.dir);
+	snprintf(errp, size, "%s/enqueue.err", d.dir);
+	return pid;
+}
+
+/* Redis SIGKILLed while ferryctl pushes 50,000 jobs with AOF `fsync`:
+ * ferryctl sends the call whose reply it lost again, and the next ones;
+ * every job is written to PostgreSQL exactly once. */
+static void
+redis_killed_during_the_call(const char *fsync)
+{
+	char errp[400];
+	int total = 50000;
+	pid_t pid = kill_redis_while_enqueueing(fsync, total, errp,
+	    sizeof(errp));
+
 	h_ctl_wait_ok(pid, errp, "so it is safe to send again");
 	assert_rows_once(total);
 	h_stop(&d);
@@ -380,19 +392,11 @@ Test(idempotency, a_call_whose_reply_was_lost_is_sent_again)
  * never half: the test holds whether or not this run lost anything. */
 Test(idempotency, everysec_writes_once_what_a_killed_redis_kept)
 {
-	const char *const aof[] = { "--appendonly", "yes", "--appendfsync",
-	    "everysec", NULL };
-	char input[300], errp[400];
+	char errp[400];
 	int total = 50000, status;
+	pid_t pid = kill_redis_while_enqueueing("everysec", total, errp,
+	    sizeof(errp));
 
-	setup_rows(aof, total, input, sizeof(input));
-	pid_t pid = spawn_enqueue(input, "enqueue");
-	while (h_redis_int(&d, "LLEN " READY) < 3000)
-		h_sleep_ms(1);
-	test_redis_kill9(&d.redis);
-	h_sleep_ms(1500);
-	cr_assert_eq(test_redis_restart(&d.redis, aof), 0);
-	snprintf(errp, sizeof(errp), "%s/enqueue.err", d.dir);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s",
 	    h_read_file(errp));
